@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "speechgraph",
+    products: [
+        .executable(name: "speechgraph", targets: ["speechgraph"]),
+        .library(name: "SpeechGraphCore", targets: ["SpeechGraphCore"]),
+        .library(name: "SpeechGraphNodes", targets: ["SpeechGraphNodes"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // Thin system-library targets, one per C library (Debian -dev packages, found by pkg-config).
+        .systemLibrary(name: "CPocketSphinx", pkgConfig: "pocketsphinx",
+                       providers: [.apt(["libpocketsphinx-dev", "libsphinxbase-dev"])]),
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
+        .systemLibrary(name: "CJack", pkgConfig: "jack", providers: [.apt(["libjack-jackd2-dev"])]),
+
+        // The core: graph language, descriptors, registry, planner, runtime, events. No C libraries.
+        .target(name: "SpeechGraphCore"),
+        // Audio nodes on libsndfile and libsoxr: file.input, resample, downmix.
+        .target(name: "SpeechGraphAudio", dependencies: ["SpeechGraphCore", "CSndFile", "CSoxr"]),
+        // The PocketSphinx recognizer node.
+        .target(name: "SpeechGraphSphinx", dependencies: ["SpeechGraphCore", "CPocketSphinx"]),
+        // Sinks: console and jsonl.
+        .target(name: "SpeechGraphSinks", dependencies: ["SpeechGraphCore"]),
+        // Every built-in node family, registered in one place.
+        .target(name: "SpeechGraphNodes",
+                dependencies: ["SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphSinks"]),
+        // The thin CLI.
+        .executableTarget(name: "speechgraph", dependencies: [
+            "SpeechGraphNodes",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        .testTarget(name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
+                    resources: [.copy("Golden")]),
+        .testTarget(name: "SpeechGraphNodesTests",
+                    dependencies: ["SpeechGraphNodes", "CFFTW", "CJack"]),
+        .testTarget(name: "speechgraphCLITests", dependencies: ["SpeechGraphNodes"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,6 @@
+#ifndef SPEECHGRAPH_CPOCKETSPHINX_SHIM_H
+#define SPEECHGRAPH_CPOCKETSPHINX_SHIM_H
+#include <pocketsphinx.h>
+#include <sphinxbase/err.h>
+#include <sphinxbase/cmd_ln.h>
+#endif

@@ -1,0 +1,75 @@
+import CSndFile
+import Foundation
+import SpeechGraphCore
+
+/// An audio file opened with libsndfile (WAV, FLAC, Ogg/Vorbis, AIFF, ... at any rate and channel count),
+/// read as float32. Every way a file can be unreadable becomes a `SpeechGraphError` naming the file.
+public final class AudioFile {
+    public let path: String
+    public let sampleRate: Int
+    public let channelCount: Int
+    /// Frames the header promises.
+    public let frameCount: Int64
+    /// Set when the file holds less audio than its header says.
+    public let truncation: String?
+    private var handle: OpaquePointer?
+
+    public init(path: String) throws {
+        self.path = path
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+            throw SpeechGraphError("\(path): no such file", parameter: "path")
+        }
+        if isDir.boolValue { throw SpeechGraphError("\(path): is a directory, not an audio file", parameter: "path") }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw SpeechGraphError("\(path): permission denied", parameter: "path")
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+        if size == 0 { throw SpeechGraphError("\(path): empty file, no audio in it", parameter: "path") }
+        var info = SF_INFO()
+        guard let h = sf_open(path, Int32(SFM_READ), &info) else {
+            let reason = String(cString: sf_strerror(nil))
+            throw SpeechGraphError("\(path): not an audio file libsndfile can read (\(reason))", parameter: "path")
+        }
+        handle = h
+        guard info.samplerate > 0, info.channels > 0 else {
+            sf_close(h)
+            handle = nil
+            throw SpeechGraphError("\(path): invalid header (rate \(info.samplerate), \(info.channels) channels)", parameter: "path")
+        }
+        sampleRate = Int(info.samplerate)
+        channelCount = Int(info.channels)
+        frameCount = info.frames
+        // libsndfile notes a header that promises more data than the file holds in its log.
+        var log = [CChar](repeating: 0, count: 4096)
+        _ = sf_command(h, Int32(SFC_GET_LOG_INFO), &log, Int32(log.count))
+        let text = String(cString: log)
+        if text.contains("should be") || text.lowercased().contains("truncated") || text.contains("too big") {
+            truncation = "\(path): file is truncated (its header promises more audio than it holds); reading the \(String(format: "%.2f", Double(frameCount) / Double(sampleRate))) s that are there"
+        } else {
+            truncation = nil
+        }
+    }
+
+    deinit { close() }
+
+    /// Reads up to `frames` interleaved frames into `buffer`; returns the frames read, 0 at the end.
+    public func read(into buffer: UnsafeMutablePointer<Float>, frames: Int) throws -> Int {
+        guard let handle else { return 0 }
+        let n = sf_readf_float(handle, buffer, sf_count_t(frames))
+        if n < 0 { throw SpeechGraphError("\(path): read error (\(String(cString: sf_strerror(handle))))") }
+        if n == 0, sf_error(handle) != 0 {
+            throw SpeechGraphError("\(path): read error (\(String(cString: sf_strerror(handle))))")
+        }
+        return Int(n)
+    }
+
+    public func rewind() {
+        if let handle { _ = sf_seek(handle, 0, SEEK_SET) }
+    }
+
+    public func close() {
+        if let handle { sf_close(handle) }
+        handle = nil
+    }
+}

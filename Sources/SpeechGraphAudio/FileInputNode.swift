@@ -1,0 +1,116 @@
+import Foundation
+import SpeechGraphCore
+
+/// The `file.input` node: plays an audio file into the graph.
+public final class FileInputNode: SourceNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "file.input",
+        summary: "Reads an audio file (WAV, FLAC, Ogg/Vorbis, ...) with libsndfile.",
+        doc: """
+            Any sample rate and channel count libsndfile reads. By default every channel is mixed down to \
+            mono; 'channel' picks one instead. With 'realtime' the file plays at the pace of live audio.
+            """,
+        category: .input,
+        ports: [.audioOutput("out", doc: "The file's audio, float32 at the file's rate.")],
+        parameters: [
+            .path("path", required: true, doc: "The audio file to read."),
+            .integer("channel", default: 0, range: 0...256,
+                     doc: "0 mixes every channel down to mono; N takes channel N only (1 is the first)."),
+            .integer("block", default: 1024, range: 16...65536, doc: "Frames read per block."),
+            .boolean("realtime", default: false, doc: "Play at the pace of live audio instead of as fast as possible."),
+            .integer("loop", default: 1, range: 1...100_000, doc: "Play the file this many times, one after another."),
+        ])
+
+    public static let type = NodeType(
+        descriptor,
+        formats: { config, _ in
+            let file = try AudioFile(path: config.string("path") ?? "")
+            let channel = config.integer("channel") ?? 0
+            if channel > file.channelCount {
+                throw SpeechGraphError("\(file.path) has \(file.channelCount) channel(s); there is no channel \(channel)",
+                                       parameter: "channel")
+            }
+            return ["out": AudioFormat(sampleRate: file.sampleRate, channelCount: 1)]
+        },
+        maxOutputFrames: { config, _, _ in config.integer("block") ?? 1024 },
+        make: { try FileInputNode($0) })
+
+    private let file: AudioFile
+    private let format: AudioFormat
+    private let channel: Int
+    private let block: Int
+    private let realtime: Bool
+    private let loops: Int
+    private var loopsDone = 0
+    private var interleaved: UnsafeMutableBufferPointer<Float>
+    private var mono: UnsafeMutableBufferPointer<Float>
+    private var framesEmitted: Int64 = 0
+    private var wallStart: Double?
+    public private(set) var warnings: [String] = []
+
+    public init(_ context: NodeContext) throws {
+        let c = context.config
+        file = try AudioFile(path: c.string("path") ?? "")
+        channel = c.integer("channel") ?? 0
+        block = c.integer("block") ?? 1024
+        realtime = c.bool("realtime") ?? false
+        loops = c.integer("loop") ?? 1
+        format = context.outputFormats["out"] ?? AudioFormat(sampleRate: file.sampleRate, channelCount: 1)
+        interleaved = .allocate(capacity: block * file.channelCount)
+        interleaved.initialize(repeating: 0)
+        mono = .allocate(capacity: block)
+        mono.initialize(repeating: 0)
+        if let truncation = file.truncation { warnings.append(truncation) }
+    }
+
+    deinit {
+        interleaved.deallocate()
+        mono.deallocate()
+    }
+
+    public var position: Double { Double(framesEmitted) / Double(format.sampleRate) }
+
+    public var progress: Double? {
+        guard file.frameCount > 0 else { return nil }
+        return min(1, Double(framesEmitted) / Double(file.frameCount * Int64(loops)))
+    }
+
+    public func pull(output: NodeOutput) throws -> Bool {
+        var n = try file.read(into: interleaved.baseAddress!, frames: block)
+        while n == 0 {
+            loopsDone += 1
+            guard loopsDone < loops else { return false }
+            file.rewind()
+            n = try file.read(into: interleaved.baseAddress!, frames: block)
+            if n == 0 { return false }
+        }
+        let channels = file.channelCount
+        let samples: UnsafeBufferPointer<Float>
+        if channels == 1 {
+            samples = UnsafeBufferPointer(rebasing: interleaved[0..<n])
+        } else {
+            if channel > 0 {
+                for i in 0..<n { mono[i] = interleaved[i * channels + channel - 1] }
+            } else {
+                let scale = 1 / Float(channels)
+                for i in 0..<n {
+                    var sum: Float = 0
+                    for c in 0..<channels { sum += interleaved[i * channels + c] }
+                    mono[i] = sum * scale
+                }
+            }
+            samples = UnsafeBufferPointer(rebasing: mono[0..<n])
+        }
+        try output.emit(AudioBlock(samples: samples, format: format, startFrame: framesEmitted))
+        framesEmitted += Int64(n)
+        if realtime {
+            let now = Date().timeIntervalSinceReferenceDate
+            if wallStart == nil { wallStart = now - Double(n) / Double(format.sampleRate) }
+            let due = wallStart! + position
+            if due > now { Thread.sleep(forTimeInterval: due - now) }
+        }
+        return true
+    }
+
+    public func close() { file.close() }
+}

@@ -1,0 +1,116 @@
+/// A place in a graph file: 1-based line and column.
+public struct SourceLocation: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var file: String
+    public var line: Int
+    public var column: Int
+
+    public init(file: String, line: Int, column: Int) {
+        self.file = file
+        self.line = line
+        self.column = column
+    }
+
+    public var description: String { "\(file):\(line):\(column)" }
+
+    public static func < (a: SourceLocation, b: SourceLocation) -> Bool {
+        (a.file, a.line, a.column) < (b.file, b.line, b.column)
+    }
+}
+
+/// One finding about a graph: an error, a warning or a note, with its location when it has one.
+public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {
+    public enum Severity: String, Sendable { case error, warning, note }
+
+    public var severity: Severity
+    public var location: SourceLocation?
+    public var message: String
+
+    public init(_ severity: Severity = .error, at location: SourceLocation?, _ message: String) {
+        self.severity = severity
+        self.location = location
+        self.message = message
+    }
+
+    public static func error(_ message: String, at location: SourceLocation?) -> Diagnostic {
+        Diagnostic(.error, at: location, message)
+    }
+
+    /// `file:line:col: error: message`, the form compilers use, so editors can jump to it.
+    public var description: String {
+        if let location { return "\(location): \(severity.rawValue): \(message)" }
+        return "\(severity.rawValue): \(message)"
+    }
+}
+
+/// Thrown when a graph cannot be parsed, validated or planned. Carries every diagnostic found.
+public struct GraphError: Error, Sendable, CustomStringConvertible {
+    public var diagnostics: [Diagnostic]
+
+    public init(_ diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
+    public init(_ diagnostic: Diagnostic) { self.diagnostics = [diagnostic] }
+
+    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+}
+
+/// Collects diagnostics while a pass runs, so that every problem is reported, not just the first.
+public struct DiagnosticList: Sendable {
+    public private(set) var all: [Diagnostic] = []
+    public init() {}
+    public var hasErrors: Bool { all.contains { $0.severity == .error } }
+    public mutating func error(_ message: String, at location: SourceLocation?) {
+        all.append(.error(message, at: location))
+    }
+    public mutating func append(_ d: Diagnostic) { all.append(d) }
+    public mutating func append(contentsOf ds: [Diagnostic]) { all.append(contentsOf: ds) }
+    /// Throws the collected diagnostics, in file order, if any of them is an error.
+    public func throwIfErrors() throws {
+        if hasErrors { throw GraphError(sorted) }
+    }
+    public var sorted: [Diagnostic] {
+        all.enumerated().sorted { a, b in
+            switch (a.element.location, b.element.location) {
+            case let (x?, y?): return x == y ? a.offset < b.offset : x < y
+            case (nil, _?): return false
+            case (_?, nil): return true
+            case (nil, nil): return a.offset < b.offset
+            }
+        }.map(\.element)
+    }
+}
+
+/// "did you mean ...?" for a misspelt name: the closest candidate within a small edit distance.
+public func closestMatch(to word: String, in candidates: some Sequence<String>) -> String? {
+    let w = Array(word.lowercased())
+    var best: (String, Int)?
+    for candidate in candidates {
+        let d = editDistance(w, Array(candidate.lowercased()))
+        let limit = max(1, min(3, candidate.count / 3 + 1))
+        if d <= limit, best == nil || d < best!.1 { best = (candidate, d) }
+    }
+    return best?.0
+}
+
+func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+    // Optimal string alignment: insertions, deletions, substitutions and adjacent transpositions
+    // ("hangvoer" is one slip from "hangover").
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+    for i in 0...a.count { d[i][0] = i }
+    for j in 0...b.count { d[0][j] = j }
+    for i in 1...a.count {
+        for j in 1...b.count {
+            let cost = a[i - 1] == b[j - 1] ? 0 : 1
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+            if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+            }
+        }
+    }
+    return d[a.count][b.count]
+}
+
+func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
+    if let m = closestMatch(to: word, in: candidates) { return " (did you mean '\(m)'?)" }
+    return ""
+}

@@ -1,0 +1,94 @@
+/// A value with the place it was written.
+public struct Located<Value: Sendable>: Sendable {
+    public var value: Value
+    public var location: SourceLocation
+    public init(_ value: Value, at location: SourceLocation) {
+        self.value = value
+        self.location = location
+    }
+}
+
+extension Located: Equatable where Value: Equatable {}
+
+/// A parameter value as written, before it is checked against the node's descriptor.
+public enum ValueLiteral: Sendable, Equatable, CustomStringConvertible {
+    /// `16 kHz`, `-40 dB`, `300 ms`, `2`.
+    case number(Double, unit: String?)
+    /// `"system:capture_1"`, with `${VAR}` already expanded.
+    case string(String)
+    /// A bare word: `normal`, `true`, `high`.
+    case word(String)
+
+    public var description: String {
+        switch self {
+        case .number(let v, let unit?): return "\(formatNumber(v)) \(unit)"
+        case .number(let v, nil): return formatNumber(v)
+        case .string(let s): return "\"\(s)\""
+        case .word(let w): return w
+        }
+    }
+}
+
+public struct ParameterAssignment: Sendable {
+    public var name: Located<String>
+    public var value: Located<ValueLiteral>
+    public init(name: Located<String>, value: Located<ValueLiteral>) {
+        self.name = name
+        self.value = value
+    }
+}
+
+public struct NodeDeclaration: Sendable {
+    public var name: Located<String>
+    public var type: Located<String>
+    public var parameters: [ParameterAssignment]
+    public var location: SourceLocation
+    public init(name: Located<String>, type: Located<String>, parameters: [ParameterAssignment], location: SourceLocation) {
+        self.name = name
+        self.type = type
+        self.parameters = parameters
+        self.location = location
+    }
+}
+
+/// `node` or `node.port` on one side of an edge.
+public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+    public var node: Located<String>
+    public var port: Located<String>?
+    public init(node: Located<String>, port: Located<String>?) {
+        self.node = node
+        self.port = port
+    }
+    public var description: String { port.map { "\(node.value).\($0.value)" } ?? node.value }
+}
+
+public struct EdgeDeclaration: Sendable {
+    public var from: Endpoint
+    public var to: Endpoint
+    public var location: SourceLocation  // the arrow
+    public init(from: Endpoint, to: Endpoint, location: SourceLocation) {
+        self.from = from
+        self.to = to
+        self.location = location
+    }
+}
+
+/// A parsed graph file: every node and edge, each with its place in the file.
+public struct GraphSpec: Sendable {
+    public var file: String
+    public var nodes: [NodeDeclaration]
+    public var edges: [EdgeDeclaration]
+
+    public init(file: String, nodes: [NodeDeclaration] = [], edges: [EdgeDeclaration] = []) {
+        self.file = file
+        self.nodes = nodes
+        self.edges = edges
+    }
+}
+
+func formatNumber(_ v: Double) -> String {
+    if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
+    var s = String(v)
+    if s.hasSuffix(".0") { s.removeLast(2) }
+    return s
+}

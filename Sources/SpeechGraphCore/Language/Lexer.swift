@@ -1,0 +1,219 @@
+/// A token of the graph language, with the place where it starts.
+public struct Token: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case identifier(String)
+        case number(Double, text: String)
+        /// A double-quoted string; `parts` keeps `${VAR:-default}` references for expansion.
+        case string([StringPart])
+        /// `${VAR}` or `${VAR:-default}` standing as a value on its own.
+        case variable(name: String, fallback: String?)
+        case arrow        // ->
+        case equals       // =
+        case colon        // :
+        case comma        // ,
+        case dot          // .
+        case leftBrace    // {
+        case rightBrace   // }
+        case newline
+        case end
+    }
+
+    public var kind: Kind
+    public var location: SourceLocation
+
+    /// How the token reads in an error message.
+    public var display: String {
+        switch kind {
+        case .identifier(let s): return "'\(s)'"
+        case .number(_, let text): return "number '\(text)'"
+        case .string: return "a string"
+        case .variable(let name, _): return "'${\(name)}'"
+        case .arrow: return "'->'"
+        case .equals: return "'='"
+        case .colon: return "':'"
+        case .comma: return "','"
+        case .dot: return "'.'"
+        case .leftBrace: return "'{'"
+        case .rightBrace: return "'}'"
+        case .newline: return "end of line"
+        case .end: return "end of file"
+        }
+    }
+}
+
+public enum StringPart: Sendable, Equatable {
+    case literal(String)
+    case variable(name: String, fallback: String?)
+}
+
+/// Turns graph-file text into tokens. Comments run from `#` to the end of the line.
+struct Lexer {
+    private let scalars: [Unicode.Scalar]
+    private let file: String
+    private var index = 0
+    private var line = 1
+    private var column = 1
+    private(set) var diagnostics = DiagnosticList()
+
+    init(text: String, file: String) {
+        self.scalars = Array(text.unicodeScalars)
+        self.file = file
+    }
+
+    private var here: SourceLocation { SourceLocation(file: file, line: line, column: column) }
+    private func peek(_ offset: Int = 0) -> Unicode.Scalar? {
+        index + offset < scalars.count ? scalars[index + offset] : nil
+    }
+    private mutating func advance() {
+        if scalars[index] == "\n" { line += 1; column = 1 } else { column += 1 }
+        index += 1
+    }
+
+    mutating func tokenize() -> [Token] {
+        var tokens: [Token] = []
+        while true {
+            skipBlanksAndComments()
+            let start = here
+            guard let c = peek() else {
+                tokens.append(Token(kind: .end, location: start))
+                return tokens
+            }
+            switch c {
+            case "\n", "\r", ";":
+                advance()
+                // Collapse runs of blank lines into one separator.
+                if case .newline? = tokens.last?.kind {} else { tokens.append(Token(kind: .newline, location: start)) }
+            case "-" where peek(1) == ">":
+                advance(); advance()
+                tokens.append(Token(kind: .arrow, location: start))
+            case "=": advance(); tokens.append(Token(kind: .equals, location: start))
+            case ":": advance(); tokens.append(Token(kind: .colon, location: start))
+            case ",": advance(); tokens.append(Token(kind: .comma, location: start))
+            case ".": advance(); tokens.append(Token(kind: .dot, location: start))
+            case "{": advance(); tokens.append(Token(kind: .leftBrace, location: start))
+            case "}": advance(); tokens.append(Token(kind: .rightBrace, location: start))
+            case "\"":
+                if let parts = lexString() { tokens.append(Token(kind: .string(parts), location: start)) }
+            case "$" where peek(1) == "{":
+                if case .variable(let name, let fallback)? = lexVariable() {
+                    tokens.append(Token(kind: .variable(name: name, fallback: fallback), location: start))
+                }
+            case "-", "+", "0"..."9":
+                if c == "-" || c == "+", !(peek(1).map(isDigit) ?? false || (peek(1) == "." && (peek(2).map(isDigit) ?? false))) {
+                    advance()
+                    diagnostics.error("unexpected '\(c)'", at: start)
+                } else {
+                    tokens.append(lexNumber(start))
+                }
+            default:
+                if isIdentifierStart(c) {
+                    var s = ""
+                    while let d = peek(), isIdentifierBody(d) {
+                        // A '-' inside a name is allowed ("very-high"), but not when it starts '->'.
+                        if d == "-", peek(1) == ">" { break }
+                        s.unicodeScalars.append(d); advance()
+                    }
+                    tokens.append(Token(kind: .identifier(s), location: start))
+                } else {
+                    advance()
+                    diagnostics.error("unexpected character '\(Character(c))'", at: start)
+                }
+            }
+        }
+    }
+
+    private mutating func skipBlanksAndComments() {
+        while let c = peek() {
+            if c == " " || c == "\t" { advance() } else if c == "#" {
+                while let d = peek(), d != "\n" { advance() }
+            } else { return }
+        }
+    }
+
+    private mutating func lexNumber(_ start: SourceLocation) -> Token {
+        var text = ""
+        if let c = peek(), c == "-" || c == "+" { text.unicodeScalars.append(c); advance() }
+        while let c = peek(), isDigit(c) || c == "." || c == "_" {
+            if c != "_" { text.unicodeScalars.append(c) }
+            advance()
+        }
+        if let c = peek(), c == "e" || c == "E", let n = peek(1), isDigit(n) || ((n == "-" || n == "+") && (peek(2).map(isDigit) ?? false)) {
+            text.unicodeScalars.append(c); advance()
+            text.unicodeScalars.append(peek()!); advance()
+            while let d = peek(), isDigit(d) { text.unicodeScalars.append(d); advance() }
+        }
+        guard let value = Double(text) else {
+            diagnostics.error("malformed number '\(text)'", at: start)
+            return Token(kind: .number(0, text: text), location: start)
+        }
+        return Token(kind: .number(value, text: text), location: start)
+    }
+
+    private mutating func lexString() -> [StringPart]? {
+        let start = here
+        advance()  // opening quote
+        var parts: [StringPart] = []
+        var literal = ""
+        while true {
+            guard let c = peek(), c != "\n" else {
+                diagnostics.error("unterminated string: expected a closing '\"'", at: start)
+                return nil
+            }
+            if c == "\"" { advance(); break }
+            if c == "\\" {
+                advance()
+                guard let e = peek(), e != "\n" else { continue }
+                switch e {
+                case "n": literal += "\n"
+                case "t": literal += "\t"
+                case "\\", "\"", "$": literal.unicodeScalars.append(e)
+                default:
+                    diagnostics.error("unknown escape '\\\(Character(e))' in string (use \\\\, \\\", \\n, \\t or \\$)", at: here)
+                }
+                advance()
+                continue
+            }
+            if c == "$", peek(1) == "{" {
+                if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
+                if let v = lexVariable() { parts.append(v) }
+                continue
+            }
+            literal.unicodeScalars.append(c)
+            advance()
+        }
+        if !literal.isEmpty || parts.isEmpty { parts.append(.literal(literal)) }
+        return parts
+    }
+
+    /// `${NAME}` or `${NAME:-fallback}`; the fallback runs to the closing brace.
+    private mutating func lexVariable() -> StringPart? {
+        let start = here
+        advance(); advance()  // ${
+        var name = ""
+        while let c = peek(), isIdentifierBody(c), c != "-" { name.unicodeScalars.append(c); advance() }
+        if name.isEmpty {
+            diagnostics.error("expected a variable name after '${'", at: here)
+        }
+        var fallback: String?
+        if peek() == ":", peek(1) == "-" {
+            advance(); advance()
+            var f = ""
+            while let c = peek(), c != "}", c != "\n" { f.unicodeScalars.append(c); advance() }
+            fallback = f
+        }
+        guard peek() == "}" else {
+            diagnostics.error("unterminated '${': expected '}'", at: start)
+            return nil
+        }
+        advance()
+        return .variable(name: name, fallback: fallback)
+    }
+
+    private func isDigit(_ c: Unicode.Scalar) -> Bool { c >= "0" && c <= "9" }
+    private func isIdentifierStart(_ c: Unicode.Scalar) -> Bool {
+        (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "_" || c.value > 127
+    }
+    private func isIdentifierBody(_ c: Unicode.Scalar) -> Bool {
+        isIdentifierStart(c) || isDigit(c) || c == "-"
+    }
+}

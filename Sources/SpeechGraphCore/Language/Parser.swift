@@ -1,0 +1,257 @@
+import Foundation
+
+/// The hand-written parser of `.graph` files.
+///
+/// ```
+/// node mic = file.input { path: "${INPUT:-speech.wav}" }
+/// node asr = recognizer { }
+/// node out = console
+/// mic -> asr -> out, log      # a chain; a comma fans out
+/// mic.out -> asr.in           # ports by name
+/// ```
+public struct GraphParser {
+    private var tokens: [Token] = []
+    private var position = 0
+    private var diagnostics = DiagnosticList()
+    private let file: String
+    private let environment: [String: String]
+
+    /// Parses `text` as the graph file `file`. `${VAR}` references read `environment`.
+    public static func parse(
+        _ text: String, file: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> GraphSpec {
+        var parser = GraphParser(file: file, environment: environment)
+        return try parser.run(text)
+    }
+
+    /// Reads and parses a graph file from disk.
+    public static func parse(
+        contentsOf path: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> GraphSpec {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot read" : "no such file"
+            throw GraphError(.error("\(reason): \(path)", at: nil))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw GraphError(.error("\(path) is not UTF-8 text", at: SourceLocation(file: path, line: 1, column: 1)))
+        }
+        return try parse(text, file: path, environment: environment)
+    }
+
+    private init(file: String, environment: [String: String]) {
+        self.file = file
+        self.environment = environment
+    }
+
+    private mutating func run(_ text: String) throws -> GraphSpec {
+        var lexer = Lexer(text: text, file: file)
+        tokens = lexer.tokenize()
+        diagnostics.append(contentsOf: lexer.diagnostics.all)
+        var spec = GraphSpec(file: file)
+        while true {
+            skipNewlines()
+            if case .end = current.kind { break }
+            let before = diagnostics.all.count
+            parseStatement(into: &spec)
+            if diagnostics.all.count != before { recover() }
+        }
+        try diagnostics.throwIfErrors()
+        return spec
+    }
+
+    // MARK: Tokens
+
+    private var current: Token { tokens[position] }
+    private mutating func advance() { if position < tokens.count - 1 { position += 1 } }
+    private mutating func skipNewlines() { while case .newline = current.kind { advance() } }
+
+    private mutating func expect(_ kind: Token.Kind, _ what: String) -> Bool {
+        if current.kind == kind { advance(); return true }
+        diagnostics.error("expected \(what), found \(current.display)", at: current.location)
+        return false
+    }
+
+    private mutating func identifier(_ what: String) -> Located<String>? {
+        if case .identifier(let s) = current.kind {
+            let t = Located(s, at: current.location)
+            advance()
+            return t
+        }
+        diagnostics.error("expected \(what), found \(current.display)", at: current.location)
+        return nil
+    }
+
+    /// After an error, skip the rest of the statement: to the end of the line, or past a `{ ... }` block.
+    private mutating func recover() {
+        var depth = 0
+        while true {
+            switch current.kind {
+            case .end: return
+            case .leftBrace: depth += 1
+            case .rightBrace:
+                depth -= 1
+                if depth <= 0 { advance(); return }
+            case .newline where depth <= 0: return
+            default: break
+            }
+            advance()
+        }
+    }
+
+    // MARK: Statements
+
+    private mutating func parseStatement(into spec: inout GraphSpec) {
+        if case .identifier("node") = current.kind {
+            if let node = parseNode() { spec.nodes.append(node) }
+        } else if case .identifier = current.kind {
+            spec.edges.append(contentsOf: parseChain())
+        } else {
+            diagnostics.error("expected 'node' or an edge like 'a -> b', found \(current.display)", at: current.location)
+            return
+        }
+        switch current.kind {
+        case .newline, .end: break
+        default:
+            diagnostics.error("expected end of line after statement, found \(current.display)", at: current.location)
+        }
+    }
+
+    private mutating func parseNode() -> NodeDeclaration? {
+        let start = current.location
+        advance()  // node
+        guard let name = identifier("a node name after 'node'") else { return nil }
+        if name.value == "node" {
+            diagnostics.error("'node' is a keyword and cannot name a node", at: name.location)
+            return nil
+        }
+        guard expect(.equals, "'=' after the node name") else { return nil }
+        guard let first = identifier("a node type (for example 'recognizer')") else { return nil }
+        var type = first.value
+        while case .dot = current.kind {
+            advance()
+            guard let part = identifier("the rest of the node type after '.'") else { return nil }
+            type += "." + part.value
+        }
+        var parameters: [ParameterAssignment] = []
+        if case .leftBrace = current.kind {
+            advance()
+            while true {
+                skipNewlines()
+                if case .rightBrace = current.kind { advance(); break }
+                guard let key = identifier("a parameter name or '}'") else { return nil }
+                guard expect(.colon, "':' after parameter '\(key.value)'") else { return nil }
+                guard let value = parseValue() else { return nil }
+                parameters.append(ParameterAssignment(name: key, value: value))
+                switch current.kind {
+                case .comma, .newline: advance()
+                case .rightBrace: break
+                default:
+                    diagnostics.error("expected ',' or '}' after the value of '\(key.value)', found \(current.display)", at: current.location)
+                    return nil
+                }
+            }
+        }
+        return NodeDeclaration(name: name, type: Located(type, at: first.location), parameters: parameters, location: start)
+    }
+
+    private mutating func parseValue() -> Located<ValueLiteral>? {
+        let token = current
+        switch token.kind {
+        case .number(let v, _):
+            advance()
+            if case .identifier(let unit) = current.kind {
+                advance()
+                return Located(.number(v, unit: unit), at: token.location)
+            }
+            return Located(.number(v, unit: nil), at: token.location)
+        case .string(let parts):
+            advance()
+            return Located(.string(expand(parts, at: token.location)), at: token.location)
+        case .identifier(let word):
+            advance()
+            return Located(.word(word), at: token.location)
+        case .variable(let name, let fallback):
+            advance()
+            let text = expand([.variable(name: name, fallback: fallback)], at: token.location)
+            return Located(Self.literal(fromText: text), at: token.location)
+        default:
+            diagnostics.error("expected a value (a number with its unit, a \"string\" or a word), found \(token.display)", at: token.location)
+            return nil
+        }
+    }
+
+    /// What `${VAR}` stands for when it is a whole value: `16 kHz` is a number with a unit, `high` a word,
+    /// anything else a string.
+    static func literal(fromText text: String) -> ValueLiteral {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var lexer = Lexer(text: trimmed, file: "")
+        let tokens = lexer.tokenize().filter { $0.kind != .end }
+        if lexer.diagnostics.all.isEmpty {
+            switch tokens.map(\.kind) {
+            case let k where k.count == 1:
+                if case .number(let v, _) = k[0] { return .number(v, unit: nil) }
+                if case .identifier(let w) = k[0] { return .word(w) }
+            case let k where k.count == 2:
+                if case .number(let v, _) = k[0], case .identifier(let u) = k[1] { return .number(v, unit: u) }
+            default: break
+            }
+        }
+        return .string(text)
+    }
+
+    private mutating func expand(_ parts: [StringPart], at location: SourceLocation) -> String {
+        var out = ""
+        for part in parts {
+            switch part {
+            case .literal(let s): out += s
+            case .variable(let name, let fallback):
+                if let v = environment[name], !v.isEmpty {
+                    out += v
+                } else if let fallback {
+                    out += fallback
+                } else {
+                    diagnostics.error("environment variable '\(name)' is not set (give a default with '${\(name):-value}')", at: location)
+                }
+            }
+        }
+        return out
+    }
+
+    // MARK: Edges
+
+    /// `a -> b, c -> d`: every endpoint of one stage connects to every endpoint of the next.
+    private mutating func parseChain() -> [EdgeDeclaration] {
+        var edges: [EdgeDeclaration] = []
+        guard var previous = parseStage() else { return [] }
+        var sawArrow = false
+        while case .arrow = current.kind {
+            let arrow = current.location
+            advance()
+            sawArrow = true
+            skipNewlines()
+            guard let next = parseStage() else { return [] }
+            for from in previous { for to in next { edges.append(EdgeDeclaration(from: from, to: to, location: arrow)) } }
+            previous = next
+        }
+        if !sawArrow {
+            diagnostics.error("expected '->' after '\(previous[0])' (a statement is 'node name = type { ... }' or an edge 'a -> b')", at: current.location)
+        }
+        return edges
+    }
+
+    private mutating func parseStage() -> [Endpoint]? {
+        var endpoints: [Endpoint] = []
+        repeat {
+            if !endpoints.isEmpty { advance() }  // the comma
+            guard let node = identifier("a node name") else { return nil }
+            var port: Located<String>?
+            if case .dot = current.kind {
+                advance()
+                guard let p = identifier("a port name after '\(node.value).'") else { return nil }
+                port = p
+            }
+            endpoints.append(Endpoint(node: node, port: port))
+        } while current.kind == .comma
+        return endpoints
+    }
+}

@@ -1,0 +1,289 @@
+/// The format of an audio stream between two nodes. Samples are 32-bit float, interleaved,
+/// in -1...1: what JACK delivers, and what every built-in node speaks.
+public struct AudioFormat: Hashable, Sendable, CustomStringConvertible {
+    public var sampleRate: Int
+    public var channelCount: Int
+
+    public init(sampleRate: Int, channelCount: Int) {
+        self.sampleRate = sampleRate
+        self.channelCount = channelCount
+    }
+
+    public var description: String {
+        "float32 \(sampleRate) Hz \(channelCount == 1 ? "mono" : channelCount == 2 ? "stereo" : "\(channelCount) ch")"
+    }
+}
+
+/// What an audio input accepts. The planner inserts `resample` and `downmix` where a connection differs.
+public struct AudioRequirement: Sendable, Equatable {
+    public enum Rate: Sendable, Equatable {
+        case any
+        case fixed(Int)
+        /// The rate is the value of a frequency parameter of the node.
+        case parameter(String)
+    }
+
+    public var rate: Rate
+    /// `nil`: any channel count.
+    public var channelCount: Int?
+
+    public init(rate: Rate = .any, channelCount: Int? = nil) {
+        self.rate = rate
+        self.channelCount = channelCount
+    }
+
+    public static let any = AudioRequirement()
+    public static let mono = AudioRequirement(channelCount: 1)
+
+    public var description: String {
+        let r: String
+        switch rate {
+        case .any: r = "any rate"
+        case .fixed(let hz): r = "\(hz) Hz"
+        case .parameter(let p): r = "the rate set by '\(p)'"
+        }
+        return "float32, \(r), \(channelCount.map { $0 == 1 ? "mono" : "\($0) channels" } ?? "any channels")"
+    }
+}
+
+public enum PortDirection: String, Sendable { case input, output }
+
+public enum PortKind: String, Sendable {
+    /// A stream of samples in one format.
+    case audio
+    /// A stream of typed events: results, speech activity, levels, gaps, availability.
+    case events
+}
+
+public struct PortDescriptor: Sendable {
+    public var name: String
+    public var direction: PortDirection
+    public var kind: PortKind
+    /// Inputs only: what the port accepts.
+    public var requirement: AudioRequirement
+    /// Inputs only: the graph is invalid while this port is unconnected.
+    public var isRequired: Bool
+    public var doc: String
+
+    public static func audioInput(_ name: String = "in", _ requirement: AudioRequirement = .any, required: Bool = true,
+                                  doc: String) -> PortDescriptor {
+        PortDescriptor(name: name, direction: .input, kind: .audio, requirement: requirement, isRequired: required, doc: doc)
+    }
+    public static func audioOutput(_ name: String = "out", doc: String) -> PortDescriptor {
+        PortDescriptor(name: name, direction: .output, kind: .audio, requirement: .any, isRequired: false, doc: doc)
+    }
+    public static func eventInput(_ name: String = "in", required: Bool = true, doc: String) -> PortDescriptor {
+        PortDescriptor(name: name, direction: .input, kind: .events, requirement: .any, isRequired: required, doc: doc)
+    }
+    public static func eventOutput(_ name: String = "events", doc: String) -> PortDescriptor {
+        PortDescriptor(name: name, direction: .output, kind: .events, requirement: .any, isRequired: false, doc: doc)
+    }
+}
+
+/// The type of a parameter; numbers with a dimension carry units in the graph file.
+public enum ParameterKind: Sendable, Equatable {
+    case quantity(Dimension)
+    case number
+    case integer
+    case boolean
+    case string
+    case path
+    case choice([String])
+
+    public var summary: String {
+        switch self {
+        case .quantity(let d): return d.rawValue
+        case .number: return "number"
+        case .integer: return "integer"
+        case .boolean: return "boolean"
+        case .string: return "string"
+        case .path: return "path"
+        case .choice(let options): return options.joined(separator: "|")
+        }
+    }
+}
+
+/// A checked parameter value, in the canonical unit of its dimension.
+public enum ParameterValue: Sendable, Hashable, CustomStringConvertible {
+    case number(Double)
+    case integer(Int)
+    case boolean(Bool)
+    case string(String)
+
+    public var description: String {
+        switch self {
+        case .number(let v): return formatNumber(v)
+        case .integer(let v): return String(v)
+        case .boolean(let v): return v ? "true" : "false"
+        case .string(let s): return s
+        }
+    }
+}
+
+/// One parameter of a node type: the single source of its default, range, unit and doc.
+public struct ParameterDescriptor: Sendable {
+    public var name: String
+    public var kind: ParameterKind
+    /// `nil` with `isRequired == false`: the parameter is optional and has no value unless set.
+    public var defaultValue: ParameterValue?
+    /// In the canonical unit.
+    public var range: ClosedRange<Double>?
+    /// The unit defaults and ranges are shown in.
+    public var displayUnit: Unit?
+    public var isRequired: Bool
+    public var doc: String
+
+    public init(_ name: String, kind: ParameterKind, default defaultValue: ParameterValue?, range: ClosedRange<Double>? = nil,
+                displayUnit: Unit? = nil, required: Bool = false, doc: String) {
+        self.name = name
+        self.kind = kind
+        self.defaultValue = defaultValue
+        self.range = range
+        self.displayUnit = displayUnit
+        self.isRequired = required
+        self.doc = doc
+    }
+
+    /// A quantity given, with its range, in `unit`: `.quantity("hangover", default: 300, .milliseconds, range: 0...3000, ...)`.
+    public static func quantity(_ name: String, default value: Double?, _ unit: Unit, range: ClosedRange<Double>,
+                                doc: String) -> ParameterDescriptor {
+        ParameterDescriptor(name, kind: .quantity(unit.dimension), default: value.map { .number($0 * unit.scale) },
+                            range: (range.lowerBound * unit.scale)...(range.upperBound * unit.scale), displayUnit: unit, doc: doc)
+    }
+    public static func integer(_ name: String, default value: Int?, range: ClosedRange<Int>, doc: String) -> ParameterDescriptor {
+        ParameterDescriptor(name, kind: .integer, default: value.map { .integer($0) },
+                            range: Double(range.lowerBound)...Double(range.upperBound), doc: doc)
+    }
+    public static func number(_ name: String, default value: Double, range: ClosedRange<Double>, doc: String) -> ParameterDescriptor {
+        ParameterDescriptor(name, kind: .number, default: .number(value), range: range, doc: doc)
+    }
+    public static func boolean(_ name: String, default value: Bool, doc: String) -> ParameterDescriptor {
+        ParameterDescriptor(name, kind: .boolean, default: .boolean(value), doc: doc)
+    }
+    public static func string(_ name: String, default value: String?, required: Bool = false, doc: String) -> ParameterDescriptor {
+        ParameterDescriptor(name, kind: .string, default: value.map { .string($0) }, required: required, doc: doc)
+    }
+    public static func path(_ name: String, default value: String? = nil, required: Bool = false, doc: String) -> ParameterDescriptor {
+        ParameterDescriptor(name, kind: .path, default: value.map { .string($0) }, required: required, doc: doc)
+    }
+    public static func choice(_ name: String, _ options: [String], default value: String, doc: String) -> ParameterDescriptor {
+        ParameterDescriptor(name, kind: .choice(options), default: .string(value), doc: doc)
+    }
+
+    /// The default as a user would write it in a graph file.
+    public var defaultText: String {
+        guard let defaultValue else { return isRequired ? "(required)" : "(none)" }
+        switch (defaultValue, displayUnit) {
+        case (.number(let v), let unit?): return formatQuantity(v, in: unit)
+        case (.string(let s), _):
+            if case .choice = kind { return s }
+            return "\"\(s)\""
+        default: return defaultValue.description
+        }
+    }
+
+    /// The range as a user would write it, or `nil` when the parameter has none.
+    public var rangeText: String? {
+        guard let range else { return nil }
+        if let unit = displayUnit {
+            return "\(formatNumber(range.lowerBound / unit.scale)) to \(formatQuantity(range.upperBound, in: unit))"
+        }
+        return "\(formatNumber(range.lowerBound)) to \(formatNumber(range.upperBound))"
+    }
+
+    /// Checks a value as written against this parameter; the error message says what was expected.
+    public func check(_ literal: ValueLiteral) -> Result<ParameterValue, ParameterError> {
+        let value: ParameterValue
+        switch (kind, literal) {
+        case (.quantity(let dimension), .number(let v, let unitText)):
+            guard let unitText else {
+                return .failure(ParameterError("missing unit for '\(name)': expected \(dimension.example)"))
+            }
+            guard let unit = Unit.parse(unitText) else {
+                return .failure(ParameterError("unknown unit '\(unitText)' for '\(name)': expected \(dimension.example)"))
+            }
+            guard unit.dimension == dimension else {
+                return .failure(ParameterError("wrong unit '\(unitText)' for '\(name)': expected \(dimension.example), not a \(unit.dimension.rawValue)"))
+            }
+            value = .number(v * unit.scale)
+        case (.quantity(let dimension), _):
+            return .failure(ParameterError("expected \(dimension.example) for '\(name)', found \(literal)"))
+        case (.number, .number(let v, nil)):
+            value = .number(v)
+        case (.integer, .number(let v, nil)):
+            guard v == v.rounded() else { return .failure(ParameterError("expected a whole number for '\(name)', found \(literal)")) }
+            value = .integer(Int(v))
+        case (.number, .number(_, let u?)), (.integer, .number(_, let u?)):
+            return .failure(ParameterError("'\(name)' takes a plain number, without a unit ('\(u)')"))
+        case (.number, _), (.integer, _):
+            return .failure(ParameterError("expected a number for '\(name)', found \(literal)"))
+        case (.boolean, .word(let w)) where ["true", "yes", "on"].contains(w.lowercased()):
+            value = .boolean(true)
+        case (.boolean, .word(let w)) where ["false", "no", "off"].contains(w.lowercased()):
+            value = .boolean(false)
+        case (.boolean, _):
+            return .failure(ParameterError("expected true or false for '\(name)', found \(literal)"))
+        case (.string, .string(let s)), (.path, .string(let s)), (.string, .word(let s)):
+            value = .string(s)
+        case (.path, .word(let s)):
+            return .failure(ParameterError("expected a quoted path for '\(name)', as in \"\(s)\""))
+        case (.string, _), (.path, _):
+            return .failure(ParameterError("expected a \"string\" for '\(name)', found \(literal)"))
+        case (.choice(let options), .word(let w)), (.choice(let options), .string(let w)):
+            guard options.contains(w) else {
+                return .failure(ParameterError("'\(w)' is not one of \(options.joined(separator: ", ")) for '\(name)'" + didYouMean(w, options)))
+            }
+            value = .string(w)
+        case (.choice(let options), _):
+            return .failure(ParameterError("expected one of \(options.joined(separator: ", ")) for '\(name)', found \(literal)"))
+        }
+        if let range {
+            let n: Double? = switch value {
+            case .number(let v): v
+            case .integer(let v): Double(v)
+            default: nil
+            }
+            if let n, !range.contains(n) {
+                return .failure(ParameterError("\(literal) is out of range for '\(name)': expected \(rangeText ?? "")"))
+            }
+        }
+        return .success(value)
+    }
+}
+
+/// Everything about a node type that can be known without running it: what `speechgraph nodes` prints,
+/// what the parser checks, what the planner negotiates.
+public struct NodeDescriptor: Sendable {
+    public enum Category: String, Sendable, CaseIterable {
+        case input, converter, analysis, recognizer, sink
+    }
+
+    public var typeName: String
+    public var summary: String
+    public var doc: String
+    public var category: Category
+    public var ports: [PortDescriptor]
+    public var parameters: [ParameterDescriptor]
+
+    public init(typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
+                parameters: [ParameterDescriptor]) {
+        self.typeName = typeName
+        self.summary = summary
+        self.doc = doc
+        self.category = category
+        self.ports = ports
+        self.parameters = parameters
+    }
+
+    public var inputs: [PortDescriptor] { ports.filter { $0.direction == .input } }
+    public var outputs: [PortDescriptor] { ports.filter { $0.direction == .output } }
+    public func parameter(_ name: String) -> ParameterDescriptor? { parameters.first { $0.name == name } }
+    public func inputIndex(_ name: String) -> Int? { inputs.firstIndex { $0.name == name } }
+    public func outputIndex(_ name: String) -> Int? { outputs.firstIndex { $0.name == name } }
+}
+
+/// Why a value does not fit a parameter, as a sentence for the user.
+public struct ParameterError: Error, Sendable, Equatable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}

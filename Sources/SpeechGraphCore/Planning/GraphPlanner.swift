@@ -1,0 +1,367 @@
+/// Turns a parsed graph into a plan: resolves node types and parameters, checks every connection,
+/// finds cycles and unconnected inputs, then fixes formats and inserts converters.
+public struct GraphPlanner {
+    public var registry: NodeRegistry
+
+    public init(registry: NodeRegistry) { self.registry = registry }
+
+    /// `node.param=value` overrides from the command line (`--set`), applied over the file's values.
+    public struct Override: Sendable {
+        public var node: String
+        public var parameter: String
+        public var value: ValueLiteral
+        public init(node: String, parameter: String, value: ValueLiteral) {
+            self.node = node
+            self.parameter = parameter
+            self.value = value
+        }
+
+        /// Parses `node.param=value`; the value is read as it would be in a graph file.
+        public static func parse(_ text: String) -> Override? {
+            guard let eq = text.firstIndex(of: "=") else { return nil }
+            let key = text[..<eq], value = String(text[text.index(after: eq)...])
+            guard let dot = key.firstIndex(of: "."), dot != key.startIndex, key.index(after: dot) != key.endIndex else { return nil }
+            return Override(node: String(key[..<dot]), parameter: String(key[key.index(after: dot)...]),
+                            value: GraphParser.literal(fromText: value))
+        }
+    }
+
+    /// Checks the graph without touching any file or device: types, parameters, ports, cycles.
+    /// Throws a `GraphError` with every error found.
+    public func validate(_ spec: GraphSpec, overrides: [Override] = []) throws -> GraphPlan {
+        var diagnostics = DiagnosticList()
+        var nodes: [PlannedNode] = []
+        var nodeIndex: [String: Int] = [:]
+
+        // Nodes, types and parameters.
+        for decl in spec.nodes {
+            if let first = nodeIndex[decl.name.value] {
+                diagnostics.error("duplicate node name '\(decl.name.value)'", at: decl.name.location)
+                diagnostics.append(Diagnostic(.note, at: nodes[first].location, "'\(decl.name.value)' was first declared here"))
+                continue
+            }
+            guard let type = registry[decl.type.value] else {
+                diagnostics.error("unknown node type '\(decl.type.value)'" + didYouMean(decl.type.value, registry.types.keys)
+                                  + " (see 'speechgraph nodes')", at: decl.type.location)
+                continue
+            }
+            let config = checkParameters(decl, type.descriptor, overrides.filter { $0.node == decl.name.value }, &diagnostics)
+            nodeIndex[decl.name.value] = nodes.count
+            nodes.append(PlannedNode(name: decl.name.value, typeName: decl.type.value, config: config, isInserted: false,
+                                     location: decl.location))
+        }
+        for o in overrides where !spec.nodes.contains(where: { $0.name.value == o.node }) {
+            diagnostics.error("--set \(o.node).\(o.parameter): no node named '\(o.node)'"
+                              + didYouMean(o.node, spec.nodes.map(\.name.value)), at: nil)
+        }
+
+        // Edges.
+        var edges: [PlannedEdge] = []
+        for decl in spec.edges {
+            guard let from = resolve(decl.from, nodeIndex, spec, &diagnostics),
+                  let to = resolve(decl.to, nodeIndex, spec, &diagnostics) else { continue }
+            let fromType = registry[nodes[from].typeName]!.descriptor, toType = registry[nodes[to].typeName]!.descriptor
+            guard let (fromPort, toPort) = choosePorts(decl, fromType, toType, &diagnostics) else { continue }
+            let kind = fromType.outputs[fromPort].kind
+            let edge = PlannedEdge(fromNode: from, fromPort: fromPort, toNode: to, toPort: toPort, kind: kind,
+                                   location: decl.location)
+            if edges.contains(where: { $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort }) {
+                diagnostics.error("'\(decl.from) -> \(decl.to)' is connected twice", at: decl.location)
+                continue
+            }
+            if kind == .audio, let other = edges.first(where: { $0.toNode == to && $0.toPort == toPort }) {
+                diagnostics.error("audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
+                                  + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
+                continue
+            }
+            edges.append(edge)
+        }
+
+        // Unconnected required inputs, unconnected nodes, sources.
+        for (i, node) in nodes.enumerated() {
+            let descriptor = registry[node.typeName]!.descriptor
+            for (p, port) in descriptor.inputs.enumerated() where port.isRequired {
+                if !edges.contains(where: { $0.toNode == i && $0.toPort == p }) {
+                    diagnostics.error("input '\(port.name)' (\(port.kind.rawValue)) of node '\(node.name)' is not connected",
+                                      at: node.location)
+                }
+            }
+            if !edges.contains(where: { $0.toNode == i || $0.fromNode == i }), !descriptor.inputs.contains(where: \.isRequired) {
+                diagnostics.append(Diagnostic(.warning, at: node.location, "node '\(node.name)' is not connected to anything"))
+            }
+        }
+        if !nodes.isEmpty, !nodes.contains(where: { n in registry[n.typeName]!.descriptor.inputs.isEmpty }) {
+            diagnostics.error("the graph has no input node (such as file.input)", at: SourceLocation(file: spec.file, line: 1, column: 1))
+        }
+        if spec.nodes.isEmpty {
+            diagnostics.error("the graph declares no nodes", at: SourceLocation(file: spec.file, line: 1, column: 1))
+        }
+
+        // Cycles; on success, topological order.
+        var order: [Int] = []
+        if !diagnostics.hasErrors {
+            switch topologicalOrder(count: nodes.count, edges: edges) {
+            case .success(let o): order = o
+            case .failure(let error):
+                let cycle = error.nodes
+                let names = cycle.map { nodes[$0].name } + [nodes[cycle[0]].name]
+                let at = edges.first { $0.fromNode == cycle[cycle.count - 1] && $0.toNode == cycle[0] }?.location
+                diagnostics.error("cycle in the graph: \(names.joined(separator: " -> ")) (audio and events must flow one way)", at: at)
+            }
+        }
+        try diagnostics.throwIfErrors()
+
+        // Renumber nodes in topological order so the runner can walk them front to back.
+        var newIndex = [Int](repeating: 0, count: nodes.count)
+        for (new, old) in order.enumerated() { newIndex[old] = new }
+        let ordered = order.map { nodes[$0] }
+        let renumbered = edges.map {
+            PlannedEdge(fromNode: newIndex[$0.fromNode], fromPort: $0.fromPort, toNode: newIndex[$0.toNode], toPort: $0.toPort,
+                        kind: $0.kind, location: $0.location)
+        }
+        let warnings = diagnostics.sorted.filter { $0.severity != .error }
+        return GraphPlan(file: spec.file, nodes: ordered, edges: renumbered, warnings: warnings)
+    }
+
+    /// Validates, then fixes every audio format: asks each node type for its output formats (an input file's
+    /// header is read here) and inserts `downmix` and `resample` where a connection's formats differ.
+    public func plan(_ spec: GraphSpec, overrides: [Override] = []) throws -> GraphPlan {
+        try negotiate(validate(spec, overrides: overrides))
+    }
+
+    public func negotiate(_ validated: GraphPlan) throws -> GraphPlan {
+        var plan = validated
+        var diagnostics = DiagnosticList()
+        var i = 0
+        while i < plan.nodes.count {
+            let type = registry[plan.nodes[i].typeName]!
+            let descriptor = type.descriptor
+            var inputs: [String: AudioFormat] = [:]
+            var maxIn = 0
+            for e in plan.edges where e.toNode == i && e.kind == .audio {
+                let from = plan.nodes[e.fromNode]
+                let fromPort = registry[from.typeName]!.descriptor.outputs[e.fromPort].name
+                guard let format = from.outputFormats[fromPort] else { continue }
+                inputs[descriptor.inputs[e.toPort].name] = format
+                maxIn = max(maxIn, from.maxOutputFrames)
+            }
+            // Converters: does each audio input get what it accepts?
+            var inserted = false
+            for (p, port) in descriptor.inputs.enumerated() where port.kind == .audio {
+                guard let have = inputs[port.name] else { continue }
+                let wantRate: Int?
+                switch port.requirement.rate {
+                case .any: wantRate = nil
+                case .fixed(let r): wantRate = r
+                case .parameter(let name): wantRate = plan.nodes[i].config.number(name).map { Int($0.rounded()) }
+                }
+                if let want = port.requirement.channelCount, want != have.channelCount {
+                    guard want == 1 else {
+                        diagnostics.error("node '\(plan.nodes[i].name)' needs \(want) channels on '\(port.name)' but gets \(have.channelCount); no converter does that",
+                                          at: plan.nodes[i].location)
+                        continue
+                    }
+                    try insertConverter("downmix", values: [:], before: i, port: p, in: &plan)
+                    inserted = true
+                    break
+                }
+                if let want = wantRate, want != have.sampleRate {
+                    try insertConverter("resample", values: ["rate": .number(Double(want))], before: i, port: p, in: &plan)
+                    inserted = true
+                    break
+                }
+            }
+            if inserted { continue }  // the converter now stands at index i: plan it first
+
+            do {
+                plan.nodes[i].inputFormats = inputs
+                plan.nodes[i].maxInputFrames = maxIn
+                plan.nodes[i].outputFormats = try type.formats(plan.nodes[i].config, inputs)
+                plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
+            } catch let error as SpeechGraphError {
+                throw SpeechGraphError("node '\(plan.nodes[i].name)' (\(descriptor.typeName)): \(error.message)",
+                                       parameter: error.parameter)
+            }
+            i += 1
+        }
+        try diagnostics.throwIfErrors()
+        return plan
+    }
+
+    /// Puts a converter on the audio edge into (node, port); the converter takes the node's place in the order.
+    private func insertConverter(_ typeName: String, values: [String: ParameterValue], before node: Int, port: Int,
+                                 in plan: inout GraphPlan) throws {
+        guard let type = registry[typeName] else {
+            throw SpeechGraphError("the graph needs a '\(typeName)' converter, but no such node type is registered")
+        }
+        guard let edgeIndex = plan.edges.firstIndex(where: { $0.toNode == node && $0.toPort == port && $0.kind == .audio }) else { return }
+        let edge = plan.edges[edgeIndex]
+        var config = NodeConfig(name: "", typeName: typeName)
+        for p in type.descriptor.parameters { if let d = p.defaultValue { config.values[p.name] = d } }
+        for (k, v) in values { config.values[k] = v }
+        let target = plan.nodes[node]
+        let targetPort = registry[target.typeName]!.descriptor.inputs[port].name
+        var name = "\(target.name).\(targetPort)~\(typeName)"
+        while plan.index(of: name) != nil { name += "'" }
+        config.name = name
+        let converter = PlannedNode(name: name, typeName: typeName, config: config, isInserted: true, location: edge.location)
+        // Shift every index at or after `node` by one, put the converter at `node`.
+        plan.nodes.insert(converter, at: node)
+        plan.edges = plan.edges.map { e in
+            var e = e
+            if e.fromNode >= node { e.fromNode += 1 }
+            if e.toNode >= node { e.toNode += 1 }
+            return e
+        }
+        plan.edges[edgeIndex].toNode = node
+        plan.edges[edgeIndex].toPort = 0
+        plan.edges.append(PlannedEdge(fromNode: node, fromPort: 0, toNode: node + 1, toPort: port, kind: .audio,
+                                      location: edge.location))
+    }
+
+    // MARK: Parameters
+
+    private func checkParameters(_ decl: NodeDeclaration, _ descriptor: NodeDescriptor, _ overrides: [Override],
+                                 _ diagnostics: inout DiagnosticList) -> NodeConfig {
+        var config = NodeConfig(name: decl.name.value, typeName: descriptor.typeName, location: decl.location)
+        var seen: [String: SourceLocation] = [:]
+        let names = descriptor.parameters.map(\.name)
+        func apply(_ name: String, _ value: ValueLiteral, at location: SourceLocation?, from origin: String?) {
+            guard let p = descriptor.parameter(name) else {
+                let prefix = origin.map { "\($0): " } ?? ""
+                let known = names.isEmpty ? " (it takes no parameters)" : didYouMean(name, names)
+                diagnostics.error("\(prefix)unknown parameter '\(name)' for node type '\(descriptor.typeName)'\(known)", at: location)
+                return
+            }
+            switch p.check(value) {
+            case .success(let v):
+                config.values[name] = v
+                if let location { config.locations[name] = location }
+            case .failure(let error):
+                diagnostics.error((origin.map { "\($0): " } ?? "") + error.message, at: location)
+            }
+        }
+        for p in descriptor.parameters { if let d = p.defaultValue { config.values[p.name] = d } }
+        for assignment in decl.parameters {
+            if let first = seen[assignment.name.value] {
+                diagnostics.error("parameter '\(assignment.name.value)' is set twice (first at line \(first.line))",
+                                  at: assignment.name.location)
+                continue
+            }
+            seen[assignment.name.value] = assignment.name.location
+            apply(assignment.name.value, assignment.value.value, at: assignment.value.location, from: nil)
+        }
+        for o in overrides {
+            apply(o.parameter, o.value, at: nil, from: "--set \(o.node).\(o.parameter)")
+            seen[o.parameter] = decl.location
+        }
+        for p in descriptor.parameters where p.isRequired && config.values[p.name] == nil {
+            diagnostics.error("node '\(decl.name.value)' (\(descriptor.typeName)) needs parameter '\(p.name)': \(p.doc)",
+                              at: decl.location)
+        }
+        return config
+    }
+
+    // MARK: Edges
+
+    private func resolve(_ endpoint: Endpoint, _ index: [String: Int], _ spec: GraphSpec,
+                         _ diagnostics: inout DiagnosticList) -> Int? {
+        if let i = index[endpoint.node.value] { return i }
+        // A node that was declared but failed to resolve already has its own error.
+        if spec.nodes.contains(where: { $0.name.value == endpoint.node.value }) { return nil }
+        diagnostics.error("unknown node '\(endpoint.node.value)'" + didYouMean(endpoint.node.value, spec.nodes.map(\.name.value))
+                          + " (declare it with 'node \(endpoint.node.value) = TYPE { }')", at: endpoint.node.location)
+        return nil
+    }
+
+    private func choosePorts(_ edge: EdgeDeclaration, _ from: NodeDescriptor, _ to: NodeDescriptor,
+                             _ diagnostics: inout DiagnosticList) -> (Int, Int)? {
+        let fromName = edge.from.node.value, toName = edge.to.node.value
+        func port(_ ref: Located<String>, of ports: [PortDescriptor], node: String, type: NodeDescriptor,
+                  direction: PortDirection) -> Int? {
+            if let i = ports.firstIndex(where: { $0.name == ref.value }) { return i }
+            let other = direction == .output ? type.inputs : type.outputs
+            if other.contains(where: { $0.name == ref.value }) {
+                diagnostics.error("'\(node).\(ref.value)' is an \(direction == .output ? "input" : "output"), "
+                                  + "it cannot be the \(direction == .output ? "source" : "target") of an edge", at: ref.location)
+                return nil
+            }
+            let list = ports.map(\.name)
+            diagnostics.error("node '\(node)' (\(type.typeName)) has no \(direction.rawValue) port '\(ref.value)'"
+                              + didYouMean(ref.value, list)
+                              + (list.isEmpty ? "; it has no \(direction.rawValue)s" : "; its \(direction.rawValue)s: \(list.joined(separator: ", "))"),
+                              at: ref.location)
+            return nil
+        }
+        guard !from.outputs.isEmpty else {
+            diagnostics.error("node '\(fromName)' (\(from.typeName)) has no outputs; it cannot start an edge", at: edge.from.node.location)
+            return nil
+        }
+        guard !to.inputs.isEmpty else {
+            diagnostics.error("node '\(toName)' (\(to.typeName)) has no inputs; it cannot end an edge", at: edge.to.node.location)
+            return nil
+        }
+        var fromPort: Int?, toPort: Int?
+        if let ref = edge.from.port {
+            guard let p = port(ref, of: from.outputs, node: fromName, type: from, direction: .output) else { return nil }
+            fromPort = p
+        }
+        if let ref = edge.to.port {
+            guard let p = port(ref, of: to.inputs, node: toName, type: to, direction: .input) else { return nil }
+            toPort = p
+        }
+        // Unnamed ports: the first of a kind that fits the other side.
+        switch (fromPort, toPort) {
+        case (nil, nil):
+            for (i, o) in from.outputs.enumerated() {
+                if let j = to.inputs.firstIndex(where: { $0.kind == o.kind }) { fromPort = i; toPort = j; break }
+            }
+        case (let f?, nil):
+            toPort = to.inputs.firstIndex { $0.kind == from.outputs[f].kind }
+        case (nil, let t?):
+            fromPort = from.outputs.firstIndex { $0.kind == to.inputs[t].kind }
+        default: break
+        }
+        guard let f = fromPort ?? from.outputs.indices.first, let t = toPort ?? to.inputs.indices.first else { return nil }
+        let fk = from.outputs[f].kind, tk = to.inputs[t].kind
+        if fk != tk || fromPort == nil || toPort == nil {
+            diagnostics.error("port '\(fromName).\(from.outputs[f].name)' (\(fk.rawValue)) cannot connect to "
+                              + "'\(toName).\(to.inputs[t].name)' (\(tk.rawValue))", at: edge.location)
+            return nil
+        }
+        return (f, t)
+    }
+
+    // MARK: Order
+
+    /// Kahn's algorithm, stable (declaration order among equals); on a cycle, one cycle's nodes in order.
+    func topologicalOrder(count: Int, edges: [PlannedEdge]) -> Result<[Int], CycleError> {
+        var indegree = [Int](repeating: 0, count: count)
+        var next = [[Int]](repeating: [], count: count)
+        for e in edges where !next[e.fromNode].contains(e.toNode) {
+            next[e.fromNode].append(e.toNode)
+            indegree[e.toNode] += 1
+        }
+        var ready = (0..<count).filter { indegree[$0] == 0 }
+        var order: [Int] = []
+        while !ready.isEmpty {
+            let n = ready.removeFirst()
+            order.append(n)
+            for m in next[n] {
+                indegree[m] -= 1
+                if indegree[m] == 0 { ready.append(m); ready.sort() }
+            }
+        }
+        if order.count == count { return .success(order) }
+        // Walk from any node left over until a node repeats: that loop is a cycle.
+        var path: [Int] = []
+        var node = (0..<count).first { indegree[$0] > 0 }!
+        while !path.contains(node) {
+            path.append(node)
+            node = next[node].first { indegree[$0] > 0 }!
+        }
+        return .failure(CycleError(nodes: Array(path[path.firstIndex(of: node)!...])))
+    }
+
+    struct CycleError: Error { var nodes: [Int] }
+}

@@ -1,0 +1,98 @@
+/// The reference text of node types, from their descriptors: what `speechgraph nodes` prints and what
+/// docs/nodes.md holds (a test checks the two agree).
+public enum NodeReference {
+    /// One line per type, grouped by category.
+    public static func list(_ registry: NodeRegistry) -> String {
+        let types = registry.sortedTypes
+        let width = types.map(\.descriptor.typeName.count).max() ?? 10
+        var lines: [String] = []
+        var category: NodeDescriptor.Category?
+        for t in types {
+            if t.descriptor.category != category {
+                category = t.descriptor.category
+                if !lines.isEmpty { lines.append("") }
+                lines.append("\(t.descriptor.category.rawValue):")
+            }
+            lines.append("  " + t.descriptor.typeName.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+                         + t.descriptor.summary)
+        }
+        lines.append("")
+        lines.append("'speechgraph nodes TYPE' shows a type's ports and parameters.")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Everything about one type, for a terminal.
+    public static func detail(_ d: NodeDescriptor) -> String {
+        var lines = ["\(d.typeName) (\(d.category.rawValue)): \(d.summary)"]
+        if !d.doc.isEmpty { lines += ["", wrap(d.doc, indent: "")] }
+        lines += ["", "ports:"]
+        for p in d.ports {
+            var line = "  \(p.name)  \(p.direction.rawValue), \(p.kind.rawValue)"
+            if p.direction == .input && p.kind == .audio { line += " (\(p.requirement.description))" }
+            if p.direction == .input && !p.isRequired { line += ", optional" }
+            lines.append(line)
+            lines.append("      " + p.doc)
+        }
+        lines += ["", "parameters:"]
+        if d.parameters.isEmpty { lines.append("  (none)") }
+        for p in d.parameters {
+            var line = "  \(p.name): \(p.kind.summary) = \(p.defaultText)"
+            if let r = p.rangeText { line += ", \(r)" }
+            lines.append(line)
+            lines.append(wrap(p.doc, indent: "      "))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// docs/nodes.md: every type, in Markdown.
+    public static func markdown(_ registry: NodeRegistry) -> String {
+        var out = """
+            # Node reference
+
+            Generated from the node descriptors by `speechgraph nodes --markdown`; a test fails when this file \
+            and the descriptors disagree. `speechgraph nodes TYPE` prints the same on a terminal.
+
+            Audio between nodes is always 32-bit float, interleaved. Quantities carry units in a graph file: \
+            frequencies in `Hz` or `kHz`, durations in `s`, `ms` or `us`, levels in `dB`.
+
+
+            """
+        for t in registry.sortedTypes {
+            let d = t.descriptor
+            out += "## `\(d.typeName)` (\(d.category.rawValue))\n\n\(d.summary)\n\n"
+            if !d.doc.isEmpty { out += d.doc + "\n\n" }
+            out += "| port | direction | kind | accepts | |\n|---|---|---|---|---|\n"
+            for p in d.ports {
+                let accepts = p.direction == .input && p.kind == .audio ? p.requirement.description : ""
+                let note = p.direction == .input && !p.isRequired ? "optional. " : ""
+                out += "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(accepts) | \(note)\(p.doc) |\n"
+            }
+            out += "\n"
+            if d.parameters.isEmpty {
+                out += "No parameters.\n\n"
+            } else {
+                out += "| parameter | type | default | range | |\n|---|---|---|---|---|\n"
+                for p in d.parameters {
+                    out += "| `\(p.name)` | \(p.kind.summary.replacingOccurrences(of: "|", with: " \\| ")) | "
+                        + "`\(p.defaultText)` | \(p.rangeText ?? "") | \(p.doc) |\n"
+                }
+                out += "\n"
+            }
+        }
+        return out
+    }
+
+    static func wrap(_ text: String, indent: String, width: Int = 96) -> String {
+        var lines: [String] = []
+        var line = indent
+        for word in text.split(separator: " ") {
+            if line.count + word.count + 1 > width, line.count > indent.count {
+                lines.append(line)
+                line = indent
+            }
+            line += (line.count > indent.count ? " " : "") + word
+        }
+        if line.count > indent.count { lines.append(line) }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,63 @@
+/// A span of audio time, in seconds on the clock of the input (sample time, not wall time).
+public struct TimeRange: Sendable, Hashable {
+    public var start: Double
+    public var end: Double
+    public init(start: Double, end: Double) {
+        self.start = start
+        self.end = end
+    }
+    public var duration: Double { end - start }
+}
+
+/// One recognized word, with its time span and confidence in 0...1.
+public struct Word: Sendable, Hashable {
+    public var text: String
+    public var range: TimeRange
+    public var confidence: Double
+    public init(text: String, range: TimeRange, confidence: Double) {
+        self.text = text
+        self.range = range
+        self.confidence = confidence
+    }
+}
+
+/// The text of an utterance: volatile (may change) or final (never changes again).
+public struct Transcription: Sendable, Hashable {
+    /// Counts from 1 within one recognizer node.
+    public var utterance: Int
+    public var isFinal: Bool
+    public var range: TimeRange
+    public var text: String
+    /// Per-word timings and confidences, when the recognizer gives them.
+    public var words: [Word]
+    /// Other readings of the same audio, best first (the n-best list), when asked for.
+    public var alternatives: [String]
+    /// The node that produced it.
+    public var node: String
+    /// Where the audio came from (a file path, a JACK port), when known.
+    public var source: String?
+
+    public init(utterance: Int, isFinal: Bool, range: TimeRange, text: String, words: [Word] = [],
+                alternatives: [String] = [], node: String, source: String? = nil) {
+        self.utterance = utterance
+        self.isFinal = isFinal
+        self.range = range
+        self.text = text
+        self.words = words
+        self.alternatives = alternatives
+        self.node = node
+        self.source = source
+    }
+}
+
+/// Everything that flows on event ports.
+public enum GraphEvent: Sendable, Hashable {
+    case result(Transcription)
+    /// Voice activity: speech began or ended at this audio time.
+    case speechStarted(node: String, time: Double)
+    case speechEnded(node: String, time: Double)
+    /// Audio that was lost (an overrun, an xrun, a server that went away).
+    case gap(node: String, range: TimeRange, reason: String)
+    /// Recognition became available or unavailable (an audio server went away or came back).
+    case availability(node: String, isAvailable: Bool, reason: String)
+}

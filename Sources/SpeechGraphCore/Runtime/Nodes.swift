@@ -1,0 +1,78 @@
+/// A block of audio handed from one node to the next: a borrowed view, valid only during the call.
+/// A node that needs the samples later copies them.
+public struct AudioBlock {
+    /// Interleaved float32 samples, `frameCount * format.channelCount` of them.
+    public var samples: UnsafeBufferPointer<Float>
+    public var format: AudioFormat
+    /// The sample time of the first frame, counted at `format.sampleRate` from the start of the stream.
+    public var startFrame: Int64
+
+    public init(samples: UnsafeBufferPointer<Float>, format: AudioFormat, startFrame: Int64) {
+        self.samples = samples
+        self.format = format
+        self.startFrame = startFrame
+    }
+
+    public var frameCount: Int { samples.count / format.channelCount }
+    public var startTime: Double { Double(startFrame) / Double(format.sampleRate) }
+    public var endTime: Double { Double(startFrame + Int64(frameCount)) / Double(format.sampleRate) }
+}
+
+/// A running node. The graph thread calls it, one call at a time, in the order audio and events arrive.
+/// Allocate in `prepare`; `process` and `handle` run for every block.
+public protocol GraphNode: AnyObject {
+    /// Called once before anything flows: open files and devices, allocate buffers.
+    func prepare() throws
+    /// Audio arriving on input `port` (index among the node's inputs).
+    func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws
+    /// An event arriving on input `port`.
+    func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws
+    /// Every upstream node has finished (end of stream, or a stop): emit whatever is still held.
+    func finish(output: NodeOutput) throws
+    /// Release what `prepare` took. Called once, after `finish` or after a failure.
+    func close()
+    /// Problems worth telling the user that did not stop the node (a truncated file, say).
+    var warnings: [String] { get }
+}
+
+extension GraphNode {
+    public func prepare() throws {}
+    public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {}
+    public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {}
+    public func finish(output: NodeOutput) throws {}
+    public func close() {}
+    public var warnings: [String] { [] }
+}
+
+/// A node with no inputs that produces audio or events: a file, a live input.
+public protocol SourceNode: GraphNode {
+    /// Emit the next block. Returns `false` once the stream has ended (nothing was emitted).
+    func pull(output: NodeOutput) throws -> Bool
+    /// Seconds of audio emitted so far: `--realtime` paces on this.
+    var position: Double { get }
+    /// Fraction of the input consumed, when the input has a known length; shown as progress.
+    var progress: Double? { get }
+}
+
+extension SourceNode {
+    public var progress: Double? { nil }
+}
+
+/// How a node hands audio and events on to the nodes connected to its outputs.
+public struct NodeOutput {
+    unowned let runner: GraphRunner
+    let node: Int
+
+    /// Sends a block out of output `port` (index among the node's outputs); returns after every
+    /// downstream node has processed it.
+    public func emit(_ block: AudioBlock, port: Int = 0) throws {
+        try runner.deliver(block, from: node, port: port)
+    }
+
+    public func emit(_ event: GraphEvent, port: Int = 0) throws {
+        try runner.deliver(event, from: node, port: port)
+    }
+
+    /// The name of the node this output belongs to.
+    public var nodeName: String { runner.plan.nodes[node].name }
+}

@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a sink writes text: standard output or a file. Written with `write(2)`, flushed per event,
+/// so a consumer reading a pipe sees each result as soon as it is made.
+public final class TextOutput {
+    public let path: String
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private var buffer: [UInt8] = []
+
+    public static func standardOutput() -> TextOutput { TextOutput(fd: 1, path: "-") }
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+        self.ownsDescriptor = false
+    }
+
+    /// Opens (creating or truncating) a file, or standard output for "-" or "".
+    public init(path: String, append: Bool = false) throws {
+        self.path = path
+        if path == "-" || path.isEmpty {
+            fd = 1
+            ownsDescriptor = false
+            return
+        }
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        let opened = open(path, flags, 0o644)
+        guard opened >= 0 else {
+            throw SpeechGraphError("cannot write \(path): \(String(cString: strerror(errno)))", parameter: "path")
+        }
+        fd = opened
+        ownsDescriptor = true
+    }
+
+    deinit {
+        flush()
+        if ownsDescriptor { Glibc.close(fd) }
+    }
+
+    public var isTerminal: Bool { isatty(fd) == 1 }
+
+    public func write(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+    }
+
+    public func flush() {
+        var offset = 0
+        while offset < buffer.count {
+            let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                break  // a closed pipe: nothing more can be delivered there
+            }
+            offset += n
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,26 @@
+@_exported import SpeechGraphAudio
+@_exported import SpeechGraphCore
+@_exported import SpeechGraphSinks
+@_exported import SpeechGraphSphinx
+
+/// Every node type that ships with speechgraph.
+public enum BuiltinNodes {
+    public static let types: [NodeType] = [
+        FileInputNode.type,
+        ResampleNode.type,
+        DownmixNode.type,
+        RecognizerNode.type,
+        ConsoleSink.type,
+        JSONLinesSink.type,
+    ]
+
+    /// A registry holding every built-in node type.
+    public static func registry() -> NodeRegistry {
+        var registry = NodeRegistry()
+        for type in types {
+            // Built-in names are unique by construction; a clash is a programming error caught by tests.
+            try! registry.register(type)
+        }
+        return registry
+    }
+}

@@ -1,0 +1,95 @@
+import SpeechGraphCore
+
+/// The JSON Lines form of every event: one object per line, keys in a fixed order. See docs/events.md.
+public enum JSONLines {
+    public static func line(for event: GraphEvent, source: String? = nil) -> String {
+        var o = JSONObject()
+        switch event {
+        case .result(let t):
+            o.add("type", "result")
+            o.add("node", t.node)
+            o.add("utterance", t.utterance)
+            o.add("isFinal", t.isFinal)
+            o.addRaw("range", range(t.range))
+            o.add("text", t.text)
+            if !t.words.isEmpty {
+                o.addRaw("words", "[" + t.words.map { w in
+                    var wo = JSONObject()
+                    wo.add("text", w.text)
+                    wo.addTime("start", w.range.start)
+                    wo.addTime("end", w.range.end)
+                    wo.addRaw("confidence", fixed(w.confidence, 4))
+                    return wo.text
+                }.joined(separator: ",") + "]")
+            }
+            if !t.alternatives.isEmpty {
+                o.addRaw("alternatives", "[" + t.alternatives.map(quote).joined(separator: ",") + "]")
+            }
+            if let s = t.source ?? source { o.add("source", s) }
+        case .speechStarted(let node, let time), .speechEnded(let node, let time):
+            if case .speechStarted = event { o.add("type", "speechStarted") } else { o.add("type", "speechEnded") }
+            o.add("node", node)
+            o.addTime("time", time)
+            if let source { o.add("source", source) }
+        case .gap(let node, let r, let reason):
+            o.add("type", "gap")
+            o.add("node", node)
+            o.addRaw("range", range(r))
+            o.add("reason", reason)
+            if let source { o.add("source", source) }
+        case .availability(let node, let available, let reason):
+            o.add("type", "availability")
+            o.add("node", node)
+            o.add("isAvailable", available)
+            o.add("reason", reason)
+        }
+        return o.text
+    }
+
+    static func range(_ r: TimeRange) -> String {
+        var o = JSONObject()
+        o.addTime("start", r.start)
+        o.addTime("end", r.end)
+        return o.text
+    }
+
+    /// A JSON string literal.
+    public static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20:
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+
+    static func fixed(_ v: Double, _ digits: Int) -> String {
+        guard v.isFinite else { return "0" }
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let n = Int64((abs(v) * scale).rounded())
+        let whole = n / Int64(scale), frac = n % Int64(scale)
+        var f = String(frac)
+        f = String(repeating: "0", count: digits - f.count) + f
+        return (v < 0 && n != 0 ? "-" : "") + "\(whole).\(f)"
+    }
+}
+
+struct JSONObject {
+    private var fields: [String] = []
+    mutating func add(_ key: String, _ value: String) { fields.append("\(JSONLines.quote(key)):\(JSONLines.quote(value))") }
+    mutating func add(_ key: String, _ value: Int) { fields.append("\(JSONLines.quote(key)):\(value)") }
+    mutating func add(_ key: String, _ value: Bool) { fields.append("\(JSONLines.quote(key)):\(value)") }
+    mutating func addTime(_ key: String, _ seconds: Double) { addRaw(key, JSONLines.fixed(seconds, 3)) }
+    mutating func addRaw(_ key: String, _ json: String) { fields.append("\(JSONLines.quote(key)):\(json)") }
+    var text: String { "{" + fields.joined(separator: ",") + "}" }
+}

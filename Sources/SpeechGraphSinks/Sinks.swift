@@ -1,0 +1,88 @@
+import SpeechGraphCore
+
+/// The `jsonl` sink: one JSON object per event per line, to standard output or a file.
+public final class JSONLinesSink: GraphNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "jsonl",
+        summary: "Writes every event as one JSON object per line (see docs/events.md).",
+        category: .sink,
+        ports: [.eventInput("in", doc: "Any events: results, speech activity, gaps, availability.")],
+        parameters: [
+            .path("path", default: "-", doc: "File to write; \"-\" is standard output."),
+            .boolean("volatile", default: true, doc: "Also write volatile (not yet final) results."),
+            .string("source", default: nil, doc: "A label written as \"source\" on each event (transcribe sets the file path)."),
+        ])
+
+    public static let type = NodeType(descriptor, make: { try JSONLinesSink($0.config) })
+
+    private let out: TextOutput
+    private let includeVolatile: Bool
+    private let source: String?
+
+    init(_ config: NodeConfig) throws {
+        out = try TextOutput(path: config.string("path") ?? "-")
+        includeVolatile = config.bool("volatile") ?? true
+        source = config.string("source")
+    }
+
+    public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        if case .result(let t) = event, !t.isFinal, !includeVolatile { return }
+        out.write(JSONLines.line(for: event, source: source) + "\n")
+        out.flush()
+    }
+
+    public func finish(output: NodeOutput) throws { out.flush() }
+}
+
+/// The `console` sink: a transcript for people, on standard output.
+public final class ConsoleSink: GraphNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "console",
+        summary: "Prints a human-readable transcript on standard output.",
+        doc: "Each final result is one line, with its time range unless 'timestamps' is off. Gaps and changes "
+            + "of availability are shown between the lines.",
+        category: .sink,
+        ports: [.eventInput("in", doc: "Result, gap and availability events.")],
+        parameters: [
+            .boolean("timestamps", default: true, doc: "Start each line with the utterance's time range."),
+            .string("source", default: nil, doc: "A label printed before each line."),
+        ])
+
+    public static let type = NodeType(descriptor, make: { ConsoleSink($0.config) })
+
+    private let out = TextOutput.standardOutput()
+    private let timestamps: Bool
+    private let source: String?
+
+    init(_ config: NodeConfig) {
+        timestamps = config.bool("timestamps") ?? true
+        source = config.string("source")
+    }
+
+    public static func clock(_ seconds: Double) -> String {
+        let ms = Int((seconds * 1000).rounded())
+        let m = ms / 60000, s = (ms / 1000) % 60, frac = ms % 1000
+        func pad(_ v: Int, _ n: Int) -> String { let t = String(v); return String(repeating: "0", count: max(0, n - t.count)) + t }
+        return "\(pad(m, 2)):\(pad(s, 2)).\(pad(frac, 3))"
+    }
+
+    public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        var line: String
+        switch event {
+        case .result(let t):
+            guard t.isFinal else { return }
+            line = timestamps ? "[\(Self.clock(t.range.start)) - \(Self.clock(t.range.end))] \(t.text)" : t.text
+        case .gap(_, let r, let reason):
+            line = "-- \(JSONLines.fixed(r.duration, 2)) s of audio lost at \(Self.clock(r.start)) (\(reason)) --"
+        case .availability(_, let available, let reason):
+            line = available ? "-- recognition available (\(reason)) --" : "-- recognition not available: \(reason) --"
+        case .speechStarted, .speechEnded:
+            return
+        }
+        if let source { line = "\(source): " + line }
+        out.write(line + "\n")
+        out.flush()
+    }
+
+    public func finish(output: NodeOutput) throws { out.flush() }
+}

@@ -1,0 +1,128 @@
+import SpeechGraphCore
+
+/// The `recognizer` node: PocketSphinx over 16-bit audio at the model's rate.
+///
+/// Without utterance boundaries from upstream, the whole stream is one utterance, and its final
+/// result is emitted when the stream ends or the graph stops.
+public final class RecognizerNode: GraphNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "recognizer",
+        summary: "Speech to text with PocketSphinx; emits result events.",
+        doc: """
+            Decodes mono audio at the model's sample rate (the planner resamples and mixes down to it) and \
+            emits one final result per utterance, with word timings and confidences. With no 'model', 'hmm', \
+            'lm' or 'dict' set it uses Debian's en-us model (package pocketsphinx-en-us). Setting 'jsgf' \
+            decodes with a grammar instead of the language model.
+            """,
+        category: .recognizer,
+        ports: [
+            .audioInput("in", AudioRequirement(rate: .parameter("rate"), channelCount: 1), doc: "Speech, mono, at 'rate'."),
+            .eventOutput("results", doc: "Result events: volatile and final transcriptions."),
+        ],
+        parameters: [
+            .string("model", default: "en-us", doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
+                    + "/usr/share/pocketsphinx/model) or a model directory."),
+            .path("hmm", doc: "Acoustic model directory; default: the one inside the model directory."),
+            .path("lm", doc: "Language model (.lm.bin, .lm); default: the model's."),
+            .path("dict", doc: "Pronunciation dictionary; default: the model's."),
+            .path("jsgf", doc: "A JSGF grammar to decode with instead of the language model."),
+            ParameterDescriptor("rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...16000,
+                                displayUnit: .kilohertz, doc: "Sample rate the acoustic model was trained at."),
+            .choice("mode", ["streaming", "utterance"], default: "streaming",
+                    doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
+                        + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
+                        + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
+            .boolean("words", default: true, doc: "Add word timings and confidences to final results."),
+        ])
+
+    public static let type = NodeType(descriptor, make: { try RecognizerNode($0) })
+
+    private let name: String
+    private let model: SphinxModel
+    private let includeWords: Bool
+    private let wholeUtterances: Bool
+    /// Utterance mode: the samples of the utterance so far.
+    private var held: [Int16] = []
+    private let pool: SphinxDecoderPool
+    private var decoder: SphinxDecoder?
+    private var pcm: UnsafeMutableBufferPointer<Int16>
+    private var inUtterance = false
+    private var utterance = 0
+    private var utteranceStart = 0.0
+    private var utteranceEnd = 0.0
+
+    public init(_ context: NodeContext, pool: SphinxDecoderPool = .shared) throws {
+        let c = context.config
+        name = c.name
+        let rate = Int(c.number("rate") ?? 16000)
+        model = try SphinxModel.resolve(model: c.string("model") ?? "en-us", hmm: c.string("hmm"), lm: c.string("lm"),
+                                        dict: c.string("dict"), jsgf: c.string("jsgf"), sampleRate: rate)
+        includeWords = c.bool("words") ?? true
+        wholeUtterances = c.string("mode") == "utterance"
+        self.pool = pool
+        pcm = .allocate(capacity: max(context.maxBlockFrames, 1))
+        pcm.initialize(repeating: 0)
+    }
+
+    deinit { pcm.deallocate() }
+
+    public func prepare() throws {
+        decoder = try pool.checkout(model)
+    }
+
+    public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        guard let decoder else { return }
+        if !inUtterance {
+            if !wholeUtterances { try decoder.startUtterance() }
+            inUtterance = true
+            utterance += 1
+            utteranceStart = block.startTime
+        }
+        var offset = 0
+        let samples = block.samples
+        while offset < samples.count {
+            let n = min(pcm.count, samples.count - offset)
+            for i in 0..<n {
+                // libsndfile reads 16-bit files as s / 32768: this gives back the exact samples.
+                let v = (samples[offset + i] * 32768).rounded()
+                pcm[i] = v >= 32767 ? .max : v <= -32768 ? .min : Int16(v)
+            }
+            if wholeUtterances {
+                held.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
+            } else {
+                try decoder.process(UnsafeBufferPointer(rebasing: pcm[0..<n]))
+            }
+            offset += n
+        }
+        utteranceEnd = block.endTime
+    }
+
+    public func finish(output: NodeOutput) throws {
+        try endUtterance(output: output)
+    }
+
+    private func endUtterance(output: NodeOutput) throws {
+        guard inUtterance, let decoder else { return }
+        inUtterance = false
+        if wholeUtterances {
+            try decoder.startUtterance()
+            try held.withUnsafeBufferPointer { try decoder.process($0, wholeUtterance: true) }
+            held.removeAll(keepingCapacity: true)
+        }
+        try decoder.endUtterance()
+        let words = includeWords ? decoder.words(frameOffset: utteranceStart) : []
+        let result = Transcription(utterance: utterance, isFinal: true,
+                                   range: TimeRange(start: utteranceStart, end: utteranceEnd),
+                                   text: decoder.hypothesis, words: words, node: name)
+        try output.emit(.result(result))
+    }
+
+    public func close() {
+        guard let decoder else { return }
+        if inUtterance && !wholeUtterances { try? decoder.endUtterance() }
+        inUtterance = false
+        held.removeAll()
+        pool.checkin(decoder)
+        self.decoder = nil
+    }
+}

@@ -1,0 +1,234 @@
+import CPocketSphinx
+import Foundation
+import SpeechGraphCore
+import Synchronization
+
+/// Where a PocketSphinx model lives: acoustic model directory, language model or grammar, dictionary.
+public struct SphinxModel: Hashable, Sendable {
+    public var hmm: String
+    public var lm: String?
+    public var jsgf: String?
+    public var dict: String
+    public var sampleRate: Int
+
+    /// Directories searched for a model given by name (`model: en-us`), in order.
+    public static var searchPath: [String] {
+        var dirs: [String] = []
+        if let env = ProcessInfo.processInfo.environment["SPEECHGRAPH_MODEL_PATH"] {
+            dirs += env.split(separator: ":").map(String.init)
+        }
+        return dirs + ["/usr/share/pocketsphinx/model", "/usr/local/share/pocketsphinx/model"]
+    }
+
+    /// Resolves a model from the recognizer's parameters. `model` is a name looked up on the search path
+    /// (`en-us` finds Debian's pocketsphinx-en-us) or a directory; `hmm`, `lm`, `dict` and `jsgf` override
+    /// its parts. Every file is checked here, so a missing one gives a message that names it.
+    public static func resolve(model: String, hmm: String?, lm: String?, dict: String?, jsgf: String?,
+                               sampleRate: Int) throws -> SphinxModel {
+        let fm = FileManager.default
+        func isDirectory(_ path: String) -> Bool {
+            var d: ObjCBool = false
+            return fm.fileExists(atPath: path, isDirectory: &d) && d.boolValue
+        }
+        var modelDir: String?
+        if model.contains("/") {
+            modelDir = model
+        } else {
+            modelDir = searchPath.map { "\($0)/\(model)" }.first(where: isDirectory)
+        }
+        let name = modelDir.map { URL(fileURLWithPath: $0).lastPathComponent } ?? model
+        if hmm == nil || (lm == nil && jsgf == nil) || dict == nil {
+            guard let dir = modelDir, isDirectory(dir) else {
+                if model.contains("/") {
+                    throw SpeechGraphError("model directory not found: \(model)", parameter: "model")
+                }
+                throw SpeechGraphError("model '\(model)' not found in \(searchPath.joined(separator: ", ")) "
+                                       + "(install Debian's pocketsphinx-en-us, or set 'model' to a model directory)",
+                                       parameter: "model")
+            }
+            modelDir = dir
+        }
+        func pick(_ given: String?, _ candidates: [String], what: String, parameter: String) throws -> String {
+            if let given {
+                guard fm.fileExists(atPath: given) else {
+                    throw SpeechGraphError("\(what) not found: \(given)", parameter: parameter)
+                }
+                return given
+            }
+            let dir = modelDir!
+            if let found = candidates.map({ "\(dir)/\($0)" }).first(where: { fm.fileExists(atPath: $0) }) { return found }
+            // Any file of the right kind in the model directory.
+            let ext = candidates.first.map { URL(fileURLWithPath: $0).pathExtension } ?? ""
+            if !ext.isEmpty, let any = (try? fm.contentsOfDirectory(atPath: dir))?.sorted().first(where: { $0.hasSuffix("." + ext) }) {
+                return "\(dir)/\(any)"
+            }
+            throw SpeechGraphError("no \(what) in model directory \(dir) (looked for \(candidates.joined(separator: ", "))); "
+                                   + "set '\(parameter)'", parameter: parameter)
+        }
+        let hmmPath: String
+        if let hmm {
+            guard isDirectory(hmm) else { throw SpeechGraphError("acoustic model directory not found: \(hmm)", parameter: "hmm") }
+            hmmPath = hmm
+        } else {
+            let dir = modelDir!
+            if let inner = [name, "hmm"].map({ "\(dir)/\($0)" }).first(where: { isDirectory($0) && fm.fileExists(atPath: "\($0)/mdef") }) {
+                hmmPath = inner
+            } else if fm.fileExists(atPath: "\(dir)/mdef") {
+                hmmPath = dir
+            } else {
+                throw SpeechGraphError("no acoustic model in \(dir) (expected \(dir)/\(name)/mdef); set 'hmm'", parameter: "hmm")
+            }
+        }
+        var lmPath: String?
+        if jsgf == nil {
+            lmPath = try pick(lm, ["\(name).lm.bin", "\(name).lm", "\(name).lm.DMP"], what: "language model", parameter: "lm")
+        } else if let jsgf, !fm.fileExists(atPath: jsgf) {
+            throw SpeechGraphError("grammar not found: \(jsgf)", parameter: "jsgf")
+        }
+        let dictPath = try pick(dict, ["cmudict-\(name).dict", "\(name).dict"], what: "dictionary", parameter: "dict")
+        return SphinxModel(hmm: hmmPath, lm: lmPath, jsgf: jsgf, dict: dictPath, sampleRate: sampleRate)
+    }
+
+    var arguments: [String] {
+        var args = ["-hmm", hmm, "-dict", dict, "-samprate", String(sampleRate)]
+        if let jsgf { args += ["-jsgf", jsgf] } else if let lm { args += ["-lm", lm] }
+        return args
+    }
+}
+
+/// One PocketSphinx decoder. Not thread-safe: it is used by one node at a time, on the graph thread;
+/// `SphinxDecoderPool` hands it out and takes it back.
+public final class SphinxDecoder: @unchecked Sendable {
+    let ps: OpaquePointer
+    public let model: SphinxModel
+
+    /// Loads the model. PocketSphinx's own log goes nowhere unless `SPEECHGRAPH_SPHINX_LOG` names a file;
+    /// when loading fails, its error lines are part of the thrown message.
+    public init(model: SphinxModel) throws {
+        self.model = model
+        let log = SphinxLog.begin()
+        var args = model.arguments
+        let argv = args.indices.map { i in strdup(args[i]) }
+        defer { argv.forEach { free($0) } }
+        var pointers: [UnsafeMutablePointer<CChar>?] = argv
+        let config = pointers.withUnsafeMutableBufferPointer { buffer in
+            cmd_ln_parse_r(nil, ps_args(), Int32(buffer.count), buffer.baseAddress, 1)
+        }
+        guard let config else {
+            throw SpeechGraphError("PocketSphinx rejected its configuration: \(log.end())")
+        }
+        guard let ps = ps_init(config) else {
+            cmd_ln_free_r(config)
+            throw SpeechGraphError("PocketSphinx could not load the model \(model.hmm): \(log.end())")
+        }
+        cmd_ln_free_r(config)  // the decoder keeps its own reference
+        _ = log.end()
+        args.removeAll()
+        self.ps = ps
+    }
+
+    deinit { ps_free(ps) }
+
+    public func startUtterance() throws {
+        guard ps_start_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not start an utterance") }
+    }
+
+    /// Feeds 16-bit samples at the model's rate. `wholeUtterance`: these samples are the entire
+    /// utterance, so cepstral mean normalisation can use their mean (PocketSphinx's batch mode).
+    public func process(_ samples: UnsafeBufferPointer<Int16>, wholeUtterance: Bool = false) throws {
+        guard ps_process_raw(ps, samples.baseAddress, samples.count, 0, wholeUtterance ? 1 : 0) >= 0 else {
+            throw SpeechGraphError("PocketSphinx failed to decode audio")
+        }
+    }
+
+    public func endUtterance() throws {
+        guard ps_end_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not end the utterance") }
+    }
+
+    /// The best hypothesis so far (partial while an utterance runs, final after `endUtterance`).
+    public var hypothesis: String {
+        var score: Int32 = 0
+        guard let hyp = ps_get_hyp(ps, &score) else { return "" }
+        return String(cString: hyp)
+    }
+
+    /// Words of the best hypothesis with their frames (100 per second) and posterior probabilities,
+    /// fillers and silences left out.
+    public func words(frameOffset: Double) -> [Word] {
+        var result: [Word] = []
+        let logmath = ps_get_logmath(ps)
+        var seg = ps_seg_iter(ps)
+        while let s = seg {
+            if let w = ps_seg_word(s) {
+                let text = String(cString: w)
+                if !(text.hasPrefix("<") || text.hasPrefix("[") || text.hasPrefix("++")) {
+                    var sf: Int32 = 0, ef: Int32 = 0
+                    ps_seg_frames(s, &sf, &ef)
+                    var a: Int32 = 0, l: Int32 = 0, b: Int32 = 0
+                    let post = ps_seg_prob(s, &a, &l, &b)
+                    let confidence = min(1, max(0, logmath_exp(logmath, post)))
+                    let bare = text.replacingOccurrences(of: #"\(\d+\)$"#, with: "", options: .regularExpression)
+                    result.append(Word(text: bare, range: TimeRange(start: frameOffset + Double(sf) / 100,
+                                                                    end: frameOffset + Double(ef + 1) / 100),
+                                       confidence: confidence))
+                }
+            }
+            seg = ps_seg_next(s)
+        }
+        return result
+    }
+}
+
+/// Keeps loaded decoders for reuse: loading a model takes far longer than decoding a short file, so
+/// `speechgraph transcribe` over many files loads it once. Thread-safe.
+public final class SphinxDecoderPool: Sendable {
+    public static let shared = SphinxDecoderPool()
+    private let idle = Mutex<[SphinxModel: [SphinxDecoder]]>([:])
+
+    public init() {}
+
+    /// An idle decoder for this model, or a newly loaded one.
+    public func checkout(_ model: SphinxModel) throws -> SphinxDecoder {
+        if let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[model]?.popLast() }) { return decoder }
+        return try SphinxDecoder(model: model)
+    }
+
+    /// Gives a decoder back once its node is done with it (between utterances).
+    public func checkin(_ decoder: SphinxDecoder) {
+        idle.withLock { $0[decoder.model, default: []].append(decoder) }
+    }
+
+    public func removeAll() { idle.withLock { $0.removeAll() } }
+}
+
+/// PocketSphinx logs through sphinxbase's global log stream: capture it while a model loads, so a
+/// failure can say why, and keep it quiet otherwise.
+struct SphinxLog {
+    let file: UnsafeMutablePointer<FILE>?
+
+    static func begin() -> SphinxLog {
+        if let path = ProcessInfo.processInfo.environment["SPEECHGRAPH_SPHINX_LOG"] {
+            err_set_logfile(path)
+            return SphinxLog(file: nil)
+        }
+        let f = tmpfile()
+        err_set_logfp(f)
+        return SphinxLog(file: f)
+    }
+
+    /// Stops capturing and returns the error lines logged meanwhile.
+    func end() -> String {
+        guard let file else { return "see the log in SPEECHGRAPH_SPHINX_LOG" }
+        err_set_logfp(nil)
+        fflush(file)
+        rewind(file)
+        var lines: [String] = []
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            let line = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.hasPrefix("ERROR") || line.hasPrefix("FATAL") { lines.append(line) }
+        }
+        fclose(file)
+        return lines.isEmpty ? "no reason given" : lines.suffix(3).joined(separator: "; ")
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import SpeechGraphNodes
+
+extension SpeechgraphCommand {
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a graph file until its inputs end or Ctrl-C.",
+            discussion: """
+                Offline inputs run as fast as the CPU allows unless --realtime is given. Ctrl-C or SIGTERM \
+                stops the graph: the utterance in flight is finished and every result is written before exit.
+                """)
+
+        @Argument(help: "The graph file.") var graph: String
+        @Option(name: .customLong("set"), help: ArgumentHelp("Override a parameter, as node.param=value (repeatable).",
+                                                              valueName: "node.param=value"))
+        var overrides: [String] = []
+        @Flag(help: "Pace file inputs like live audio instead of running as fast as possible.") var realtime = false
+
+        func run() throws {
+            let registry = BuiltinNodes.registry()
+            let plan = try loadPlan(path: graph, overrides: overrides, registry: registry, negotiate: true)
+            let signals = SignalHandling()
+            let progress = Progress()
+            do {
+                let runner = try GraphRunner(plan: plan, registry: registry)
+                try runner.run(stop: signals.stop, realtime: realtime) { fraction in
+                    progress.update(String(format: "%@: %3.0f%%", graph, fraction * 100))
+                }
+                progress.clear()
+                let warnings = runner.warnings
+                for w in warnings { printError("speechgraph: warning: \(w)") }
+                if !warnings.isEmpty { throw Reported(code: Exit.failure) }
+            } catch let error as SpeechGraphError {
+                progress.clear()
+                printError("speechgraph: error: \(error.message)")
+                throw Reported(code: Exit.failure)
+            }
+        }
+    }
+
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a graph file and print every problem as file:line:col: error: message.",
+            discussion: "Exit status 0 when the graph is valid, 2 when it has errors (1 when --plan cannot read an input).")
+
+        @Argument(help: "The graph file.") var graph: String
+        @Flag(help: "Also plan the graph (reads input file headers) and print nodes, formats and inserted converters.")
+        var plan = false
+        @Option(name: .customLong("set"), help: ArgumentHelp("Override a parameter, as node.param=value (repeatable).",
+                                                              valueName: "node.param=value"))
+        var overrides: [String] = []
+
+        func run() throws {
+            let registry = BuiltinNodes.registry()
+            let result = try loadPlan(path: graph, overrides: overrides, registry: registry, negotiate: plan)
+            if plan {
+                print(result.render(registry: registry), terminator: "")
+            } else {
+                printError("\(graph): ok (\(result.nodes.count) nodes, \(result.edges.count) connections)")
+            }
+        }
+    }
+
+    struct Nodes: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List node types, or show one type's ports and parameters.")
+
+        @Argument(help: "A node type, such as recognizer.") var type: String?
+        @Flag(help: "Print the whole reference as Markdown (docs/nodes.md).") var markdown = false
+
+        func run() throws {
+            let registry = BuiltinNodes.registry()
+            if markdown {
+                print(NodeReference.markdown(registry), terminator: "")
+            } else if let type {
+                guard let t = registry[type] else {
+                    let hint = closestMatch(to: type, in: registry.types.keys).map { " (did you mean '\($0)'?)" } ?? ""
+                    printError("speechgraph: error: unknown node type '\(type)'\(hint); 'speechgraph nodes' lists them")
+                    throw Reported(code: Exit.usage)
+                }
+                print(NodeReference.detail(t.descriptor), terminator: "")
+            } else {
+                print(NodeReference.list(registry), terminator: "")
+            }
+        }
+    }
+}

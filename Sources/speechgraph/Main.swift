@@ -1,0 +1,66 @@
+import ArgumentParser
+import SpeechGraphNodes
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Exit codes, documented in `speechgraph --help` and docs/cli.md.
+enum Exit {
+    static let ok: Int32 = 0
+    /// The graph ran (or tried to) and something failed: unreadable audio, a missing model, a write error.
+    static let failure: Int32 = 1
+    /// The command line or the graph file is wrong; nothing ran.
+    static let usage: Int32 = 2
+}
+
+/// Failures already reported to the user; only the exit code is left to set.
+struct Reported: Error {
+    var code: Int32
+}
+
+@main
+struct SpeechgraphCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "speechgraph",
+        abstract: "On-device speech recognition for Linux, as an audio processing graph.",
+        discussion: """
+            A graph file wires input nodes (files, JACK ports) through converters to a PocketSphinx \
+            recognizer and on to sinks (console, jsonl). See docs/graph-language.md, and \
+            'speechgraph nodes' for every node type.
+
+            Results go to standard output (or a sink's file); errors, warnings and progress to standard error.
+
+            Exit status: 0 ok (also after Ctrl-C or SIGTERM, once every result made so far is written); \
+            1 runtime failure (unreadable or damaged audio, missing model, write error); \
+            2 usage or graph-file error (nothing ran).
+            """,
+        subcommands: [Run.self, Transcribe.self, Check.self, Nodes.self])
+
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let reported as Reported {
+            Glibc.exit(reported.code)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                // --help, --version
+                print(fullMessage(for: error))
+                Glibc.exit(Exit.ok)
+            }
+            printError(fullMessage(for: error))
+            // ArgumentParser uses 64 for usage errors; speechgraph documents 2.
+            Glibc.exit(code == .validationFailure ? Exit.usage : code.rawValue == 1 ? Exit.failure : code.rawValue)
+        }
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+    let line = text.hasSuffix("\n") ? text : text + "\n"
+    _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+}
+
+var stderrIsTerminal: Bool { isatty(2) == 1 }

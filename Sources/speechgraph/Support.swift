@@ -1,0 +1,86 @@
+import Dispatch
+import Foundation
+import SpeechGraphNodes
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns Ctrl-C and SIGTERM into a graceful stop: the first asks the graph to stop (results made so far
+/// are finished and written); a second one exits at once.
+final class SignalHandling: Sendable {
+    let stop = StopSignal()
+    nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
+
+    init() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            let stop = self.stop
+            source.setEventHandler {
+                if stop.isRequested {
+                    printError("speechgraph: stopping now")
+                    _exit(128 + sig)
+                }
+                printError("speechgraph: stopping (finishing the results in flight; again to stop at once)")
+                stop.request()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}
+
+/// Progress on standard error, only when it is a terminal; redrawn at most ten times a second.
+final class Progress {
+    private let enabled = stderrIsTerminal
+    private var last = 0.0
+    private var shown = false
+
+    func update(_ text: String) {
+        guard enabled else { return }
+        let now = Date().timeIntervalSince1970
+        guard now - last >= 0.1 else { return }
+        last = now
+        printErrorRaw("\r\u{1B}[2K" + text)
+        shown = true
+    }
+
+    func clear() {
+        guard enabled, shown else { return }
+        printErrorRaw("\r\u{1B}[2K")
+        shown = false
+    }
+
+    private func printErrorRaw(_ text: String) {
+        _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+    }
+}
+
+/// Reads, validates and plans a graph file, reporting problems the way the CLI promises:
+/// graph errors as `file:line:col: error: ...` (exit 2), runtime failures as one line (exit 1).
+func loadPlan(path: String, overrides: [String], registry: NodeRegistry, negotiate: Bool) throws -> GraphPlan {
+    var parsedOverrides: [GraphPlanner.Override] = []
+    for text in overrides {
+        guard let o = GraphPlanner.Override.parse(text) else {
+            printError("speechgraph: error: --set expects node.parameter=value, got '\(text)'")
+            throw Reported(code: Exit.usage)
+        }
+        parsedOverrides.append(o)
+    }
+    let planner = GraphPlanner(registry: registry)
+    do {
+        let spec = try GraphParser.parse(contentsOf: path)
+        let validated = try planner.validate(spec, overrides: parsedOverrides)
+        for w in validated.warnings { printError(w.description) }
+        return negotiate ? try planner.negotiate(validated) : validated
+    } catch let error as GraphError {
+        for d in error.diagnostics { printError(d.description) }
+        let errors = error.diagnostics.filter { $0.severity == .error }.count
+        printError("\(errors) error\(errors == 1 ? "" : "s") in \(path)")
+        throw Reported(code: Exit.usage)
+    } catch let error as SpeechGraphError {
+        printError("speechgraph: error: \(error.message)")
+        throw Reported(code: Exit.failure)
+    }
+}

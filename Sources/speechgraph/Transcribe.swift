@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import SpeechGraphNodes
+
+extension SpeechgraphCommand {
+    struct Transcribe: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Transcribe audio files (the file-recognition convenience).",
+            discussion: """
+                Each file runs through the graph file.input -> recognizer -> sink, with converters where \
+                the file's format differs from the model's. The model is loaded once for all files. A file \
+                that cannot be read is reported and skipped; the others are still transcribed, and the exit \
+                status is then 1.
+
+                Formats: text (the transcript; 'file: transcript' for several files), \
+                tsv ('file<TAB>transcript' per file, for wer.py), jsonl (every event, see docs/events.md).
+                """)
+
+        enum Format: String, ExpressibleByArgument, CaseIterable { case text, tsv, jsonl }
+
+        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count).") var files: [String]
+        @Option(help: "Output format: text, tsv or jsonl.") var format: Format = .text
+        @Option(help: "Model name or directory (default: en-us).") var model: String?
+        @Option(help: "Acoustic model directory.") var hmm: String?
+        @Option(help: "Language model file.") var lm: String?
+        @Option(help: "Pronunciation dictionary.") var dict: String?
+        @Option(help: "JSGF grammar to decode with instead of the language model.") var jsgf: String?
+        @Flag(help: "Play each file at the pace of live audio.") var realtime = false
+        @Option(help: "Recognizer mode: utterance (decode each utterance whole: most accurate) or streaming.")
+        var mode: Mode = .utterance
+
+        enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
+
+        func validate() throws {
+            if files.isEmpty { throw ValidationError("give at least one audio file") }
+        }
+
+        func run() throws {
+            var registry = BuiltinNodes.registry()
+            try registry.register(EventCollector.type)
+            let planner = GraphPlanner(registry: registry)
+            let signals = SignalHandling()
+            let progress = Progress()
+            let out = TextOutput.standardOutput()
+            var failures = 0
+
+            for (index, file) in files.enumerated() {
+                if signals.stop.isRequested { break }
+                do {
+                    let spec = graph(for: file)
+                    let plan = try planner.plan(spec)
+                    let runner = try GraphRunner(plan: plan, registry: registry)
+                    try runner.run(stop: signals.stop, realtime: realtime) { fraction in
+                        progress.update(String(format: "[%d/%d] %@ %3.0f%%", index + 1, files.count, file, fraction * 100))
+                    }
+                    progress.clear()
+                    for w in runner.warnings {
+                        printError("speechgraph: warning: \(w)")
+                        failures += 1
+                    }
+                    if format != .jsonl, let collector = runner.node(named: "out") as? EventCollector {
+                        let text = collector.finalResults.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
+                        switch format {
+                        case .tsv: out.write("\(file)\t\(text)\n")
+                        case .text: out.write(files.count > 1 ? "\(file): \(text)\n" : "\(text)\n")
+                        case .jsonl: break
+                        }
+                        out.flush()
+                    }
+                } catch let error as SpeechGraphError {
+                    progress.clear()
+                    printError("speechgraph: error: \(error.message)")
+                    failures += 1
+                } catch let error as GraphError {
+                    progress.clear()
+                    for d in error.diagnostics { printError("speechgraph: error: \(d.message)") }
+                    failures += 1
+                }
+            }
+            if failures > 0 { throw Reported(code: Exit.failure) }
+        }
+
+        private func graph(for file: String) -> GraphSpec {
+            let here = SourceLocation(file: "<transcribe>", line: 1, column: 1)
+            func located(_ s: String) -> Located<String> { Located(s, at: here) }
+            func param(_ name: String, _ value: ValueLiteral) -> ParameterAssignment {
+                ParameterAssignment(name: located(name), value: Located(value, at: here))
+            }
+            // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
+            var asr: [ParameterAssignment] = [param("mode", .word(mode.rawValue))]
+            if let model { asr.append(param("model", .string(model))) }
+            if let hmm { asr.append(param("hmm", .string(hmm))) }
+            if let lm { asr.append(param("lm", .string(lm))) }
+            if let dict { asr.append(param("dict", .string(dict))) }
+            if let jsgf { asr.append(param("jsgf", .string(jsgf))) }
+            let sink: NodeDeclaration = format == .jsonl
+                ? NodeDeclaration(name: located("out"), type: located("jsonl"),
+                                  parameters: [param("source", .string(file))], location: here)
+                : NodeDeclaration(name: located("out"), type: located("collect"), parameters: [], location: here)
+            let nodes = [
+                NodeDeclaration(name: located("src"), type: located("file.input"), parameters: [param("path", .string(file))],
+                                location: here),
+                NodeDeclaration(name: located("asr"), type: located("recognizer"), parameters: asr, location: here),
+                sink,
+            ]
+            func edge(_ a: String, _ b: String) -> EdgeDeclaration {
+                EdgeDeclaration(from: Endpoint(node: located(a), port: nil), to: Endpoint(node: located(b), port: nil),
+                                location: here)
+            }
+            return GraphSpec(file: "<transcribe>", nodes: nodes, edges: [edge("src", "asr"), edge("asr", "out")])
+        }
+    }
+}
