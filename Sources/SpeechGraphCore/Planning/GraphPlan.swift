@@ -69,7 +69,7 @@ extension GraphPlan {
         }
         lines.append("")
         lines.append("connections:")
-        for e in edges {
+        for e in edges.sorted(by: { ($0.fromNode, $0.fromPort, $0.toNode) < ($1.fromNode, $1.fromPort, $1.toNode) }) {
             let from = nodes[e.fromNode], to = nodes[e.toNode]
             let fromPort = registry[from.typeName]?.descriptor.outputs[e.fromPort].name ?? "\(e.fromPort)"
             let toPort = registry[to.typeName]?.descriptor.inputs[e.toPort].name ?? "\(e.toPort)"

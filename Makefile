@@ -1,0 +1,56 @@
+# speechgraph: make run | make test | make bench
+# Every target installs what it needs first (Debian packages, via sudo when not root).
+
+SHELL := /bin/bash
+SWIFT ?= swift
+BUILD_FLAGS ?= -c release
+BIN = .build/release/speechgraph
+SHARED ?= ../shared
+
+# Debian packages the project builds, runs and tests with.
+DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx pocketsphinx-en-us \
+	libsndfile1-dev libsoxr-dev libfftw3-dev jackd2 libjack-jackd2-dev jack-tools \
+	espeak-ng flite sox python3
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps build run test bench docs check-docs clean
+
+## deps: install the Debian packages (only the missing ones; safe to repeat)
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing >&2; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >&2; \
+	fi
+	@command -v $(SWIFT) >/dev/null || { echo "error: no Swift toolchain on PATH: install Swift 6 from swift.org (Debian does not package it)" >&2; exit 1; }
+
+## build: the release binary at .build/release/speechgraph
+build: deps
+	$(SWIFT) build $(BUILD_FLAGS) --product speechgraph
+
+## run: synthesise a demo recording and transcribe it through graphs/demo.graph
+run: build out/demo.wav
+	$(BIN) check --plan graphs/demo.graph >&2
+	$(BIN) run graphs/demo.graph
+
+out/demo.wav: scripts/make-demo-audio.sh
+	@mkdir -p out
+	bash scripts/make-demo-audio.sh $@
+
+## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI)
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
+
+## bench: figures as 'name value unit', one per line
+bench: build
+	SHARED=$(SHARED) bash scripts/bench.sh
+
+## docs: regenerate docs/nodes.md from the node descriptors
+docs: build
+	$(BIN) nodes --markdown > docs/nodes.md
+
+clean:
+	rm -rf .build out
