@@ -39,9 +39,11 @@ let package = Package(
 
         .testTarget(name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
                     resources: [.copy("Golden")]),
+        // Helpers shared by the end-to-end tests: synthesised speech, processes, word error rate.
+        .target(name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),
         .testTarget(name: "SpeechGraphNodesTests",
-                    dependencies: ["SpeechGraphNodes", "CFFTW", "CJack"]),
-        .testTarget(name: "speechgraphCLITests", dependencies: ["SpeechGraphNodes"]),
+                    dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack"]),
+        .testTarget(name: "speechgraphCLITests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

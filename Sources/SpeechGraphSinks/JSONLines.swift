@@ -42,6 +42,7 @@ public enum JSONLines {
             o.add("node", node)
             o.add("isAvailable", available)
             o.add("reason", reason)
+            if let source { o.add("source", source) }
         }
         return o.text
     }

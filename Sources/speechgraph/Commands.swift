@@ -32,8 +32,7 @@ extension SpeechgraphCommand {
                 for w in warnings { printError("speechgraph: warning: \(w)") }
                 if !warnings.isEmpty { throw Reported(code: Exit.failure) }
             } catch let error as SpeechGraphError {
-                progress.clear()
-                printError("speechgraph: error: \(error.message)")
+                reportFailure(error)
                 throw Reported(code: Exit.failure)
             }
         }

@@ -18,6 +18,7 @@ final class SignalHandling: Sendable {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             let stop = self.stop
             source.setEventHandler {
+                StatusLine.shared.clear()
                 if stop.isRequested {
                     printError("speechgraph: stopping now")
                     _exit(128 + sig)
@@ -33,28 +34,16 @@ final class SignalHandling: Sendable {
 
 /// Progress on standard error, only when it is a terminal; redrawn at most ten times a second.
 final class Progress {
-    private let enabled = stderrIsTerminal
     private var last = 0.0
-    private var shown = false
 
     func update(_ text: String) {
-        guard enabled else { return }
         let now = Date().timeIntervalSince1970
         guard now - last >= 0.1 else { return }
         last = now
-        printErrorRaw("\r\u{1B}[2K" + text)
-        shown = true
+        StatusLine.shared.show(text)
     }
 
-    func clear() {
-        guard enabled, shown else { return }
-        printErrorRaw("\r\u{1B}[2K")
-        shown = false
-    }
-
-    private func printErrorRaw(_ text: String) {
-        _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
-    }
+    func clear() { StatusLine.shared.clear() }
 }
 
 /// Reads, validates and plans a graph file, reporting problems the way the CLI promises:
@@ -80,7 +69,17 @@ func loadPlan(path: String, overrides: [String], registry: NodeRegistry, negotia
         printError("\(errors) error\(errors == 1 ? "" : "s") in \(path)")
         throw Reported(code: Exit.usage)
     } catch let error as SpeechGraphError {
-        printError("speechgraph: error: \(error.message)")
+        reportFailure(error)
         throw Reported(code: Exit.failure)
+    }
+}
+
+/// A runtime failure, as one line: `file:line:col: error: ...` when the graph file says where.
+func reportFailure(_ error: SpeechGraphError) {
+    StatusLine.shared.clear()
+    if let location = error.location, !location.file.hasPrefix("<") {
+        printError("\(location): error: \(error.message)")
+    } else {
+        printError("speechgraph: error: \(error.message)")
     }
 }

@@ -68,8 +68,7 @@ extension SpeechgraphCommand {
                         out.flush()
                     }
                 } catch let error as SpeechGraphError {
-                    progress.clear()
-                    printError("speechgraph: error: \(error.message)")
+                    reportFailure(error)
                     failures += 1
                 } catch let error as GraphError {
                     progress.clear()
@@ -88,6 +87,8 @@ extension SpeechgraphCommand {
             }
             // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
             var asr: [ParameterAssignment] = [param("mode", .word(mode.rawValue))]
+            // Only JSON Lines shows word timings; the other formats skip their cost.
+            if format != .jsonl { asr.append(param("words", .word("false"))) }
             if let model { asr.append(param("model", .string(model))) }
             if let hmm { asr.append(param("hmm", .string(hmm))) }
             if let lm { asr.append(param("lm", .string(lm))) }

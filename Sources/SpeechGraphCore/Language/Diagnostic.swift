@@ -66,15 +66,21 @@ public struct DiagnosticList: Sendable {
     public func throwIfErrors() throws {
         if hasErrors { throw GraphError(sorted) }
     }
+    /// In file order; a note stays right after the diagnostic it was added with.
     public var sorted: [Diagnostic] {
-        all.enumerated().sorted { a, b in
-            switch (a.element.location, b.element.location) {
+        var groups: [[Diagnostic]] = []
+        for d in all {
+            if d.severity == .note, !groups.isEmpty { groups[groups.count - 1].append(d) } else { groups.append([d]) }
+        }
+        let order = groups.enumerated().sorted { a, b in
+            switch (a.element[0].location, b.element[0].location) {
             case let (x?, y?): return x == y ? a.offset < b.offset : x < y
             case (nil, _?): return false
             case (_?, nil): return true
             case (nil, nil): return a.offset < b.offset
             }
-        }.map(\.element)
+        }
+        return order.flatMap(\.element)
     }
 }
 

@@ -157,7 +157,9 @@ struct Lexer {
         while true {
             guard let c = peek(), c != "\n" else {
                 diagnostics.error("unterminated string: expected a closing '\"'", at: start)
-                return nil
+                // Still a string token, so the parser does not report a missing value as well.
+                if !literal.isEmpty || parts.isEmpty { parts.append(.literal(literal)) }
+                return parts
             }
             if c == "\"" { advance(); break }
             if c == "\\" {

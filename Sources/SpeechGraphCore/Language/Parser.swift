@@ -101,6 +101,7 @@ public struct GraphParser {
     // MARK: Statements
 
     private mutating func parseStatement(into spec: inout GraphSpec) {
+        let before = diagnostics.all.count
         if case .identifier("node") = current.kind {
             if let node = parseNode() { spec.nodes.append(node) }
         } else if case .identifier = current.kind {
@@ -109,6 +110,8 @@ public struct GraphParser {
             diagnostics.error("expected 'node' or an edge like 'a -> b', found \(current.display)", at: current.location)
             return
         }
+        // A statement that already failed has said what was wrong; the rest of its line is skipped.
+        guard diagnostics.all.count == before else { return }
         switch current.kind {
         case .newline, .end: break
         default:
@@ -134,10 +137,22 @@ public struct GraphParser {
         }
         var parameters: [ParameterAssignment] = []
         if case .leftBrace = current.kind {
+            let open = current.location
             advance()
             while true {
                 skipNewlines()
                 if case .rightBrace = current.kind { advance(); break }
+                if case .identifier("node") = current.kind, position + 1 < tokens.count,
+                   case .identifier = tokens[position + 1].kind {
+                    diagnostics.error("expected '}' to close the parameters of node '\(name.value)' opened at line \(open.line), "
+                                      + "found the next 'node'", at: current.location)
+                    return nil
+                }
+                if case .end = current.kind {
+                    diagnostics.error("expected '}' to close the parameters of node '\(name.value)' opened at line \(open.line), "
+                                      + "found end of file", at: current.location)
+                    return nil
+                }
                 guard let key = identifier("a parameter name or '}'") else { return nil }
                 guard expect(.colon, "':' after parameter '\(key.value)'") else { return nil }
                 guard let value = parseValue() else { return nil }
@@ -191,6 +206,9 @@ public struct GraphParser {
             case let k where k.count == 1:
                 if case .number(let v, _) = k[0] { return .number(v, unit: nil) }
                 if case .identifier(let w) = k[0] { return .word(w) }
+                if case .string(let parts) = k[0], parts.allSatisfy({ if case .literal = $0 { true } else { false } }) {
+                    return .string(parts.map { if case .literal(let l) = $0 { l } else { "" } }.joined())
+                }
             case let k where k.count == 2:
                 if case .number(let v, _) = k[0], case .identifier(let u) = k[1] { return .number(v, unit: u) }
             default: break
@@ -205,7 +223,10 @@ public struct GraphParser {
             switch part {
             case .literal(let s): out += s
             case .variable(let name, let fallback):
-                if let v = environment[name], !v.isEmpty {
+                // As in the shell: ':-' also replaces a variable that is set but empty.
+                if name.isEmpty {
+                    continue  // the lexer has reported the missing name
+                } else if let v = environment[name], !v.isEmpty || fallback == nil {
                     out += v
                 } else if let fallback {
                     out += fallback

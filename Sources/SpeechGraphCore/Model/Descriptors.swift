@@ -211,6 +211,9 @@ public struct ParameterDescriptor: Sendable {
         case (.number, .number(let v, nil)):
             value = .number(v)
         case (.integer, .number(let v, nil)):
+            guard v.isFinite, abs(v) < 1e15 else {
+                return .failure(ParameterError("\(literal) is out of range for '\(name)': expected \(rangeText ?? "a whole number")"))
+            }
             guard v == v.rounded() else { return .failure(ParameterError("expected a whole number for '\(name)', found \(literal)")) }
             value = .integer(Int(v))
         case (.number, .number(_, let u?)), (.integer, .number(_, let u?)):

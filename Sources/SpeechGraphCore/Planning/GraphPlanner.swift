@@ -77,8 +77,13 @@ public struct GraphPlanner {
             edges.append(edge)
         }
 
-        // Unconnected required inputs, unconnected nodes, sources.
-        for (i, node) in nodes.enumerated() {
+        // Unconnected required inputs, unconnected nodes, sources. A node whose type is unknown already has
+        // its error; the inputs it would have fed, and the missing source it may be, follow from that one.
+        let unresolved = Set(spec.nodes.map(\.name.value)).subtracting(nodeIndex.keys)
+        let touchesUnresolved = Set(spec.edges.flatMap { e -> [String] in
+            unresolved.contains(e.from.node.value) || unresolved.contains(e.to.node.value) ? [e.from.node.value, e.to.node.value] : []
+        })
+        for (i, node) in nodes.enumerated() where !touchesUnresolved.contains(node.name) {
             let descriptor = registry[node.typeName]!.descriptor
             for (p, port) in descriptor.inputs.enumerated() where port.isRequired {
                 if !edges.contains(where: { $0.toNode == i && $0.toPort == p }) {
@@ -86,11 +91,12 @@ public struct GraphPlanner {
                                       at: node.location)
                 }
             }
-            if !edges.contains(where: { $0.toNode == i || $0.fromNode == i }), !descriptor.inputs.contains(where: \.isRequired) {
+            let written = spec.edges.contains { $0.from.node.value == node.name || $0.to.node.value == node.name }
+            if !written, !descriptor.inputs.contains(where: \.isRequired) {
                 diagnostics.append(Diagnostic(.warning, at: node.location, "node '\(node.name)' is not connected to anything"))
             }
         }
-        if !nodes.isEmpty, !nodes.contains(where: { n in registry[n.typeName]!.descriptor.inputs.isEmpty }) {
+        if !nodes.isEmpty, unresolved.isEmpty, !nodes.contains(where: { n in registry[n.typeName]!.descriptor.inputs.isEmpty }) {
             diagnostics.error("the graph has no input node (such as file.input)", at: SourceLocation(file: spec.file, line: 1, column: 1))
         }
         if spec.nodes.isEmpty {
@@ -179,8 +185,9 @@ public struct GraphPlanner {
                 plan.nodes[i].outputFormats = try type.formats(plan.nodes[i].config, inputs)
                 plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
             } catch let error as SpeechGraphError {
-                throw SpeechGraphError("node '\(plan.nodes[i].name)' (\(descriptor.typeName)): \(error.message)",
-                                       parameter: error.parameter)
+                let node = plan.nodes[i]
+                throw SpeechGraphError("node '\(node.name)' (\(descriptor.typeName)): \(error.message)", parameter: error.parameter,
+                                       location: error.parameter.flatMap { node.config.locations[$0] } ?? node.location)
             }
             i += 1
         }
@@ -226,18 +233,24 @@ public struct GraphPlanner {
         var config = NodeConfig(name: decl.name.value, typeName: descriptor.typeName, location: decl.location)
         var seen: [String: SourceLocation] = [:]
         let names = descriptor.parameters.map(\.name)
-        func apply(_ name: String, _ value: ValueLiteral, at location: SourceLocation?, from origin: String?) {
+        var failed: Set<String> = []
+        func apply(_ name: String, _ value: ValueLiteral, at location: SourceLocation?, nameAt: SourceLocation?,
+                   from origin: String?) {
             guard let p = descriptor.parameter(name) else {
                 let prefix = origin.map { "\($0): " } ?? ""
                 let known = names.isEmpty ? " (it takes no parameters)" : didYouMean(name, names)
-                diagnostics.error("\(prefix)unknown parameter '\(name)' for node type '\(descriptor.typeName)'\(known)", at: location)
+                diagnostics.error("\(prefix)unknown parameter '\(name)' for node type '\(descriptor.typeName)'\(known)", at: nameAt)
                 return
             }
+            var value = value
+            // On the command line a bare word is as good as a quoted string: shells eat the quotes.
+            if origin != nil, case .word(let w) = value, p.kind == .path || p.kind == .string { value = .string(w) }
             switch p.check(value) {
             case .success(let v):
                 config.values[name] = v
                 if let location { config.locations[name] = location }
             case .failure(let error):
+                failed.insert(name)
                 diagnostics.error((origin.map { "\($0): " } ?? "") + error.message, at: location)
             }
         }
@@ -249,13 +262,15 @@ public struct GraphPlanner {
                 continue
             }
             seen[assignment.name.value] = assignment.name.location
-            apply(assignment.name.value, assignment.value.value, at: assignment.value.location, from: nil)
+            apply(assignment.name.value, assignment.value.value, at: assignment.value.location,
+                  nameAt: assignment.name.location, from: nil)
         }
         for o in overrides {
-            apply(o.parameter, o.value, at: nil, from: "--set \(o.node).\(o.parameter)")
+            failed.remove(o.parameter)
+            apply(o.parameter, o.value, at: nil, nameAt: nil, from: "--set \(o.node).\(o.parameter)")
             seen[o.parameter] = decl.location
         }
-        for p in descriptor.parameters where p.isRequired && config.values[p.name] == nil {
+        for p in descriptor.parameters where p.isRequired && config.values[p.name] == nil && !failed.contains(p.name) {
             diagnostics.error("node '\(decl.name.value)' (\(descriptor.typeName)) needs parameter '\(p.name)': \(p.doc)",
                               at: decl.location)
         }
@@ -353,14 +368,20 @@ public struct GraphPlanner {
             }
         }
         if order.count == count { return .success(order) }
-        // Walk from any node left over until a node repeats: that loop is a cycle.
+        // Every node left over has a left-over predecessor (that is why it was never ready): walking
+        // backwards through them must repeat a node, and the repeat closes a cycle.
+        var previous = [[Int]](repeating: [], count: count)
+        for e in edges { previous[e.toNode].append(e.fromNode) }
         var path: [Int] = []
         var node = (0..<count).first { indegree[$0] > 0 }!
         while !path.contains(node) {
             path.append(node)
-            node = next[node].first { indegree[$0] > 0 }!
+            node = previous[node].first { indegree[$0] > 0 }!
         }
-        return .failure(CycleError(nodes: Array(path[path.firstIndex(of: node)!...])))
+        // Forward order, starting from the node declared first.
+        let cycle = Array(path[path.firstIndex(of: node)!...].reversed())
+        let first = cycle.firstIndex(of: cycle.min()!)!
+        return .failure(CycleError(nodes: Array(cycle[first...] + cycle[..<first])))
     }
 
     struct CycleError: Error { var nodes: [Int] }

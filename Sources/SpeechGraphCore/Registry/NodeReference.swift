@@ -26,8 +26,9 @@ public enum NodeReference {
         var lines = ["\(d.typeName) (\(d.category.rawValue)): \(d.summary)"]
         if !d.doc.isEmpty { lines += ["", wrap(d.doc, indent: "")] }
         lines += ["", "ports:"]
+        let width = d.ports.map(\.name.count).max() ?? 0
         for p in d.ports {
-            var line = "  \(p.name)  \(p.direction.rawValue), \(p.kind.rawValue)"
+            var line = "  \(p.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(p.direction.rawValue), \(p.kind.rawValue)"
             if p.direction == .input && p.kind == .audio { line += " (\(p.requirement.description))" }
             if p.direction == .input && !p.isRequired { line += ", optional" }
             lines.append(line)

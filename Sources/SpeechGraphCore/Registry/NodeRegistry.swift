@@ -4,13 +4,17 @@ public struct SpeechGraphError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// When the failure comes from one parameter's value, its name, so the planner can point at it.
     public var parameter: String?
+    /// Where in the graph file the failing node or parameter was written, when known.
+    public var location: SourceLocation?
 
-    public init(_ message: String, parameter: String? = nil) {
+    public init(_ message: String, parameter: String? = nil, location: SourceLocation? = nil) {
         self.message = message
         self.parameter = parameter
+        self.location = location
     }
 
-    public var description: String { message }
+    /// `file:line:col: error: message` when the place is known, else the message.
+    public var description: String { location.map { "\($0): error: \(message)" } ?? message }
 }
 
 /// The checked parameters of one node, with defaults filled in, and where each was written.

@@ -29,7 +29,8 @@ public final class GraphRunner {
                 nodes.append(try type.make(context))
             } catch let error as SpeechGraphError {
                 closeAll()
-                throw SpeechGraphError("node '\(node.name)' (\(node.typeName)): \(error.message)", parameter: error.parameter)
+                throw SpeechGraphError("node '\(node.name)' (\(node.typeName)): \(error.message)", parameter: error.parameter,
+                                       location: error.parameter.flatMap { node.config.locations[$0] } ?? node.location)
             }
         }
         routes = plan.nodes.indices.map { i in
@@ -65,7 +66,8 @@ public final class GraphRunner {
             }
         } catch let error as SpeechGraphError {
             let planned = plan.nodes[prepared]
-            throw SpeechGraphError("node '\(planned.name)' (\(planned.typeName)): \(error.message)", parameter: error.parameter)
+            throw SpeechGraphError("node '\(planned.name)' (\(planned.typeName)): \(error.message)", parameter: error.parameter,
+                                   location: error.parameter.flatMap { planned.config.locations[$0] } ?? planned.location)
         }
 
         let sources: [(index: Int, node: any SourceNode)] = nodes.enumerated().compactMap { i, n in

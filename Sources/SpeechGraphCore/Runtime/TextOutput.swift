@@ -47,6 +47,8 @@ public final class TextOutput {
     }
 
     public func flush() {
+        // A progress line on the same terminal goes first, so results never land on it.
+        if fd == 1, !buffer.isEmpty { StatusLine.shared.clear() }
         var offset = 0
         while offset < buffer.count {
             let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
@@ -57,5 +59,35 @@ public final class TextOutput {
             offset += n
         }
         buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+import Synchronization
+
+/// The one-line status (progress) shown on standard error when it is a terminal. Whatever writes
+/// results to standard output clears it first, so the two never share a line.
+public final class StatusLine: Sendable {
+    public static let shared = StatusLine()
+    private let shown = Mutex<Bool>(false)
+    private let enabled = isatty(2) == 1
+
+    public func show(_ text: String) {
+        guard enabled else { return }
+        shown.withLock { shown in
+            Self.write("\r\u{1B}[2K" + text)
+            shown = true
+        }
+    }
+
+    public func clear() {
+        guard enabled else { return }
+        shown.withLock { shown in
+            if shown { Self.write("\r\u{1B}[2K") }
+            shown = false
+        }
+    }
+
+    private static func write(_ text: String) {
+        _ = text.utf8CString.withUnsafeBufferPointer { Glibc.write(2, $0.baseAddress, $0.count - 1) }
     }
 }

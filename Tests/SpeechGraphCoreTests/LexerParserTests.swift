@@ -1,0 +1,383 @@
+import Testing
+@testable import SpeechGraphCore
+
+private func tokens(_ text: String) -> (kinds: [Token.Kind], tokens: [Token], errors: [String]) {
+    var lexer = Lexer(text: text, file: "t.graph")
+    let tokens = lexer.tokenize()
+    return (tokens.map(\.kind), tokens, lexer.diagnostics.all.map(\.description))
+}
+
+private func parse(_ text: String, environment: [String: String] = testEnvironment) throws -> GraphSpec {
+    try GraphParser.parse(text, file: "t.graph", environment: environment)
+}
+
+/// The parse errors of `text`, as printed; [] when it parses.
+private func parseErrors(_ text: String, environment: [String: String] = testEnvironment) -> [String] {
+    do {
+        _ = try parse(text, environment: environment)
+        return []
+    } catch let error as GraphError {
+        return error.diagnostics.map(\.description)
+    } catch {
+        return ["unexpected: \(error)"]
+    }
+}
+
+/// The value written for `parameter` of the first node.
+private func value(_ text: String, _ parameter: String, environment: [String: String] = testEnvironment) throws -> ValueLiteral {
+    let spec = try parse(text, environment: environment)
+    let node = try #require(spec.nodes.first)
+    return try #require(node.parameters.first { $0.name.value == parameter }).value.value
+}
+
+private func edges(_ spec: GraphSpec) -> [String] {
+    spec.edges.map { "\($0.from) -> \($0.to)" }
+}
+
+@Suite("Lexer")
+struct LexerTests {
+    @Test("tokens carry their line and column")
+    func locations() {
+        let (_, toks, errors) = tokens("node mic = fake.source {\n  rate: 16 kHz }\nmic -> out\n")
+        #expect(errors.isEmpty)
+        let placed = toks.map { "\($0.location.line):\($0.location.column) \($0.display)" }
+        #expect(placed == [
+            "1:1 'node'", "1:6 'mic'", "1:10 '='", "1:12 'fake'", "1:16 '.'", "1:17 'source'", "1:24 '{'",
+            "1:25 end of line",
+            "2:3 'rate'", "2:7 ':'", "2:9 number '16'", "2:12 'kHz'", "2:16 '}'", "2:17 end of line",
+            "3:1 'mic'", "3:5 '->'", "3:8 'out'", "3:11 end of line",
+            "4:1 end of file",
+        ])
+        #expect(toks.allSatisfy { $0.location.file == "t.graph" })
+    }
+
+    @Test("a tab counts as one column; CRLF ends a line once")
+    func tabsAndCRLF() {
+        let (kinds, toks, errors) = tokens("\ta\r\n\tb")
+        #expect(errors.isEmpty)
+        #expect(kinds == [.identifier("a"), .newline, .identifier("b"), .end])
+        #expect(toks[0].location.column == 2)
+        #expect(toks[2].location.line == 2 && toks[2].location.column == 2)
+    }
+
+    @Test("numbers, with and without a space before the unit", arguments: [
+        ("16 kHz", 16.0, "16", "kHz"), ("16kHz", 16, "16", "kHz"), ("-40 dB", -40, "-40", "dB"),
+        ("-40dB", -40, "-40", "dB"), ("1.5 s", 1.5, "1.5", "s"), ("300ms", 300, "300", "ms"),
+        ("+3 dB", 3, "+3", "dB"), ("16_000 Hz", 16000, "16000", "Hz"), ("1e-3 s", 0.001, "1e-3", "s"),
+        ("2.5E3 Hz", 2500, "2.5E3", "Hz"), ("-.5 dB", -0.5, "-.5", "dB"),
+    ])
+    func numbers(text: String, value: Double, numberText: String, unit: String) {
+        let (kinds, _, errors) = tokens(text)
+        #expect(errors.isEmpty)
+        #expect(kinds == [.number(value, text: numberText), .identifier(unit), .end])
+    }
+
+    @Test("a malformed number is an error at its start")
+    func malformedNumber() {
+        let (_, _, errors) = tokens("x: 1.2.3")
+        #expect(errors == ["t.graph:1:4: error: malformed number '1.2.3'"])
+    }
+
+    @Test("a lone '-' or '+' is an error, but '->' is an arrow and '-' may be inside a name")
+    func dashes() {
+        #expect(tokens("a->b").kinds == [.identifier("a"), .arrow, .identifier("b"), .end])
+        #expect(tokens("very-high").kinds == [.identifier("very-high"), .end])
+        #expect(tokens("a - b").errors == ["t.graph:1:3: error: unexpected '-'"])
+        #expect(tokens("+ x").errors == ["t.graph:1:1: error: unexpected '+'"])
+    }
+
+    @Test("strings with escapes")
+    func escapes() {
+        let (kinds, _, errors) = tokens(#""a\"b\\c\nd\te\$f""#)
+        #expect(errors.isEmpty)
+        #expect(kinds == [.string([.literal("a\"b\\c\nd\te$f")]), .end])
+        #expect(tokens(#""""#).kinds == [.string([.literal("")]), .end])
+    }
+
+    @Test("an unknown escape is reported at the escaped character")
+    func unknownEscape() {
+        #expect(tokens(#"x: "C:\speech""#).errors
+                == [#"t.graph:1:8: error: unknown escape '\s' in string (use \\, \", \n, \t or \$)"#])
+    }
+
+    @Test("an unterminated string is reported at its opening quote, at the end of a line or of the file")
+    func unterminatedString() {
+        #expect(tokens("x: \"abc\ny").errors == ["t.graph:1:4: error: unterminated string: expected a closing '\"'"])
+        #expect(tokens("x: \"abc").errors == ["t.graph:1:4: error: unterminated string: expected a closing '\"'"])
+        // The next line is still read.
+        #expect(tokens("x: \"abc\ny").kinds.suffix(3) == [.newline, .identifier("y"), .end])
+    }
+
+    @Test("${VAR} and ${VAR:-default} inside strings keep their parts")
+    func variablesInStrings() {
+        let (kinds, _, errors) = tokens(#""${DIR:-/tmp/a b}/x-${N}.wav""#)
+        #expect(errors.isEmpty)
+        #expect(kinds == [.string([.variable(name: "DIR", fallback: "/tmp/a b"), .literal("/x-"),
+                                   .variable(name: "N", fallback: nil), .literal(".wav")]), .end])
+    }
+
+    @Test("${VAR} as a value on its own")
+    func variableToken() {
+        #expect(tokens("${RATE:-16 kHz}").kinds == [.variable(name: "RATE", fallback: "16 kHz"), .end])
+        #expect(tokens("${RATE}").kinds == [.variable(name: "RATE", fallback: nil), .end])
+        #expect(tokens("${RATE x").errors == ["t.graph:1:1: error: unterminated '${': expected '}'"])
+        #expect(tokens("${}").errors == ["t.graph:1:3: error: expected a variable name after '${'"])
+    }
+
+    @Test("comments run to the end of the line; blank lines collapse; ';' separates like a newline")
+    func comments() {
+        let (kinds, _, errors) = tokens("# head\na # tail -> b\n\n\n  # only a comment\nb; c")
+        #expect(errors.isEmpty)
+        #expect(kinds == [.newline, .identifier("a"), .newline, .identifier("b"), .newline, .identifier("c"), .end])
+    }
+
+    @Test("an unexpected character is reported and skipped")
+    func badCharacter() {
+        let (kinds, _, errors) = tokens("a @ b")
+        #expect(errors == ["t.graph:1:3: error: unexpected character '@'"])
+        #expect(kinds == [.identifier("a"), .identifier("b"), .end])
+    }
+
+    @Test("non-ASCII letters are part of names (µs is a unit)")
+    func unicode() {
+        #expect(tokens("5 µs").kinds == [.number(5, text: "5"), .identifier("µs"), .end])
+        #expect(tokens("é b").kinds == [.identifier("é"), .identifier("b"), .end])
+    }
+}
+
+@Suite("Parser")
+struct ParserTests {
+    @Test("nodes, types with dots, parameters and their locations")
+    func nodes() throws {
+        let spec = try parse("""
+            # comment
+            node mic = fake.source { path: "a.wav", rate: 48 kHz }
+            node out = fake.sink
+            mic -> out
+            """)
+        #expect(spec.file == "t.graph")
+        #expect(spec.nodes.map(\.name.value) == ["mic", "out"])
+        #expect(spec.nodes.map(\.type.value) == ["fake.source", "fake.sink"])
+        let mic = spec.nodes[0]
+        #expect(mic.location == SpeechGraphCore.SourceLocation(file: "t.graph", line: 2, column: 1))
+        #expect(mic.name.location == SpeechGraphCore.SourceLocation(file: "t.graph", line: 2, column: 6))
+        #expect(mic.type.location == SpeechGraphCore.SourceLocation(file: "t.graph", line: 2, column: 12))
+        #expect(mic.parameters.map(\.name.value) == ["path", "rate"])
+        #expect(mic.parameters.map(\.value.value) == [.string("a.wav"), .number(48, unit: "kHz")])
+        #expect(mic.parameters[1].name.location.column == 41)
+        #expect(mic.parameters[1].value.location.column == 47)
+        #expect(spec.nodes[1].parameters.isEmpty)
+    }
+
+    @Test("values: numbers with units, words, strings", arguments: [
+        ("rate: 16 kHz", ValueLiteral.number(16, unit: "kHz")),
+        ("rate: 16kHz", .number(16, unit: "kHz")),
+        ("level: -40 dB", .number(-40, unit: "dB")),
+        ("time: 1.5 s", .number(1.5, unit: "s")),
+        ("time: 300ms", .number(300, unit: "ms")),
+        ("count: 2", .number(2, unit: nil)),
+        ("mode: very-high", .word("very-high")),
+        ("flag: true", .word("true")),
+        (#"path: "a b.wav""#, .string("a b.wav")),
+    ])
+    func values(assignment: String, expected: ValueLiteral) throws {
+        let name = String(assignment.prefix { $0 != ":" })
+        #expect(try value("node n = t { \(assignment) }", name) == expected)
+    }
+
+    @Test("${VAR:-default} in a string is expanded from the environment given, not the process's")
+    func stringVariables() throws {
+        let text = #"node n = t { path: "${DIR:-/tmp}/${NAME}.wav" }"#
+        #expect(try value(text, "path", environment: ["NAME": "x"]) == .string("/tmp/x.wav"))
+        #expect(try value(text, "path", environment: ["NAME": "x", "DIR": "/data"]) == .string("/data/x.wav"))
+        // Set but empty counts as unset, as with the shell's ':-'.
+        #expect(try value(text, "path", environment: ["NAME": "x", "DIR": ""]) == .string("/tmp/x.wav"))
+        #expect(parseErrors(text, environment: [:]) == [
+            "t.graph:1:20: error: environment variable 'NAME' is not set (give a default with '${NAME:-value}')",
+        ])
+    }
+
+    @Test("${VAR} as a whole value becomes a number with unit, a word or a string", arguments: [
+        ("16 kHz", ValueLiteral.number(16, unit: "kHz")),
+        ("16kHz", .number(16, unit: "kHz")),
+        (" -40 dB ", .number(-40, unit: "dB")),
+        ("2", .number(2, unit: nil)),
+        ("utterance", .word("utterance")),
+        ("out/log.jsonl", .string("out/log.jsonl")),
+        ("two words", .string("two words")),
+    ])
+    func wholeValueVariable(text: String, expected: ValueLiteral) throws {
+        #expect(try value("node n = t { x: ${V} }", "x", environment: ["V": text]) == expected)
+        #expect(try value("node n = t { x: ${UNSET:-\(text)} }", "x", environment: [:]) == expected)
+    }
+
+    @Test("an unset variable without a default is an error at the value")
+    func unsetVariable() {
+        #expect(parseErrors("node n = t {\n  x: ${NOPE}\n}", environment: [:]) == [
+            "t.graph:2:6: error: environment variable 'NOPE' is not set (give a default with '${NOPE:-value}')",
+        ])
+    }
+
+    @Test("newlines and commas both separate parameters inside braces")
+    func separators() throws {
+        let spec = try parse("""
+            node a = t {
+                x: 1, y: 2
+
+                z: 3,
+                w: 4
+            }
+            node b = t { }
+            node c = t {}
+            node d = t { x: 1, }
+            """)
+        #expect(spec.nodes.map { $0.parameters.map(\.name.value) } == [["x", "y", "z", "w"], [], [], ["x"]])
+    }
+
+    @Test("a chain makes one edge per arrow, in order")
+    func chain() throws {
+        let spec = try parse("a -> b -> c -> d")
+        #expect(edges(spec) == ["a -> b", "b -> c", "c -> d"])
+        #expect(spec.edges.map(\.location.column) == [3, 8, 13])
+    }
+
+    @Test("a comma fans out: every endpoint of one stage connects to every endpoint of the next")
+    func fanOut() throws {
+        #expect(edges(try parse("a -> b, c -> d")) == ["a -> b", "a -> c", "b -> d", "c -> d"])
+        #expect(edges(try parse("a, b -> c, d")) == ["a -> c", "a -> d", "b -> c", "b -> d"])
+    }
+
+    @Test("ports by name, on either side")
+    func ports() throws {
+        let spec = try parse("a.out -> b.in\nb.events -> c")
+        #expect(edges(spec) == ["a.out -> b.in", "b.events -> c"])
+        let e = spec.edges[0]
+        #expect(e.from.node.value == "a" && e.from.port?.value == "out")
+        #expect(e.to.node.value == "b" && e.to.port?.value == "in")
+        #expect(e.to.port?.location == SpeechGraphCore.SourceLocation(file: "t.graph", line: 1, column: 12))
+        #expect(spec.edges[1].to.port == nil)
+    }
+
+    @Test("a chain may continue on the next line after an arrow")
+    func chainAcrossLines() throws {
+        #expect(edges(try parse("a ->\n  b ->\n\n  c")) == ["a -> b", "b -> c"])
+    }
+
+    /// The error each malformed statement should give. `doubled`: today the parser also reports
+    /// "expected end of line after statement, found X" at the same token (see `doubledStatementError`).
+    @Test("syntax errors name what was expected and what was found", arguments: [
+        ("node a t", "t.graph:1:8: error: expected '=' after the node name, found 't'", true),
+        ("node = t", "t.graph:1:6: error: expected a node name after 'node', found '='", true),
+        ("node node = t", "t.graph:1:6: error: 'node' is a keyword and cannot name a node", true),
+        ("node a = { x: 1 }", "t.graph:1:10: error: expected a node type (for example 'recognizer'), found '{'", true),
+        ("node a = t { x 1 }", "t.graph:1:16: error: expected ':' after parameter 'x', found number '1'", true),
+        ("node a = t { x: }", "t.graph:1:17: error: expected a value (a number with its unit, a \"string\" or a word), found '}'", true),
+        ("node a = t { x: a y: 2 }", "t.graph:1:19: error: expected ',' or '}' after the value of 'x', found 'y'", true),
+        // A word right after a number is its unit, so here the parser stops at the ':' of 'y:'.
+        ("node a = t { x: 1 y: 2 }", "t.graph:1:20: error: expected ',' or '}' after the value of 'x', found ':'", true),
+        ("node a = t { x: 1", "t.graph:1:18: error: expected ',' or '}' after the value of 'x', found end of file", false),
+        ("node a = t { x: 1\n", "t.graph:2:1: error: expected a parameter name or '}', found end of file", false),
+        ("a b", "t.graph:1:3: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')", true),
+        ("a", "t.graph:1:2: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')", false),
+        ("a -> b c", "t.graph:1:8: error: expected end of line after statement, found 'c'", false),
+        ("a -> ", "t.graph:1:6: error: expected a node name, found end of file", false),
+        ("a. -> b", "t.graph:1:4: error: expected a port name after 'a.', found '->'", true),
+        ("= a", "t.graph:1:1: error: expected 'node' or an edge like 'a -> b', found '='", false),
+    ])
+    func syntaxErrors(text: String, expected: String, doubled: Bool) {
+        let errors = parseErrors(text)
+        #expect(errors.first == expected)
+        if doubled {
+            withKnownIssue("GraphParser.parseStatement adds 'expected end of line after statement' after a failed node or edge") {
+                #expect(errors == [expected])
+            }
+        } else {
+            #expect(errors == [expected])
+        }
+    }
+
+    @Test("one syntax error gives one diagnostic, not a second 'expected end of line' at the same token")
+    func doubledStatementError() {
+        let errors = parseErrors("node asr fake.recognizer { rate: 16 kHz }")
+        #expect(errors.first == "t.graph:1:10: error: expected '=' after the node name, found 'fake'")
+        withKnownIssue("GraphParser.parseStatement checks for end of line even when parseNode/parseChain already failed") {
+            #expect(errors.count == 1, "\(errors.joined(separator: "\n"))")
+        }
+    }
+
+    @Test("an unclosed parameter block followed by another node says that '}' is missing")
+    func missingBraceBeforeNextNode() {
+        let errors = parseErrors("node mic = fake.source { path: \"a.wav\"\nnode asr = fake.recognizer\n")
+        #expect(errors.first?.hasPrefix("t.graph:2:") == true, "\(errors)")
+        withKnownIssue("the next line's 'node' keyword is read as a parameter name: \"expected ':' after parameter 'node', found 'asr'\"") {
+            #expect(errors.first?.contains("'}'") == true, "\(errors)")
+        }
+    }
+
+    @Test("after an error the parser skips to the next line and reports later errors too, sorted")
+    func recovery() {
+        let errors = parseErrors("""
+            node a t { x: 1
+              y: 2 }
+            node b = u
+            b c
+            node c = v { p: @ }
+            """)
+        // Every real error is reported, in file order (lexer and parser errors merged) ...
+        let real = [
+            "t.graph:1:8: error: expected '=' after the node name, found 't'",
+            "t.graph:4:3: error: expected '->' after 'b' (a statement is 'node name = type { ... }' or an edge 'a -> b')",
+            "t.graph:5:17: error: unexpected character '@'",
+            "t.graph:5:19: error: expected a value (a number with its unit, a \"string\" or a word), found '}'",
+        ]
+        #expect(errors.filter { !$0.contains("expected end of line after statement") } == real)
+        #expect(errors == errors.sorted { a, b in
+            let pa = a.split(separator: ":"), pb = b.split(separator: ":")
+            return (Int(pa[1])!, Int(pa[2])!) < (Int(pb[1])!, Int(pb[2])!)
+        })
+        // ... and nothing else (the block spanning lines 1-2 is skipped whole).
+        withKnownIssue("doubled 'expected end of line after statement' errors (see doubledStatementError)") {
+            #expect(errors == real)
+        }
+    }
+
+    @Test("an empty file parses to an empty graph")
+    func empty() throws {
+        let spec = try parse("\n# nothing\n\n")
+        #expect(spec.nodes.isEmpty && spec.edges.isEmpty)
+    }
+}
+
+@Suite("--set overrides")
+struct OverrideParseTests {
+    @Test("node.param=value, the value read as in a graph file", arguments: [
+        ("asr.rate=16 kHz", "asr", "rate", ValueLiteral.number(16, unit: "kHz")),
+        ("asr.rate=8kHz", "asr", "rate", .number(8, unit: "kHz")),
+        ("vad.threshold=-30 dB", "vad", "threshold", .number(-30, unit: "dB")),
+        ("asr.mode=utterance", "asr", "mode", .word("utterance")),
+        ("src.channels=2", "src", "channels", .number(2, unit: nil)),
+        ("out.path=out/log.jsonl", "out", "path", .string("out/log.jsonl")),
+        ("out.label=a=b", "out", "label", .string("a=b")),
+        ("out.label=", "out", "label", .string("")),
+    ])
+    func parses(text: String, node: String, parameter: String, value: ValueLiteral) throws {
+        let o = try #require(GraphPlanner.Override.parse(text))
+        #expect(o.node == node)
+        #expect(o.parameter == parameter)
+        #expect(o.value == value)
+    }
+
+    @Test("malformed overrides are rejected", arguments: ["asr", "asr.rate", "rate=16 kHz", ".rate=1", "asr.=1", "=1"])
+    func rejects(text: String) {
+        #expect(GraphPlanner.Override.parse(text) == nil)
+    }
+
+    @Test("a quoted value means the same as in a graph file (no quotes in the value)")
+    func quotedValue() throws {
+        // `--set 'out.path="speech"'`: in a graph file `path: "speech"` is the string `speech`.
+        let o = try #require(GraphPlanner.Override.parse(#"out.path="speech""#))
+        withKnownIssue("Override.parse keeps the quotes: GraphParser.literal(fromText:) turns a lone string token into .string(text) with the quote characters still in it") {
+            #expect(o.value == .string("speech"))
+        }
+    }
+}

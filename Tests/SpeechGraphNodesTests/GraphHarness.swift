@@ -1,0 +1,36 @@
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+
+/// Runs graph text offline with every built-in node type plus `collect`, and hands back the collector.
+enum Harness {
+    static let registry: NodeRegistry = {
+        var r = BuiltinNodes.registry()
+        try! r.register(EventCollector.type)
+        return r
+    }()
+
+    static func plan(_ text: String, environment: [String: String] = [:]) throws -> GraphPlan {
+        let spec = try GraphParser.parse(text, file: "test.graph", environment: environment)
+        return try GraphPlanner(registry: registry).plan(spec)
+    }
+
+    /// Runs the graph; returns the events the node named `collector` received.
+    static func run(_ text: String, collector: String = "out", environment: [String: String] = [:],
+                    stop: StopSignal = StopSignal()) throws -> (events: [GraphEvent], runner: GraphRunner) {
+        let runner = try GraphRunner(plan: plan(text, environment: environment), registry: registry)
+        try runner.run(stop: stop)
+        let c = runner.node(named: collector) as! EventCollector
+        return (c.events, runner)
+    }
+
+    static func transcript(_ events: [GraphEvent]) -> String {
+        events.compactMap { if case .result(let t) = $0, t.isFinal { t.text } else { nil } }.joined(separator: " ")
+    }
+}
+
+/// Sentences flite's rms voice says and PocketSphinx's en-us model understands.
+enum Sentences {
+    static let call = "please call my mother at seven in the evening"
+    static let weather = "the weather today is cold and windy with a chance of rain"
+}

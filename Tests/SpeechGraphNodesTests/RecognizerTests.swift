@@ -1,0 +1,118 @@
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Testing
+
+/// Every test that decodes in this process: one at a time, because decoders are shared through
+/// `SphinxDecoderPool.shared` and keep adapting to what they heard, so the order must be fixed.
+@Suite(.serialized) enum Decoding {}
+
+/// The real PocketSphinx with Debian's en-us model, on speech synthesised by the test.
+extension Decoding { @Suite struct RecognizerTests {
+    let dir = TemporaryDirectory()
+
+    @Test(arguments: ["streaming", "utterance"])
+    func transcribesSynthesisedSpeech(mode: String) throws {
+        let wav = dir.path("call.wav")
+        try TestSpeech.synthesize(Sentences.call, to: wav)
+        let (events, _) = try Harness.run("""
+            node src = file.input { path: "\(wav)" }
+            node asr = recognizer { mode: \(mode) }
+            node out = collect
+            src -> asr -> out
+            """)
+        let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+        #expect(finals.count == 1)
+        let result = try #require(finals.first)
+        let wer = wordErrorRate(reference: Sentences.call, hypothesis: result.text)
+        #expect(wer <= 0.25, "'\(result.text)' is too far from '\(Sentences.call)' (WER \(wer))")
+        #expect(result.utterance == 1)
+        #expect(result.node == "asr")
+        // The utterance covers the whole file: flite's audio is 16 kHz.
+        #expect(result.range.start == 0)
+        let seconds = try fileSeconds(wav)
+        #expect(abs(result.range.end - seconds) < 0.001)
+        // Words: in order, inside the utterance, with confidences in 0...1, and they spell the text.
+        #expect(!result.words.isEmpty)
+        #expect(result.words.map(\.text).joined(separator: " ") == result.text)
+        for (a, b) in zip(result.words, result.words.dropFirst()) { #expect(a.range.end <= b.range.start + 0.0001) }
+        for w in result.words {
+            #expect(w.range.start >= 0 && w.range.end <= seconds + 0.01 && w.range.start < w.range.end)
+            #expect((0...1).contains(w.confidence))
+        }
+    }
+
+    @Test func grammarRestrictsTheVocabulary() throws {
+        let wav = dir.path("call.wav"), grammar = dir.path("g.jsgf")
+        try TestSpeech.synthesize("call my mother", to: wav)
+        try """
+            #JSGF V1.0;
+            grammar calls;
+            public <call> = call my ( mother | father | sister );
+            """.write(toFile: grammar, atomically: true, encoding: .utf8)
+        let (events, _) = try Harness.run("""
+            node src = file.input { path: "\(wav)" }
+            node asr = recognizer { jsgf: "\(grammar)", mode: utterance }
+            node out = collect
+            src -> asr -> out
+            """)
+        #expect(Harness.transcript(events) == "call my mother")
+    }
+
+    @Test func silenceGivesAnEmptyFinalResult() throws {
+        let wav = dir.path("silence.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "1.0"])
+        let (events, _) = try Harness.run("""
+            node src = file.input { path: "\(wav)" }
+            node asr = recognizer
+            node out = collect
+            src -> asr -> out
+            """)
+        let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+        #expect(finals.count == 1)
+        #expect(finals.first?.text == "")
+    }
+
+    @Test func missingModelPartsAreNamed() throws {
+        #expect {
+            try SphinxModel.resolve(model: "/no/such/model", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+        } throws: { ($0 as? SpeechGraphError)?.message == "model directory not found: /no/such/model" }
+        #expect {
+            try SphinxModel.resolve(model: "xx-nowhere", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+        } throws: { ($0 as? SpeechGraphError)?.message.hasPrefix("model 'xx-nowhere' not found in") == true }
+        #expect {
+            try SphinxModel.resolve(model: "en-us", hmm: nil, lm: "/no/such.lm.bin", dict: nil, jsgf: nil, sampleRate: 16000)
+        } throws: { ($0 as? SpeechGraphError)?.message == "language model not found: /no/such.lm.bin" }
+        let model = try SphinxModel.resolve(model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+        #expect(model.hmm.hasSuffix("/en-us/en-us"))
+        #expect(model.lm?.hasSuffix("en-us.lm.bin") == true)
+        #expect(model.dict.hasSuffix("cmudict-en-us.dict"))
+    }
+
+    @Test func aDamagedModelFailsWithPocketSphinxsReason() throws {
+        let model = try SphinxModel.resolve(model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+        let badDict = dir.path("bad.dict")
+        try "hello\n".write(toFile: badDict, atomically: true, encoding: .utf8)
+        var broken = model
+        broken.dict = badDict
+        broken.hmm = dir.url.path  // no mdef here
+        #expect(throws: SpeechGraphError.self) { try SphinxDecoder(model: broken) }
+    }
+
+    @Test func thePoolReusesDecoders() throws {
+        let pool = SphinxDecoderPool()
+        let model = try SphinxModel.resolve(model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+        let a = try pool.checkout(model)
+        let b = try pool.checkout(model)
+        #expect(a !== b)
+        pool.checkin(a)
+        let c = try pool.checkout(model)
+        #expect(c === a)
+    }
+
+    private func fileSeconds(_ path: String) throws -> Double {
+        let f = try AudioFile(path: path)
+        return Double(f.frameCount) / Double(f.sampleRate)
+    }
+}
+}

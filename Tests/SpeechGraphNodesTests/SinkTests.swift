@@ -1,0 +1,102 @@
+import CFFTW
+import CJack
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Testing
+
+@Suite struct SinkTests {
+    let result = Transcription(
+        utterance: 2, isFinal: true, range: TimeRange(start: 1.25, end: 3.5), text: "say \"hi\"\n",
+        words: [Word(text: "say", range: TimeRange(start: 1.3, end: 1.6), confidence: 0.91234)],
+        node: "asr")
+
+    @Test func resultLineHasFieldsInOrderAndEscapes() throws {
+        let line = JSONLines.line(for: .result(result), source: "a.wav")
+        #expect(line == #"{"type":"result","node":"asr","utterance":2,"isFinal":true,"range":{"start":1.250,"end":3.500},"text":"say \"hi\"\n","words":[{"text":"say","start":1.300,"end":1.600,"confidence":0.9123}],"source":"a.wav"}"#)
+        // It is JSON that a standard parser reads back.
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+        #expect(object["text"] as? String == "say \"hi\"\n")
+        #expect((object["range"] as? [String: Double])?["end"] == 3.5)
+    }
+
+    @Test func otherEventsAreJSONToo() throws {
+        let events: [GraphEvent] = [
+            .speechStarted(node: "vad", time: 0.5),
+            .speechEnded(node: "vad", time: 1.0),
+            .gap(node: "mic", range: TimeRange(start: 2, end: 2.25), reason: "overrun"),
+            .availability(node: "mic", isAvailable: false, reason: "JACK server stopped"),
+        ]
+        let types = try events.map { e -> String in
+            let o = try JSONSerialization.jsonObject(with: Data(JSONLines.line(for: e).utf8)) as! [String: Any]
+            return o["type"] as! String
+        }
+        #expect(types == ["speechStarted", "speechEnded", "gap", "availability"])
+        #expect(JSONLines.line(for: events[3]) == #"{"type":"availability","node":"mic","isAvailable":false,"reason":"JACK server stopped"}"#)
+        #expect(JSONLines.quote("\u{1}") == #""\u0001""#)
+    }
+
+    @Test func jsonlSinkReportsAnUnwritablePath() throws {
+        let dir = TemporaryDirectory()
+        let wav = dir.path("silence.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "0.1"])
+        #expect {
+            _ = try Harness.run("""
+                node src = file.input { path: "\(wav)" }
+                node asr = recognizer
+                node out = jsonl { path: "/no/such/dir/x.jsonl" }
+                src -> asr -> out
+                """)
+        } throws: { error in
+            "\(error)".contains("cannot write /no/such/dir/x.jsonl")
+        }
+    }
+
+    @Test func consoleClock() {
+        #expect(ConsoleSink.clock(0) == "00:00.000")
+        #expect(ConsoleSink.clock(61.2345) == "01:01.235")
+    }
+}
+
+/// The C libraries the later node families build on link and answer.
+@Suite struct SystemLibraryTests {
+    @Test func fftwTransformsADCSignal() {
+        let n = 8
+        let input = fftwf_alloc_real(n)!, output = fftwf_alloc_complex(n / 2 + 1)!
+        defer { fftwf_free(input); fftwf_free(output) }
+        let plan = fftwf_plan_dft_r2c_1d(Int32(n), input, output, UInt32(FFTW_ESTIMATE))
+        defer { fftwf_destroy_plan(plan) }
+        for i in 0..<n { input[i] = 1 }
+        fftwf_execute(plan)
+        #expect(output[0].0 == Float(n))
+        #expect(abs(output[1].0) < 1e-5 && abs(output[1].1) < 1e-5)
+    }
+
+    @Test func jackReportsItsVersion() {
+        let version = String(cString: jack_get_version_string())
+        #expect(version.first?.isNumber == true)
+    }
+}
+
+extension Decoding {
+    @Suite struct JSONLinesFileTests {
+    @Test func jsonlSinkWritesAFileOneEventPerLine() throws {
+        let dir = TemporaryDirectory()
+        let wav = dir.path("call.wav"), log = dir.path("log.jsonl")
+        try TestSpeech.synthesize(Sentences.call, to: wav)
+        _ = try Harness.run("""
+            node src = file.input { path: "\(wav)" }
+            node asr = recognizer
+            node log = jsonl { path: "\(log)" }
+            node out = collect
+            src -> asr -> log, out
+            """)
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        let o = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
+        #expect(o["type"] as? String == "result")
+        #expect(o["isFinal"] as? Bool == true)
+        #expect(wordErrorRate(reference: Sentences.call, hypothesis: o["text"] as? String ?? "") <= 0.25)
+    }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import SpeechGraphCore
+
+/// Where things are, seen from the tests.
+public enum TestPaths {
+    /// The package root (the folder holding Package.swift).
+    public static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        fatalError("no Package.swift above \(#filePath)")
+    }()
+
+    /// `../shared` beside the checkout (or $SPEECHGRAPH_SHARED), when it is there.
+    public static var shared: URL? {
+        let candidates = [ProcessInfo.processInfo.environment["SPEECHGRAPH_SHARED"],
+                          packageRoot.deletingLastPathComponent().appendingPathComponent("shared").path].compactMap { $0 }
+        return candidates.map { URL(fileURLWithPath: $0) }
+            .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("corpus").path) }
+    }
+
+    /// The speechgraph binary that `swift build` made next to the test bundle.
+    public static var binary: URL {
+        if let env = ProcessInfo.processInfo.environment["SPEECHGRAPH_BIN"] { return URL(fileURLWithPath: env) }
+        for config in ["debug", "release"] {
+            let url = packageRoot.appendingPathComponent(".build/\(config)/speechgraph")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return packageRoot.appendingPathComponent(".build/debug/speechgraph")
+    }
+}
+
+/// A temporary folder, removed when the value goes away.
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let url: URL
+    public init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("speechgraph-test-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+}
+
+/// What a finished process printed and returned.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+    /// Killed by a signal rather than exiting.
+    public var signaled: Bool
+}
+
+public enum Run {
+    /// Runs a program to completion (or `timeout`, then SIGKILL), capturing both streams.
+    /// `whileRunning` gets the process once it has started (to send it a signal, say).
+    @discardableResult
+    public static func process(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                               currentDirectory: URL? = nil, timeout: Double = 300,
+                               whileRunning: ((Process) -> Void)? = nil) throws -> ProcessResult {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        if let environment { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        if let currentDirectory { p.currentDirectoryURL = currentDirectory }
+        let dir = TemporaryDirectory()
+        let outURL = dir.url.appendingPathComponent("out"), errURL = dir.url.appendingPathComponent("err")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        whileRunning?(p)
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(10_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        try out.close()
+        try err.close()
+        return ProcessResult(status: p.terminationStatus,
+                             stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+                             stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
+                             signaled: p.terminationReason == .uncaughtSignal)
+    }
+
+    /// Runs the speechgraph binary.
+    @discardableResult
+    public static func speechgraph(_ arguments: [String], environment: [String: String]? = nil, timeout: Double = 300,
+                                   whileRunning: ((Process) -> Void)? = nil) throws -> ProcessResult {
+        try process(TestPaths.binary.path, arguments, environment: environment, currentDirectory: TestPaths.packageRoot,
+                    timeout: timeout, whileRunning: whileRunning)
+    }
+}
+
+/// Test speech made on the spot with flite (Debian's flite package) and sox.
+public enum TestSpeech {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Speaks `text` into a WAV file. The `rms` voice is 16 kHz and recognised well by PocketSphinx's en-us model;
+    /// `kal` is 8 kHz.
+    public static func synthesize(_ text: String, to path: String, voice: String = "rms") throws {
+        let r = try Run.process("/usr/bin/flite", ["-voice", voice, "-t", text, "-o", path], timeout: 60)
+        guard r.status == 0 else { throw Failure(description: "flite failed: \(r.stderr)") }
+    }
+
+    /// Runs sox with these arguments (`sox in.wav -r 48000 -c 2 out.wav`).
+    public static func sox(_ arguments: [String]) throws {
+        let r = try Run.process("/usr/bin/sox", arguments, timeout: 60)
+        guard r.status == 0 else { throw Failure(description: "sox \(arguments.joined(separator: " ")) failed: \(r.stderr)") }
+    }
+}
+
+/// Word error rate of `hypothesis` against `reference` (lowercase words, punctuation dropped).
+public func wordErrorRate(reference: String, hypothesis: String) -> Double {
+    func words(_ s: String) -> [Substring] {
+        s.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "'") }
+    }
+    let r = words(reference), h = words(hypothesis)
+    guard !r.isEmpty else { return h.isEmpty ? 0 : 1 }
+    var d = Array(0...h.count)
+    for i in 1...r.count {
+        var previous = d[0]
+        d[0] = i
+        if h.isEmpty { continue }
+        for j in 1...h.count {
+            let current = d[j]
+            d[j] = min(d[j] + 1, d[j - 1] + 1, previous + (r[i - 1] == h[j - 1] ? 0 : 1))
+            previous = current
+        }
+    }
+    return Double(d[h.count]) / Double(r.count)
+}

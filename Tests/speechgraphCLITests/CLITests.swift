@@ -1,0 +1,261 @@
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Testing
+
+/// The speechgraph binary as a user runs it: exit codes, messages, where output goes.
+@Suite struct CLITests {
+    let dir = TemporaryDirectory()
+
+    /// No crash, no Swift backtrace, no ArgumentParser usage dump for a runtime failure.
+    func expectClean(_ r: ProcessResult, _ comment: Comment? = nil) {
+        #expect(!r.signaled, comment)
+        #expect(!r.stderr.contains("Fatal error"), comment)
+        #expect(!r.stderr.contains("Stack dump"), comment)
+        #expect(!r.stderr.contains("Current stack trace"), comment)
+    }
+
+    func speech(_ name: String = "call.wav") throws -> String {
+        let path = dir.path(name)
+        if !FileManager.default.fileExists(atPath: path) { try TestSpeech.synthesize("please call my mother at seven in the evening", to: path) }
+        return path
+    }
+
+    // MARK: transcribe and bad input
+
+    @Test func transcribeFormats() throws {
+        let wav = try speech()
+        let text = try Run.speechgraph(["transcribe", wav])
+        #expect(text.status == 0)
+        #expect(wordErrorRate(reference: "please call my mother at seven in the evening", hypothesis: text.stdout) <= 0.25)
+        #expect(text.stdout.split(separator: "\n").count == 1)
+
+        let tsv = try Run.speechgraph(["transcribe", "--format", "tsv", wav, wav])
+        let rows = tsv.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
+        #expect(rows.count == 2)
+        #expect(rows.allSatisfy { $0.count == 2 && $0[0] == Substring(wav) })
+
+        let jsonl = try Run.speechgraph(["transcribe", "--format", "jsonl", wav])
+        let o = try JSONSerialization.jsonObject(with: Data(jsonl.stdout.split(separator: "\n")[0].utf8)) as! [String: Any]
+        #expect(o["type"] as? String == "result")
+        #expect(o["source"] as? String == wav)
+        #expect((o["words"] as? [[String: Any]])?.isEmpty == false)
+        #expect(jsonl.stderr.isEmpty, "stderr: \(jsonl.stderr)")
+    }
+
+    @Test func otherRatesChannelsAndContainersAreTranscribed() throws {
+        let wav = try speech()
+        for (name, args) in [("s48.wav", ["-r", "48000", "-c", "2"]), ("s8.wav", ["-r", "8000"]),
+                             ("s.flac", []), ("s.ogg", [])] {
+            let out = dir.path(name)
+            try TestSpeech.sox([wav] + args + [out])
+            let r = try Run.speechgraph(["transcribe", out])
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+            let wer = wordErrorRate(reference: "please call my mother at seven in the evening", hypothesis: r.stdout)
+            #expect(wer <= 0.25, "\(name): '\(r.stdout)'")
+        }
+    }
+
+    @Test func missingFile() throws {
+        let r = try Run.speechgraph(["transcribe", dir.path("nope.wav")])
+        #expect(r.status == 1)
+        #expect(r.stderr == "speechgraph: error: node 'src' (file.input): \(dir.path("nope.wav")): no such file\n")
+        #expect(r.stdout.isEmpty)
+        expectClean(r)
+    }
+
+    @Test func textFileNamedWav() throws {
+        let path = dir.path("notes.wav")
+        try "these are my notes, not audio\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(["transcribe", path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("\(path): not an audio file libsndfile can read"))
+        #expect(r.stderr.split(separator: "\n").count == 1)
+        expectClean(r)
+    }
+
+    @Test func emptyFile() throws {
+        let path = dir.path("empty.wav")
+        FileManager.default.createFile(atPath: path, contents: Data())
+        let r = try Run.speechgraph(["transcribe", path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("\(path): empty file, no audio in it"))
+        expectClean(r)
+    }
+
+    @Test func truncatedWavIsTranscribedAsFarAsItGoesAndReported() throws {
+        let wav = try speech()
+        let data = try Data(contentsOf: URL(fileURLWithPath: wav))
+        let cut = dir.path("cut.wav")
+        try data.prefix(data.count / 2).write(to: URL(fileURLWithPath: cut))
+        let r = try Run.speechgraph(["transcribe", cut])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("file is truncated"))
+        // What is there is still transcribed: the first half of the sentence.
+        #expect(r.stdout.contains("please"))
+        expectClean(r)
+    }
+
+    @Test func oneBadFileDoesNotStopTheOthers() throws {
+        let wav = try speech()
+        let r = try Run.speechgraph(["transcribe", "--format", "tsv", dir.path("missing.wav"), wav])
+        #expect(r.status == 1)
+        #expect(r.stdout.split(separator: "\n").count == 1)
+        #expect(r.stdout.hasPrefix(wav + "\t"))
+        #expect(r.stderr.contains("no such file"))
+    }
+
+    @Test func missingModelDirectory() throws {
+        let wav = try speech()
+        let r = try Run.speechgraph(["transcribe", "--model", "/no/such/model", wav])
+        #expect(r.status == 1)
+        #expect(r.stderr == "speechgraph: error: node 'asr' (recognizer): model directory not found: /no/such/model\n")
+        expectClean(r)
+        let named = try Run.speechgraph(["transcribe", "--model", "klingon", wav])
+        #expect(named.status == 1)
+        #expect(named.stderr.contains("model 'klingon' not found in"))
+        #expect(named.stderr.contains("pocketsphinx-en-us"))
+    }
+
+    // MARK: usage errors
+
+    @Test func usageErrorsExit2() throws {
+        for args in [["transcribe"], ["frobnicate"], ["transcribe", "--format", "xml", "a.wav"], ["run"],
+                     ["nodes", "recogniser"], ["run", "graphs/demo.graph", "--set", "nonsense"]] {
+            let r = try Run.speechgraph(args)
+            #expect(r.status == 2, "\(args): \(r.stderr)")
+            #expect(!r.stderr.isEmpty)
+            #expect(r.stdout.isEmpty)
+            expectClean(r)
+        }
+        let r = try Run.speechgraph(["nodes", "recogniser"])
+        #expect(r.stderr.contains("did you mean 'recognizer'?"))
+    }
+
+    @Test func helpIsComplete() throws {
+        let r = try Run.speechgraph(["--help"])
+        #expect(r.status == 0)
+        for word in ["run", "transcribe", "check", "nodes", "Exit status"] { #expect(r.stdout.contains(word)) }
+    }
+
+    // MARK: check
+
+    @Test func checkReportsGraphErrorsWithLocations() throws {
+        let graph = dir.path("bad.graph")
+        try """
+            node src = file.inptu { path: "a.wav" }
+            node asr = recognizer { rate: 16 ms, modle: "en-us" }
+            node out = console
+            src -> asr -> out
+            asr -> nowhere
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(["check", graph])
+        #expect(r.status == 2)
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.contains("\(graph):1:12: error: unknown node type 'file.inptu' (did you mean 'file.input'?) (see 'speechgraph nodes')"))
+        #expect(lines.contains("\(graph):2:31: error: wrong unit 'ms' for 'rate': expected a frequency like '16 kHz' or '48000 Hz', not a time"))
+        #expect(lines.contains("\(graph):2:38: error: unknown parameter 'modle' for node type 'recognizer' (did you mean 'model'?)"))
+        #expect(lines.contains("\(graph):5:8: error: unknown node 'nowhere'" + " (declare it with 'node nowhere = TYPE { }')"))
+        #expect(lines.last == "4 errors in \(graph)")
+        // run refuses the same graph the same way.
+        let run = try Run.speechgraph(["run", graph])
+        #expect(run.status == 2)
+        #expect(run.stderr == r.stderr)
+    }
+
+    @Test func checkAcceptsEveryShippedGraphAndPlansTheDemo() throws {
+        let graphs = try FileManager.default.contentsOfDirectory(atPath: TestPaths.packageRoot.appendingPathComponent("graphs").path)
+            .filter { $0.hasSuffix(".graph") }
+        #expect(!graphs.isEmpty)
+        for g in graphs {
+            let r = try Run.speechgraph(["check", "graphs/\(g)"])
+            #expect(r.status == 0, "\(g): \(r.stderr)")
+        }
+        let wav = dir.path("demo.wav")
+        try TestSpeech.synthesize("good morning", to: wav)
+        try TestSpeech.sox([wav, "-r", "44100", "-c", "2", dir.path("demo44.wav")])
+        let plan = try Run.speechgraph(["check", "--plan", "graphs/demo.graph"], environment: ["DEMO_AUDIO": dir.path("demo44.wav")])
+        #expect(plan.status == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("resample    (inserted)"))
+        #expect(plan.stdout.contains("float32 44100 Hz mono"))
+        #expect(plan.stdout.contains("float32 16000 Hz mono"))
+    }
+
+    // MARK: run, stop, flush
+
+    @Test func runWritesTheTranscriptAndTheLog() throws {
+        let wav = try speech()
+        let log = dir.path("log.jsonl")
+        let r = try Run.speechgraph(["run", "graphs/demo.graph", "--set", "asr.mode=utterance"],
+                                    environment: ["DEMO_AUDIO": wav, "DEMO_LOG": log])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasPrefix("[00:00.000 - 00:02."))
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+    }
+
+    @Test(arguments: [SIGINT, SIGTERM])
+    func aSignalStopsTheRunAndFlushesTheUtteranceInFlight(signal: Int32) throws {
+        // 6 s of speech played in real time; stopped after about 2 s.
+        let wav = try speech()
+        let long = dir.path("long.wav")
+        try TestSpeech.sox([wav, wav, long])
+        let log = dir.path("log\(signal).jsonl")
+        let start = Date()
+        let r = try Run.speechgraph(["run", "--realtime", "graphs/demo.graph"], environment: ["DEMO_AUDIO": long, "DEMO_LOG": log],
+                                    timeout: 30) { process in
+            Thread.sleep(forTimeInterval: 2.0)
+            kill(process.processIdentifier, signal)
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(elapsed < 5, "the run should stop soon after the signal, not play to the end")
+        #expect(r.stderr.contains("stopping"))
+        // The utterance in flight was finished and written, to the console and to the log.
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        let o = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
+        let end = (o["range"] as? [String: Double])?["end"] ?? 0
+        #expect(end > 1.0 && end < 4.0, "the result covers the audio heard before the stop (end \(end))")
+        #expect((o["text"] as? String)?.contains("please") == true)
+        #expect(r.stdout.contains("please"))
+    }
+
+    // MARK: nodes and docs
+
+    @Test func nodesListsEveryTypeAndDocsAgree() throws {
+        let list = try Run.speechgraph(["nodes"])
+        #expect(list.status == 0)
+        for t in BuiltinNodes.types { #expect(list.stdout.contains(t.descriptor.typeName)) }
+        let detail = try Run.speechgraph(["nodes", "recognizer"])
+        for p in RecognizerNode.descriptor.parameters { #expect(detail.stdout.contains("  \(p.name): ")) }
+        let markdown = try Run.speechgraph(["nodes", "--markdown"])
+        let docs = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("docs/nodes.md"), encoding: .utf8)
+        #expect(markdown.stdout == docs, "docs/nodes.md is out of date: run 'make docs'")
+    }
+}
+
+/// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
+/// shared scorer wer.py, as the issue measures it.
+@Suite struct CorpusTests {
+    @Test(.enabled(if: TestPaths.shared != nil, "../shared is absent: the corpus WER check cannot run here"))
+    func realSpeechWordErrorRate() throws {
+        let shared = try #require(TestPaths.shared)
+        let corpus = shared.appendingPathComponent("corpus/real")
+        let manifest = corpus.appendingPathComponent("manifest.tsv")
+        let files = try String(contentsOf: manifest, encoding: .utf8).split(separator: "\n").dropFirst()
+            .map { corpus.appendingPathComponent(String($0.split(separator: "\t")[0])).path }
+        #expect(files.count == 35)
+        let r = try Run.speechgraph(["transcribe", "--format", "tsv"] + files, timeout: 600)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.split(separator: "\n").count == 35)
+        let dir = TemporaryDirectory()
+        try r.stdout.write(toFile: dir.path("hyps.tsv"), atomically: true, encoding: .utf8)
+        let score = try Run.process("/usr/bin/env", ["python3", shared.appendingPathComponent("tools/wer.py").path,
+                                                     manifest.path, dir.path("hyps.tsv")])
+        let wer = try #require(score.stdout.firstMatch(of: /WER ([0-9.]+)%/).flatMap { Double($0.1) }, "wer.py: \(score.stdout)")
+        print("corpus: \(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+        // Debian's pocketsphinx_batch with the same model, WAV header skipped (-adchdr 44): 26.78%.
+        #expect(wer <= 26.8)
+    }
+}
