@@ -106,6 +106,8 @@ public struct SphinxModel: Hashable, Sendable {
 public final class SphinxDecoder: @unchecked Sendable {
     let ps: OpaquePointer
     public let model: SphinxModel
+    /// Which pool it belongs to: streamed or whole-utterance decoding.
+    var isStreaming = true
 
     /// Loads the model. PocketSphinx's own log goes nowhere unless `SPEECHGRAPH_SPHINX_LOG` names a file;
     /// when loading fails, its error lines are part of the thrown message.
@@ -140,17 +142,13 @@ public final class SphinxDecoder: @unchecked Sendable {
 
     deinit { ps_free(ps) }
 
-    /// Samples fed in streaming use since the decoder was made. PocketSphinx numbers the frames of a
-    /// streamed utterance from the start of its stream (every sample it was ever fed), so word frames
-    /// are shifted back by the utterance's first frame. Whole-utterance decoding numbers from 0.
-    private var streamedSamples = 0
-    /// Which pool it belongs to.
-    var isStreaming = true
-    private var utteranceFrameBase: Int32 = 0
-
+    /// Starts an utterance on a fresh front-end stream: PocketSphinx's noise estimate and frame
+    /// count start over (as `pocketsphinx_batch` does for every file), so word frames count from the
+    /// utterance's first sample and the result does not depend on earlier audio. The live cepstral
+    /// mean (streaming mode) is kept: it is what carries over usefully from one utterance to the next.
     public func startUtterance() throws {
+        _ = ps_start_stream(ps)
         guard ps_start_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not start an utterance") }
-        utteranceFrameBase = Int32(streamedSamples / (model.sampleRate / 100))
     }
 
     /// Feeds 16-bit samples at the model's rate. `wholeUtterance`: these samples are the entire
@@ -159,12 +157,13 @@ public final class SphinxDecoder: @unchecked Sendable {
         guard ps_process_raw(ps, samples.baseAddress, samples.count, 0, wholeUtterance ? 1 : 0) >= 0 else {
             throw SpeechGraphError("PocketSphinx failed to decode audio")
         }
-        if !wholeUtterance { streamedSamples += samples.count }
+
     }
 
     public func endUtterance() throws {
         guard ps_end_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not end the utterance") }
     }
+
 
     /// The best hypothesis so far (partial while an utterance runs, final after `endUtterance`).
     public var hypothesis: String {
@@ -185,8 +184,6 @@ public final class SphinxDecoder: @unchecked Sendable {
                 if !(text.hasPrefix("<") || text.hasPrefix("[") || text.hasPrefix("++")) {
                     var sf: Int32 = 0, ef: Int32 = 0
                     ps_seg_frames(s, &sf, &ef)
-                    sf -= utteranceFrameBase
-                    ef -= utteranceFrameBase
                     var a: Int32 = 0, l: Int32 = 0, b: Int32 = 0
                     let post = ps_seg_prob(s, &a, &l, &b)
                     let confidence = min(1, max(0, logmath_exp(logmath, post)))
@@ -206,7 +203,7 @@ public final class SphinxDecoder: @unchecked Sendable {
 /// `speechgraph transcribe` over many files loads it once. Thread-safe.
 public final class SphinxDecoderPool: Sendable {
     public static let shared = SphinxDecoderPool()
-    /// Decoders are kept apart by use: streamed and whole-utterance decoding number frames differently.
+    /// Decoders are kept apart by use, so a whole-utterance decoder never inherits a live mean.
     private struct Key: Hashable {
         var model: SphinxModel
         var streaming: Bool
@@ -216,12 +213,8 @@ public final class SphinxDecoderPool: Sendable {
 
     public init() {}
 
-    /// An idle decoder for this model, or a newly loaded one.
-    ///
-    /// A reused decoder keeps what it has adapted to (noise level, live cepstral mean) from the audio it
-    /// decoded before, as pocketsphinx_batch's decoder does from one file to the next: on short files this
-    /// is worth several points of word error rate (36.8% instead of 25.9% on the real-speech corpus when
-    /// every file starts from scratch).
+    /// An idle decoder for this model, or a newly loaded one. Every utterance starts a fresh front-end
+    /// stream; in streaming mode a reused decoder keeps its live cepstral mean from earlier audio.
     public func checkout(_ model: SphinxModel, streaming: Bool = true) throws -> SphinxDecoder {
         let key = Key(model: model, streaming: streaming)
         if let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[key]?.popLast() }) { return decoder }

@@ -36,36 +36,7 @@ struct GoldenDiagnosticsTests {
         var expectedLinesPresent: Bool
     }
 
-    static let knownIssues: [String: KnownIssue] = [
-        "duplicate-node.graph": KnownIssue(
-            reason: "the note 'was first declared here' is sorted by its own, earlier, location, so it is printed "
-                + "before the error it belongs to (DiagnosticList.sorted orders notes like errors)",
-            expectedLinesPresent: true),
-        "unknown-parameter.graph": KnownIssue(
-            reason: "'unknown parameter' points at the value, not at the misspelt name "
-                + "(GraphPlanner.checkParameters passes assignment.value.location to apply)",
-            expectedLinesPresent: false),
-        "syntax-missing-equals.graph": KnownIssue(
-            reason: "a second 'expected end of line after statement' at the same token (GraphParser.parseStatement)",
-            expectedLinesPresent: true),
-        "syntax-missing-arrow.graph": KnownIssue(
-            reason: "a second 'expected end of line after statement' at the same token (GraphParser.parseStatement)",
-            expectedLinesPresent: true),
-        "many-syntax-errors.graph": KnownIssue(
-            reason: "a second 'expected end of line after statement' after each failed statement (GraphParser.parseStatement)",
-            expectedLinesPresent: true),
-        "lex-unterminated-string.graph": KnownIssue(
-            reason: "the lexer drops the unterminated string, so the parser adds 'expected a value ..., found end of "
-                + "line' although a value was written (Lexer.lexString returns nil, so no token is made)",
-            expectedLinesPresent: true),
-        "empty-variable.graph": KnownIssue(
-            reason: "a variable set to \"\" is reported as 'is not set' (GraphParser.expand treats an empty value as unset but says it is not set)",
-            expectedLinesPresent: false),
-        "required-parameter-invalid.graph": KnownIssue(
-            reason: "a required parameter written with an invalid value is also reported as missing "
-                + "(the required-parameter loop at the end of GraphPlanner.checkParameters)",
-            expectedLinesPresent: true),
-    ]
+    static let knownIssues: [String: KnownIssue] = [:]
 
     static func actualDiagnostics(of name: String) throws -> [String] {
         let url = try #require(bundleFolder).appendingPathComponent(name)

@@ -211,6 +211,15 @@ struct ParserTests {
         #expect(try value("node n = t { x: ${UNSET:-\(text)} }", "x", environment: [:]) == expected)
     }
 
+    @Test("a variable set to \"\" is empty, not 'not set'; with ':-' it takes the default, as in the shell")
+    func emptyVariable() throws {
+        let env = ["EMPTY": ""]
+        #expect(try value(#"node n = t { x: "a${EMPTY}b" }"#, "x", environment: env) == .string("ab"))
+        #expect(try value(#"node n = t { x: "${EMPTY:-d}" }"#, "x", environment: env) == .string("d"))
+        #expect(try value("node n = t { x: ${EMPTY} }", "x", environment: env) == .string(""))
+        #expect(try value("node n = t { x: ${EMPTY:-16 kHz} }", "x", environment: env) == .number(16, unit: "kHz"))
+    }
+
     @Test("an unset variable without a default is an error at the value")
     func unsetVariable() {
         #expect(parseErrors("node n = t {\n  x: ${NOPE}\n}", environment: [:]) == [
@@ -263,55 +272,44 @@ struct ParserTests {
         #expect(edges(try parse("a ->\n  b ->\n\n  c")) == ["a -> b", "b -> c"])
     }
 
-    /// The error each malformed statement should give. `doubled`: today the parser also reports
-    /// "expected end of line after statement, found X" at the same token (see `doubledStatementError`).
+    /// The one error each malformed statement gives: what was expected and what was found, and nothing
+    /// more (no second "expected end of line after statement" at the same token).
     @Test("syntax errors name what was expected and what was found", arguments: [
-        ("node a t", "t.graph:1:8: error: expected '=' after the node name, found 't'", true),
-        ("node = t", "t.graph:1:6: error: expected a node name after 'node', found '='", true),
-        ("node node = t", "t.graph:1:6: error: 'node' is a keyword and cannot name a node", true),
-        ("node a = { x: 1 }", "t.graph:1:10: error: expected a node type (for example 'recognizer'), found '{'", true),
-        ("node a = t { x 1 }", "t.graph:1:16: error: expected ':' after parameter 'x', found number '1'", true),
-        ("node a = t { x: }", "t.graph:1:17: error: expected a value (a number with its unit, a \"string\" or a word), found '}'", true),
-        ("node a = t { x: a y: 2 }", "t.graph:1:19: error: expected ',' or '}' after the value of 'x', found 'y'", true),
+        ("node a t", "t.graph:1:8: error: expected '=' after the node name, found 't'"),
+        ("node = t", "t.graph:1:6: error: expected a node name after 'node', found '='"),
+        ("node node = t", "t.graph:1:6: error: 'node' is a keyword and cannot name a node"),
+        ("node a = { x: 1 }", "t.graph:1:10: error: expected a node type (for example 'recognizer'), found '{'"),
+        ("node a = t { x 1 }", "t.graph:1:16: error: expected ':' after parameter 'x', found number '1'"),
+        ("node a = t { x: }", "t.graph:1:17: error: expected a value (a number with its unit, a \"string\" or a word), found '}'"),
+        ("node a = t { x: a y: 2 }", "t.graph:1:19: error: expected ',' or '}' after the value of 'x', found 'y'"),
         // A word right after a number is its unit, so here the parser stops at the ':' of 'y:'.
-        ("node a = t { x: 1 y: 2 }", "t.graph:1:20: error: expected ',' or '}' after the value of 'x', found ':'", true),
-        ("node a = t { x: 1", "t.graph:1:18: error: expected ',' or '}' after the value of 'x', found end of file", false),
-        ("node a = t { x: 1\n", "t.graph:2:1: error: expected a parameter name or '}', found end of file", false),
-        ("a b", "t.graph:1:3: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')", true),
-        ("a", "t.graph:1:2: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')", false),
-        ("a -> b c", "t.graph:1:8: error: expected end of line after statement, found 'c'", false),
-        ("a -> ", "t.graph:1:6: error: expected a node name, found end of file", false),
-        ("a. -> b", "t.graph:1:4: error: expected a port name after 'a.', found '->'", true),
-        ("= a", "t.graph:1:1: error: expected 'node' or an edge like 'a -> b', found '='", false),
+        ("node a = t { x: 1 y: 2 }", "t.graph:1:20: error: expected ',' or '}' after the value of 'x', found ':'"),
+        ("node a = t { x: 1", "t.graph:1:18: error: expected ',' or '}' after the value of 'x', found end of file"),
+        ("node a = t { x: 1\n", "t.graph:2:1: error: expected '}' to close the parameters of node 'a' opened at line 1, found end of file"),
+        ("a b", "t.graph:1:3: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"),
+        ("a", "t.graph:1:2: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"),
+        ("a -> b c", "t.graph:1:8: error: expected end of line after statement, found 'c'"),
+        ("a -> ", "t.graph:1:6: error: expected a node name, found end of file"),
+        ("a. -> b", "t.graph:1:4: error: expected a port name after 'a.', found '->'"),
+        ("= a", "t.graph:1:1: error: expected 'node' or an edge like 'a -> b', found '='"),
     ])
-    func syntaxErrors(text: String, expected: String, doubled: Bool) {
-        let errors = parseErrors(text)
-        #expect(errors.first == expected)
-        if doubled {
-            withKnownIssue("GraphParser.parseStatement adds 'expected end of line after statement' after a failed node or edge") {
-                #expect(errors == [expected])
-            }
-        } else {
-            #expect(errors == [expected])
-        }
+    func syntaxErrors(text: String, expected: String) {
+        #expect(parseErrors(text) == [expected])
     }
 
     @Test("one syntax error gives one diagnostic, not a second 'expected end of line' at the same token")
     func doubledStatementError() {
-        let errors = parseErrors("node asr fake.recognizer { rate: 16 kHz }")
-        #expect(errors.first == "t.graph:1:10: error: expected '=' after the node name, found 'fake'")
-        withKnownIssue("GraphParser.parseStatement checks for end of line even when parseNode/parseChain already failed") {
-            #expect(errors.count == 1, "\(errors.joined(separator: "\n"))")
-        }
+        #expect(parseErrors("node asr fake.recognizer { rate: 16 kHz }")
+                == ["t.graph:1:10: error: expected '=' after the node name, found 'fake'"])
     }
 
     @Test("an unclosed parameter block followed by another node says that '}' is missing")
-    func missingBraceBeforeNextNode() {
-        let errors = parseErrors("node mic = fake.source { path: \"a.wav\"\nnode asr = fake.recognizer\n")
-        #expect(errors.first?.hasPrefix("t.graph:2:") == true, "\(errors)")
-        withKnownIssue("the next line's 'node' keyword is read as a parameter name: \"expected ':' after parameter 'node', found 'asr'\"") {
-            #expect(errors.first?.contains("'}'") == true, "\(errors)")
-        }
+    func missingBraceBeforeNextNode() throws {
+        #expect(parseErrors("node mic = fake.source { path: \"a.wav\"\nnode asr = fake.recognizer\n") == [
+            "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, found the next 'node'",
+        ])
+        // 'node' is still an ordinary parameter name when no node name follows it.
+        #expect(try value("node n = t { node: 1 }", "node") == .number(1, unit: nil))
     }
 
     @Test("after an error the parser skips to the next line and reports later errors too, sorted")
@@ -323,22 +321,14 @@ struct ParserTests {
             b c
             node c = v { p: @ }
             """)
-        // Every real error is reported, in file order (lexer and parser errors merged) ...
-        let real = [
+        // Every real error is reported, in file order (lexer and parser errors merged), and nothing else
+        // (the block spanning lines 1-2 is skipped whole).
+        #expect(errors == [
             "t.graph:1:8: error: expected '=' after the node name, found 't'",
             "t.graph:4:3: error: expected '->' after 'b' (a statement is 'node name = type { ... }' or an edge 'a -> b')",
             "t.graph:5:17: error: unexpected character '@'",
             "t.graph:5:19: error: expected a value (a number with its unit, a \"string\" or a word), found '}'",
-        ]
-        #expect(errors.filter { !$0.contains("expected end of line after statement") } == real)
-        #expect(errors == errors.sorted { a, b in
-            let pa = a.split(separator: ":"), pb = b.split(separator: ":")
-            return (Int(pa[1])!, Int(pa[2])!) < (Int(pb[1])!, Int(pb[2])!)
-        })
-        // ... and nothing else (the block spanning lines 1-2 is skipped whole).
-        withKnownIssue("doubled 'expected end of line after statement' errors (see doubledStatementError)") {
-            #expect(errors == real)
-        }
+        ])
     }
 
     @Test("an empty file parses to an empty graph")
@@ -376,8 +366,7 @@ struct OverrideParseTests {
     func quotedValue() throws {
         // `--set 'out.path="speech"'`: in a graph file `path: "speech"` is the string `speech`.
         let o = try #require(GraphPlanner.Override.parse(#"out.path="speech""#))
-        withKnownIssue("Override.parse keeps the quotes: GraphParser.literal(fromText:) turns a lone string token into .string(text) with the quote characters still in it") {
-            #expect(o.value == .string("speech"))
-        }
+        #expect(o.value == .string("speech"))
+        #expect(GraphPlanner.Override.parse(#"out.label="a b""#)?.value == .string("a b"))
     }
 }

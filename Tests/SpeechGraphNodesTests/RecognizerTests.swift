@@ -42,6 +42,32 @@ extension Decoding { @Suite struct RecognizerTests {
         }
     }
 
+    /// Word times are on the audio clock: silence before the speech moves every word by as much.
+    @Test(arguments: ["streaming", "utterance"])
+    func wordTimesFollowTheAudio(mode: String) throws {
+        let wav = dir.path("call.wav"), padded = dir.path("padded.wav")
+        try TestSpeech.synthesize(Sentences.call, to: wav)
+        try TestSpeech.sox([wav, padded, "pad", "1.5", "0.5"])
+        func words(_ path: String) throws -> [Word] {
+            let (events, _) = try Harness.run("""
+                node src = file.input { path: "\(path)" }
+                node asr = recognizer { mode: \(mode) }
+                node out = collect
+                src -> asr -> out
+                """)
+            return events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }.flatMap(\.words)
+        }
+        let plain = try words(wav), shifted = try words(padded)
+        #expect(plain.map(\.text) == shifted.map(\.text))
+        for (a, b) in zip(plain, shifted) {
+            #expect(abs((b.range.start - a.range.start) - 1.5) <= 0.05, "\(a.text): \(a.range.start) -> \(b.range.start)")
+            #expect(abs((b.range.end - a.range.end) - 1.5) <= 0.05, "\(a.text): \(a.range.end) -> \(b.range.end)")
+        }
+        // And the first word starts where the sound does (flite leaves a little silence first).
+        let onset = try firstSoundTime(padded)
+        #expect(abs(shifted[0].range.start - onset) <= 0.15, "first word at \(shifted[0].range.start), sound at \(onset)")
+    }
+
     @Test func grammarRestrictsTheVocabulary() throws {
         let wav = dir.path("call.wav"), grammar = dir.path("g.jsgf")
         try TestSpeech.synthesize("call my mother", to: wav)
@@ -108,6 +134,19 @@ extension Decoding { @Suite struct RecognizerTests {
         pool.checkin(a)
         let c = try pool.checkout(model)
         #expect(c === a)
+    }
+
+    /// The first 10 ms frame whose mean absolute level exceeds 1% of full scale.
+    private func firstSoundTime(_ path: String) throws -> Double {
+        let f = try AudioFile(path: path)
+        var samples = [Float](repeating: 0, count: Int(f.frameCount))
+        _ = try samples.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
+        let frame = f.sampleRate / 100
+        for start in stride(from: 0, to: samples.count - frame, by: frame) {
+            let level = samples[start..<(start + frame)].map(abs).reduce(0, +) / Float(frame)
+            if level > 0.01 { return Double(start) / Double(f.sampleRate) }
+        }
+        return 0
     }
 
     private func fileSeconds(_ path: String) throws -> Double {

@@ -93,7 +93,10 @@ struct Lexer {
             case "{": advance(); tokens.append(Token(kind: .leftBrace, location: start))
             case "}": advance(); tokens.append(Token(kind: .rightBrace, location: start))
             case "\"":
-                if let parts = lexString() { tokens.append(Token(kind: .string(parts), location: start)) }
+                if let (parts, closedBrace) = lexString() {
+                    tokens.append(Token(kind: .string(parts), location: start))
+                    if let closedBrace { tokens.append(Token(kind: .rightBrace, location: closedBrace)) }
+                }
             case "$" where peek(1) == "{":
                 if case .variable(let name, let fallback)? = lexVariable() {
                     tokens.append(Token(kind: .variable(name: name, fallback: fallback), location: start))
@@ -149,18 +152,28 @@ struct Lexer {
         return Token(kind: .number(value, text: text), location: start)
     }
 
-    private mutating func lexString() -> [StringPart]? {
+    /// A string's parts; for an unterminated string that ends its line with `}`, also where that brace
+    /// is, so the block it closes still closes (one mistake, one error).
+    private mutating func lexString() -> ([StringPart], SourceLocation?)? {
         let start = here
         advance()  // opening quote
         var parts: [StringPart] = []
         var literal = ""
+        var lastBrace: SourceLocation?
         while true {
             guard let c = peek(), c != "\n" else {
                 diagnostics.error("unterminated string: expected a closing '\"'", at: start)
+                var closed: SourceLocation?
+                let trimmed = literal.reversed().drop { $0 == " " || $0 == "\t" }
+                if trimmed.first == "}", let brace = lastBrace {
+                    literal = String(trimmed.dropFirst().reversed())
+                    closed = brace
+                }
                 // Still a string token, so the parser does not report a missing value as well.
                 if !literal.isEmpty || parts.isEmpty { parts.append(.literal(literal)) }
-                return parts
+                return (parts, closed)
             }
+            if c == "}" { lastBrace = here }
             if c == "\"" { advance(); break }
             if c == "\\" {
                 advance()
@@ -184,7 +197,7 @@ struct Lexer {
             advance()
         }
         if !literal.isEmpty || parts.isEmpty { parts.append(.literal(literal)) }
-        return parts
+        return (parts, nil)
     }
 
     /// `${NAME}` or `${NAME:-fallback}`; the fallback runs to the closing brace.
