@@ -28,9 +28,14 @@ let package = Package(
         .target(name: "SpeechGraphSphinx", dependencies: ["SpeechGraphCore", "CPocketSphinx"]),
         // Sinks: console and jsonl.
         .target(name: "SpeechGraphSinks", dependencies: ["SpeechGraphCore"]),
+        // Live audio: the JACK client, jack.input, jack.output, taps.
+        .target(name: "SpeechGraphJACK", dependencies: ["SpeechGraphCore", "CJack", "CSndFile"]),
+        // Voice activity detection on FFTW.
+        .target(name: "SpeechGraphVAD", dependencies: ["SpeechGraphCore", "CFFTW"]),
         // Every built-in node family, registered in one place.
         .target(name: "SpeechGraphNodes",
-                dependencies: ["SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphSinks"]),
+                dependencies: ["SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphSinks",
+                               "SpeechGraphJACK", "SpeechGraphVAD"]),
         // The thin CLI.
         .executableTarget(name: "speechgraph", dependencies: [
             "SpeechGraphNodes",
@@ -39,6 +44,8 @@ let package = Package(
 
         .testTarget(name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
                     resources: [.copy("Golden")]),
+        .testTarget(name: "SpeechGraphJACKTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
+        .testTarget(name: "SpeechGraphVADTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
         // Helpers shared by the end-to-end tests: synthesised speech, processes, word error rate.
         .target(name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),
         .testTarget(name: "SpeechGraphNodesTests",

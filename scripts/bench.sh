@@ -37,8 +37,8 @@ sed -E 's/^(.*) \(([^ ]+) -?[0-9]+\)$/\2\t\1/' "$work/ps.hyp" > "$work/ps.tsv"
 
 wer() { python3 "$SHARED/tools/wer.py" "$CORPUS/manifest.tsv" "$1" | sed -E 's/^WER ([0-9.]+)%.*/\1/'; }
 
-python3 - "$(wer "$work/sg.tsv")" "$(wer "$work/ps.tsv")" "${sg[*]}" "${ps[*]}" <<'PY'
-import statistics, sys
+python3 - "$(wer "$work/sg.tsv")" "$(wer "$work/ps.tsv")" "${sg[*]}" "${ps[*]}" "$work/sg.tsv" "$work/ps.tsv" <<'PY'
+import os, statistics, sys
 sg_wer, ps_wer = float(sys.argv[1]), float(sys.argv[2])
 sg = [float(x) for x in sys.argv[3].split()]
 ps = [float(x) for x in sys.argv[4].split()]
@@ -51,4 +51,12 @@ print(f"transcribe_vs_batch_cpu_ratio {statistics.median(ratios):.3f} x")
 print(f"transcribe_real_time_factor {ms / audio:.3f} xRT")
 print(f"transcribe_real_wer {sg_wer:.2f} %")
 print(f"pocketsphinx_batch_real_wer {ps_wer:.2f} %")
+def table(path):
+    rows = {}
+    for line in open(path):
+        key, _, text = line.rstrip("\n").partition("\t")
+        rows[os.path.splitext(os.path.basename(key))[0]] = " ".join(text.split())
+    return rows
+a, b = table(sys.argv[5]), table(sys.argv[6])
+print(f"transcripts_identical_to_batch {sum(a.get(k) == v for k, v in b.items())}/{len(b)} files")
 PY

@@ -2,6 +2,8 @@
 @_exported import SpeechGraphCore
 @_exported import SpeechGraphSinks
 @_exported import SpeechGraphSphinx
+@_exported import SpeechGraphJACK
+@_exported import SpeechGraphVAD
 
 /// Every node type that ships with speechgraph.
 public enum BuiltinNodes {

@@ -1,0 +1,2 @@
+// The JACK node family; see JackClient.swift.
+import SpeechGraphCore

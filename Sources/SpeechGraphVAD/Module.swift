@@ -1,0 +1,2 @@
+// Voice activity detection; see VADNode.swift.
+import SpeechGraphCore
