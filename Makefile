@@ -10,11 +10,11 @@ SHARED ?= ../shared
 # Debian packages the project builds, runs and tests with.
 DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx pocketsphinx-en-us \
 	libsndfile1-dev libsoxr-dev libfftw3-dev jackd2 libjack-jackd2-dev jack-tools \
-	espeak-ng flite sox python3 time
+	espeak-ng flite sox python3 time util-linux
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run test bench docs check-docs clean
+.PHONY: deps build run run-offline test bench docs clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat)
 deps:
@@ -30,8 +30,19 @@ deps:
 build: deps
 	$(SWIFT) build $(BUILD_FLAGS) --product speechgraph
 
-## run: synthesise a demo recording and transcribe it through graphs/demo.graph
+## run: live recognition from JACK. With a JACK server running: graphs/live.graph on it (Ctrl-C stops).
+## Without one: a private dummy server, and graphs/jack-demo.graph plays the synthesised demo
+## recording through JACK into speechgraph's input, so the whole live path runs without a sound card.
 run: build out/demo.wav
+	@if jack_lsp >/dev/null 2>&1; then \
+		echo "make run: JACK server found: running graphs/live.graph (Ctrl-C to stop)" >&2; \
+		$(BIN) run graphs/live.graph; \
+	else \
+		scripts/with-jack.sh $(BIN) run graphs/jack-demo.graph --duration $$(soxi -D out/demo.wav | awk '{ print $$1 + 1.5 }'); \
+	fi
+
+## run-offline: the same demo recording through graphs/demo.graph, as fast as the CPU allows
+run-offline: build out/demo.wav
 	$(BIN) check --plan graphs/demo.graph >&2
 	$(BIN) run graphs/demo.graph
 

@@ -44,7 +44,9 @@ let package = Package(
 
         .testTarget(name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
                     resources: [.copy("Golden")]),
-        .testTarget(name: "SpeechGraphJACKTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
+        // Counts allocations on one thread (the JACK process thread); linked into the test binary only.
+        .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
+        .testTarget(name: "SpeechGraphJACKTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CMallocCounter"]),
         .testTarget(name: "SpeechGraphVADTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
         // Helpers shared by the end-to-end tests: synthesised speech, processes, word error rate.
         .target(name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),

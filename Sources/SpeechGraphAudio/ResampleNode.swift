@@ -102,6 +102,14 @@ public final class ResampleNode: GraphNode {
         }
     }
 
+    /// The input is interrupted: drain the filter, start afresh on the next block, pass it on.
+    public func discontinuity(port: Int, output next: NodeOutput) throws {
+        try finish(output: next)
+        soxr_clear(soxr)
+        startFrameIn = nil
+        try next.emitDiscontinuity()
+    }
+
     private func emit(_ frames: Int, _ next: NodeOutput) throws {
         guard frames > 0 else { return }
         let block = AudioBlock(samples: UnsafeBufferPointer(rebasing: output[0..<(frames * outFormat.channelCount)]),

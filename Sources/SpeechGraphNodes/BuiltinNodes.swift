@@ -14,6 +14,9 @@ public enum BuiltinNodes {
         RecognizerNode.type,
         ConsoleSink.type,
         JSONLinesSink.type,
+        JackInputNode.type,
+        JackOutputNode.type,
+        VADNode.type,
     ]
 
     /// A registry holding every built-in node type.

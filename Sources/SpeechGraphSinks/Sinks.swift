@@ -73,7 +73,9 @@ public final class ConsoleSink: GraphNode {
             guard t.isFinal else { return }
             line = timestamps ? "[\(Self.clock(t.range.start)) - \(Self.clock(t.range.end))] \(t.text)" : t.text
         case .gap(_, let r, let reason):
-            line = "-- \(JSONLines.fixed(r.duration, 2)) s of audio lost at \(Self.clock(r.start)) (\(reason)) --"
+            line = r.duration > 0
+                ? "-- \(JSONLines.fixed(r.duration, 2)) s of audio lost at \(Self.clock(r.start)) (\(reason)) --"
+                : "-- \(reason) at \(Self.clock(r.start)) --"
         case .availability(_, let available, let reason):
             line = available ? "-- recognition available (\(reason)) --" : "-- recognition not available: \(reason) --"
         case .speechStarted, .speechEnded:

@@ -35,7 +35,8 @@ public final class RecognizerNode: GraphNode {
             .boolean("words", default: true, doc: "Add word timings and confidences to final results. Off, "
                      + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
                      + "make word times wrong."),
-        ])
+        ],
+        prefersWorkerThread: true)
 
     public static let type = NodeType(descriptor, make: { try RecognizerNode($0) })
 
@@ -102,6 +103,11 @@ public final class RecognizerNode: GraphNode {
     }
 
     public func finish(output: NodeOutput) throws {
+        try endUtterance(output: output)
+    }
+
+    /// The audio was interrupted: the utterance in flight ends here and its final result is delivered.
+    public func discontinuity(port: Int, output: NodeOutput) throws {
         try endUtterance(output: output)
     }
 

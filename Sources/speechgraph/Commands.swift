@@ -16,14 +16,35 @@ extension SpeechgraphCommand {
                                                               valueName: "node.param=value"))
         var overrides: [String] = []
         @Flag(help: "Pace file inputs like live audio instead of running as fast as possible.") var realtime = false
+        @Option(help: "JACK client name (JACK makes it unique when it is taken).") var name = "speechgraph"
+        @Option(help: ArgumentHelp("Stop after this many seconds (results in flight are finished), as a Ctrl-C would.",
+                                   valueName: "seconds"))
+        var duration: Double?
+        @Flag(help: "Stop (exit status 1) when the JACK server goes away, instead of waiting for it to return.")
+        var exitOnServerLoss = false
+        @Flag(help: "At the end, print JACK figures to standard error: overruns, xruns, underruns, callback duration.")
+        var stats = false
 
         func run() throws {
             let registry = BuiltinNodes.registry()
             let plan = try loadPlan(path: graph, overrides: overrides, registry: registry, negotiate: true)
             let signals = SignalHandling()
             let progress = Progress()
+            if let duration {
+                let stop = signals.stop
+                DispatchQueue.global().asyncAfter(deadline: .now() + duration) { stop.request() }
+            }
             do {
-                let runner = try GraphRunner(plan: plan, registry: registry)
+                var settings = ["jack.name": name]
+                if exitOnServerLoss { settings["jack.exitOnServerLoss"] = "1" }
+                if stats { settings["jack.measure"] = "1" }
+                let resources = GraphResources(settings: settings)
+                defer {
+                    if stats, let session = resources.existing("jack.session") as? JackSession {
+                        printError(session.statisticsLine)
+                    }
+                }
+                let runner = try GraphRunner(plan: plan, registry: registry, resources: resources)
                 try runner.run(stop: signals.stop, realtime: realtime) { fraction in
                     progress.update(String(format: "%@: %3.0f%%", graph, fraction * 100))
                 }

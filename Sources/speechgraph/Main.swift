@@ -35,7 +35,7 @@ struct SpeechgraphCommand: ParsableCommand {
             1 runtime failure (unreadable or damaged audio, missing model, write error); \
             2 usage or graph-file error (nothing ran).
             """,
-        subcommands: [Run.self, Transcribe.self, Check.self, Nodes.self])
+        subcommands: [Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self])
 
     static func main() {
         do {

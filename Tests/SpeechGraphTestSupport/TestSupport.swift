@@ -99,6 +99,7 @@ public enum Run {
 public enum TestSpeech {
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
+        public init(description: String) { self.description = description }
     }
 
     /// Speaks `text` into a WAV file. The `rms` voice is 16 kHz and recognised well by PocketSphinx's en-us model;

@@ -267,9 +267,13 @@ public struct NodeDescriptor: Sendable {
     public var category: Category
     public var ports: [PortDescriptor]
     public var parameters: [ParameterDescriptor]
+    /// Costly enough to deserve a thread of its own when a graph has several (a recognizer). Such a node
+    /// must emit events only.
+    public var prefersWorkerThread: Bool
 
     public init(typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
-                parameters: [ParameterDescriptor]) {
+                parameters: [ParameterDescriptor], prefersWorkerThread: Bool = false) {
+        self.prefersWorkerThread = prefersWorkerThread
         self.typeName = typeName
         self.summary = summary
         self.doc = doc

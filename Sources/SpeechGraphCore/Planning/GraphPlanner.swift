@@ -155,13 +155,21 @@ public struct GraphPlanner {
             var inserted = false
             for (p, port) in descriptor.inputs.enumerated() where port.kind == .audio {
                 guard let have = inputs[port.name] else { continue }
+                var requirement = port.requirement
+                do {
+                    if let dynamic = try type.inputRequirement?(plan.nodes[i].config, port.name) { requirement = dynamic }
+                } catch let error as SpeechGraphError {
+                    let node = plan.nodes[i]
+                    throw SpeechGraphError("node '\(node.name)' (\(descriptor.typeName)): \(error.message)",
+                                           parameter: error.parameter, location: node.location)
+                }
                 let wantRate: Int?
-                switch port.requirement.rate {
+                switch requirement.rate {
                 case .any: wantRate = nil
                 case .fixed(let r): wantRate = r
                 case .parameter(let name): wantRate = plan.nodes[i].config.number(name).map { Int($0.rounded()) }
                 }
-                if let want = port.requirement.channelCount, want != have.channelCount {
+                if let want = requirement.channelCount, want != have.channelCount {
                     guard want == 1 else {
                         diagnostics.error("node '\(plan.nodes[i].name)' needs \(want) channels on '\(port.name)' but gets \(have.channelCount); no converter does that",
                                           at: plan.nodes[i].location)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A runtime failure: a file that cannot be read, a model that is missing, a library that refused.
 /// The CLI prints `message` and exits 1.
 public struct SpeechGraphError: Error, Sendable, CustomStringConvertible {
@@ -67,6 +69,45 @@ public struct NodeContext: Sendable {
     public var outputFormats: [String: AudioFormat]
     /// The largest block, in frames, any audio input will deliver at once.
     public var maxBlockFrames: Int
+    /// Objects shared by the nodes of one running graph (one JACK client for every jack.* node).
+    public var resources: GraphResources
+
+    public init(config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],
+                maxBlockFrames: Int, resources: GraphResources = GraphResources()) {
+        self.config = config
+        self.inputFormats = inputFormats
+        self.outputFormats = outputFormats
+        self.maxBlockFrames = maxBlockFrames
+        self.resources = resources
+    }
+}
+
+/// Shared objects and settings of one running graph. Used on the graph thread while nodes are made and
+/// prepared; thread-safe all the same.
+public final class GraphResources: @unchecked Sendable {
+    private let lock = NSLock()
+    private var objects: [String: AnyObject] = [:]
+    /// Settings from the command line (`--name` sets "jack.name").
+    public let settings: [String: String]
+
+    public init(settings: [String: String] = [:]) { self.settings = settings }
+
+    /// The object stored under `key`, if one was made.
+    public func existing(_ key: String) -> AnyObject? {
+        lock.lock()
+        defer { lock.unlock() }
+        return objects[key]
+    }
+
+    /// The object stored under `key`, made by `create` the first time.
+    public func shared<T: AnyObject>(_ key: String, create: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        if let existing = objects[key] as? T { return existing }
+        let made = try create()
+        objects[key] = made
+        return made
+    }
 }
 
 /// A node type: its descriptor, how its output formats follow from its inputs, and how to make one.
@@ -78,13 +119,18 @@ public struct NodeType: Sendable {
     /// The largest block, in frames, each audio output emits, given the largest block on the inputs.
     public var maxOutputFrames: @Sendable (NodeConfig, [String: AudioFormat], Int) -> Int
     public var make: @Sendable (NodeContext) throws -> any GraphNode
+    /// What an audio input accepts when that depends on more than the descriptor (jack.output takes
+    /// the running server's rate). Called at plan time; `nil` keeps the descriptor's requirement.
+    public var inputRequirement: (@Sendable (NodeConfig, String) throws -> AudioRequirement?)?
 
     public init(
         _ descriptor: NodeDescriptor,
         formats: @escaping @Sendable (NodeConfig, [String: AudioFormat]) throws -> [String: AudioFormat] = { _, _ in [:] },
         maxOutputFrames: @escaping @Sendable (NodeConfig, [String: AudioFormat], Int) -> Int = { _, _, n in n },
+        inputRequirement: (@Sendable (NodeConfig, String) throws -> AudioRequirement?)? = nil,
         make: @escaping @Sendable (NodeContext) throws -> any GraphNode
     ) {
+        self.inputRequirement = inputRequirement
         self.descriptor = descriptor
         self.formats = formats
         self.maxOutputFrames = maxOutputFrames

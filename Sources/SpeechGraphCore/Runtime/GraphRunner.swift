@@ -15,16 +15,23 @@ public final class GraphRunner {
     private var finishedUpstream: [Int] = []
     private var finished: [Bool] = []
     private var closed = false
+    /// Indices of nodes running on worker threads.
+    private var workers: [Int] = []
 
     /// Instantiates every node of a negotiated plan. Nothing runs until `run`.
-    public init(plan: GraphPlan, registry: NodeRegistry) throws {
+    public let resources: GraphResources
+    private var audioOutputs: [[Bool]] = []
+
+    public init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources = GraphResources()) throws {
         self.plan = plan
+        self.resources = resources
         for node in plan.nodes {
             guard let type = registry[node.typeName] else {
                 throw SpeechGraphError("node type '\(node.typeName)' is not registered")
             }
             let context = NodeContext(config: node.config, inputFormats: node.inputFormats,
-                                      outputFormats: node.outputFormats, maxBlockFrames: max(node.maxInputFrames, 1))
+                                      outputFormats: node.outputFormats, maxBlockFrames: max(node.maxInputFrames, 1),
+                                      resources: resources)
             do {
                 nodes.append(try type.make(context))
             } catch let error as SpeechGraphError {
@@ -33,12 +40,23 @@ public final class GraphRunner {
                                        location: error.parameter.flatMap { node.config.locations[$0] } ?? node.location)
             }
         }
+        // Several costly nodes: each on a worker thread of its own (see WorkerNode).
+        let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.prefersWorkerThread }
+        if costly.count >= 2 && resources.settings["threads"] != "one" {
+            for i in costly {
+                let rate = plan.nodes[i].inputFormats.values.first?.sampleRate ?? 16000
+                let worker = WorkerNode(nodes[i], maxQueuedFrames: 2 * rate)
+                nodes[i] = worker
+                workers.append(i)
+            }
+        }
         routes = plan.nodes.indices.map { i in
             let outputs = registry[plan.nodes[i].typeName]!.descriptor.outputs.count
             return (0..<outputs).map { port in
                 plan.edges.filter { $0.fromNode == i && $0.fromPort == port }.map { ($0.toNode, $0.toPort) }
             }
         }
+        audioOutputs = plan.nodes.map { n in registry[n.typeName]!.descriptor.outputs.map { $0.kind == .audio } }
         let upstream = plan.upstream
         upstreamCount = upstream.map(\.count)
         downstream = plan.nodes.indices.map { i in plan.nodes.indices.filter { upstream[$0].contains(i) } }
@@ -70,6 +88,9 @@ public final class GraphRunner {
                                    location: error.parameter.flatMap { planned.config.locations[$0] } ?? planned.location)
         }
 
+        for i in workers {
+            (nodes[i] as! WorkerNode).start(output: NodeOutput(runner: self, node: i, deferred: nodes[i] as? WorkerNode))
+        }
         let sources: [(index: Int, node: any SourceNode)] = nodes.enumerated().compactMap { i, n in
             (n as? any SourceNode).map { (i, $0) }
         }
@@ -87,6 +108,9 @@ public final class GraphRunner {
                         let now = monotonicSeconds()
                         if due > now { sleepSeconds(due - now) }
                     }
+                }
+                for i in workers where !finished[i] {
+                    try (nodes[i] as! WorkerNode).deliverOutbound(NodeOutput(runner: self, node: i))
                 }
                 if let progress {
                     let known = sources.compactMap { $0.node.progress }
@@ -122,6 +146,14 @@ public final class GraphRunner {
         }
     }
 
+    func deliverDiscontinuity(from node: Int) throws {
+        for (port, isAudio) in audioOutputs[node].enumerated() where isAudio {
+            for target in routes[node][port] where !finished[target.node] {
+                try nodes[target.node].discontinuity(port: target.port, output: NodeOutput(runner: self, node: target.node))
+            }
+        }
+    }
+
     func deliver(_ event: GraphEvent, from node: Int, port: Int) throws {
         for target in routes[node][port] where !finished[target.node] {
             try nodes[target.node].handle(event, port: target.port, output: NodeOutput(runner: self, node: target.node))
@@ -141,7 +173,7 @@ public final class GraphRunner {
 
     /// The running node called `name`, for tests and tools that look inside.
     public func node(named name: String) -> (any GraphNode)? {
-        plan.index(of: name).map { nodes[$0] }
+        plan.index(of: name).map { (nodes[$0] as? WorkerNode)?.inner ?? nodes[$0] }
     }
 }
 

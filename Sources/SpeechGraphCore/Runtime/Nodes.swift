@@ -27,6 +27,10 @@ public protocol GraphNode: AnyObject {
     func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws
     /// An event arriving on input `port`.
     func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws
+    /// The audio on input `port` is interrupted (its server went away): what came before will not be
+    /// continued. Finish what depends on continuity (an utterance, a filter's tail) and pass it on.
+    /// By default the discontinuity is passed to every audio output.
+    func discontinuity(port: Int, output: NodeOutput) throws
     /// Every upstream node has finished (end of stream, or a stop): emit whatever is still held.
     func finish(output: NodeOutput) throws
     /// Release what `prepare` took. Called once, after `finish` or after a failure.
@@ -39,6 +43,7 @@ extension GraphNode {
     public func prepare() throws {}
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {}
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {}
+    public func discontinuity(port: Int, output: NodeOutput) throws { try output.emitDiscontinuity() }
     public func finish(output: NodeOutput) throws {}
     public func close() {}
     public var warnings: [String] { [] }
@@ -62,15 +67,31 @@ extension SourceNode {
 public struct NodeOutput {
     unowned let runner: GraphRunner
     let node: Int
+    /// Set for a node running on a worker thread: its events are queued for the graph thread.
+    let deferred: WorkerNode?
+
+    init(runner: GraphRunner, node: Int, deferred: WorkerNode? = nil) {
+        self.runner = runner
+        self.node = node
+        self.deferred = deferred
+    }
 
     /// Sends a block out of output `port` (index among the node's outputs); returns after every
     /// downstream node has processed it.
     public func emit(_ block: AudioBlock, port: Int = 0) throws {
+        precondition(deferred == nil, "a node on a worker thread emits events only")
         try runner.deliver(block, from: node, port: port)
     }
 
     public func emit(_ event: GraphEvent, port: Int = 0) throws {
+        if let deferred { deferred.queueOutbound(event, port: port); return }
         try runner.deliver(event, from: node, port: port)
+    }
+
+    /// Tells every node downstream of this node's audio outputs that the audio is interrupted.
+    public func emitDiscontinuity() throws {
+        if deferred != nil { return }  // event-only nodes have no audio outputs
+        try runner.deliverDiscontinuity(from: node)
     }
 
     /// The name of the node this output belongs to.

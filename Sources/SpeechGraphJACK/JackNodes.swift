@@ -1,0 +1,295 @@
+import CJack
+import Foundation
+import SpeechGraphCore
+
+/// Settings shared by the jack.* nodes of one graph.
+enum JackSettings {
+    /// The client name: `--name`, else "speechgraph".
+    static func clientName(_ resources: GraphResources) -> String { resources.settings["jack.name"] ?? "speechgraph" }
+    /// The server: JACK_DEFAULT_SERVER, as libjack itself reads it.
+    static var server: String? { ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] }
+
+    static func session(_ context: NodeContext, rate: Int) -> JackSession {
+        context.resources.shared("jack.session") {
+            JackSession(name: clientName(context.resources), sampleRate: rate, server: server,
+                        measureCallback: context.resources.settings["jack.measure"] != nil)
+        }
+    }
+
+    static func patterns(_ text: String?) -> [String] {
+        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+/// The `jack.input` node: audio from JACK ports into the graph.
+///
+/// The JACK process callback copies each period into one ring per port; this node, on the graph thread,
+/// waits for the rings, reads them and emits interleaved blocks timed on the server's sample clock.
+public final class JackInputNode: SourceNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "jack.input",
+        summary: "Live audio from JACK input ports (or PipeWire's JACK interface).",
+        doc: """
+            Registers 'channels' input ports named PORT_1, PORT_2, ... on the speechgraph client, connects \
+            them to the ports matching 'connect' at start and whenever such ports appear, and accepts any \
+            connection made from outside (qjackctl, Carla, jack_connect). Audio lost because the graph fell \
+            behind, and JACK xruns, become gap events; when the server stops, the utterance in flight is \
+            finished and availability false is emitted, and when a server returns the ports come back with \
+            their connections and availability true.
+            """,
+        category: .input,
+        ports: [
+            .audioOutput("out", doc: "The ports' audio, interleaved, at the server's rate."),
+            .eventOutput("events", doc: "gap and availability events."),
+        ],
+        parameters: [
+            .integer("channels", default: 1, range: 1...64, doc: "Number of input ports."),
+            .string("port", default: "in", doc: "Base name of the ports: in_1, in_2, ..."),
+            .string("connect", default: nil, doc: "Ports to connect to, as shell patterns separated by commas "
+                    + "(\"system:capture_*\"). With as many patterns as channels, pattern N feeds port N; otherwise "
+                    + "every matching port is connected to every port of this node."),
+            .quantity("buffer", default: 2000, .milliseconds, range: 50...60_000,
+                      doc: "Audio held between the JACK thread and the graph before periods are dropped."),
+            .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
+        ])
+
+    public static let type = NodeType(
+        descriptor,
+        formats: { config, _ in
+            let rate = try JackSession.serverSampleRate(server: JackSettings.server)
+            return ["out": AudioFormat(sampleRate: rate, channelCount: config.integer("channels") ?? 1)]
+        },
+        maxOutputFrames: { config, _, _ in config.integer("block") ?? 1024 },
+        make: { try JackInputNode($0) })
+
+    private let name: String
+    private let session: JackSession
+    private let rings: [AudioRing]
+    private let format: AudioFormat
+    private let block: Int
+    private let scratch: UnsafeMutablePointer<Float>
+    private let interleaved: UnsafeMutablePointer<Float>
+    /// Stream time in frames: audio emitted plus audio lost.
+    private var streamFrame: Int64 = 0
+    private var pendingGap: GapRecord?
+    /// xruns are reported at most once a second, as one gap event with their count.
+    private var xrunsPending = 0
+    private var xrunsSince: Int64 = 0
+    private var lastXrunReport = Date.distantPast
+    private let exitOnServerLoss: Bool
+
+    init(_ context: NodeContext) throws {
+        let c = context.config
+        name = c.name
+        format = context.outputFormats["out"]!
+        block = c.integer("block") ?? 1024
+        exitOnServerLoss = context.resources.settings["jack.exitOnServerLoss"] != nil
+        session = JackSettings.session(context, rate: format.sampleRate)
+        let frames = Int((c.number("buffer") ?? 2) * Double(format.sampleRate))
+        let base = c.string("port") ?? "in"
+        let patterns = JackSettings.patterns(c.string("connect"))
+        var rings: [AudioRing] = []
+        for channel in 1...format.channelCount {
+            let ring = AudioRing(minimumCapacity: frames)
+            // With several channels and as many patterns, pattern N feeds port N; otherwise every pattern every port.
+            let connect = patterns.count == format.channelCount && format.channelCount > 1 ? [patterns[channel - 1]] : patterns
+            try session.addPort(name: "\(base)_\(channel)", prettyName: "\(c.name) \(channel)", group: "\(c.name)",
+                                order: channel, isInput: true, connect: connect, ring: ring)
+            rings.append(ring)
+        }
+        self.rings = rings
+        scratch = .allocate(capacity: block)
+        scratch.initialize(repeating: 0, count: block)
+        interleaved = .allocate(capacity: block * format.channelCount)
+        interleaved.initialize(repeating: 0, count: block * format.channelCount)
+    }
+
+    deinit {
+        scratch.deallocate()
+        interleaved.deallocate()
+    }
+
+    public func prepare() throws { try session.start() }
+
+    public var position: Double { Double(streamFrame) / Double(format.sampleRate) }
+
+    private func time(_ frame: Int64) -> Double { Double(frame) / Double(format.sampleRate) }
+
+    public func pull(output: NodeOutput) throws -> Bool {
+        session.poll()
+        for change in session.takeChanges() {
+            switch change {
+            case .lost(let reason):
+                try drain(output: output)
+                // The utterance in flight ends with the audio that was heard; then the news.
+                try output.emitDiscontinuity()
+                try output.emit(.availability(node: name, isAvailable: false, reason: reason), port: 1)
+                if exitOnServerLoss {
+                    // Everything heard has been delivered; stop with the reason (exit status 1).
+                    throw SpeechGraphError(reason)
+                }
+            case .restored(let seconds):
+                let lost = Int64((seconds * Double(format.sampleRate)).rounded())
+                try output.emit(.gap(node: name, range: TimeRange(start: time(streamFrame), end: time(streamFrame + lost)),
+                                     reason: "JACK server unavailable"), port: 1)
+                streamFrame += lost
+                try output.emit(.availability(node: name, isAvailable: true,
+                                              reason: "JACK server is back; client '\(session.clientName)' reconnected"),
+                                port: 1)
+            case .xruns(let count):
+                if xrunsPending == 0 { xrunsSince = streamFrame }
+                xrunsPending += count
+            case .rateChanged(let from, let to):
+                try output.emit(.availability(node: name, isAvailable: false,
+                                              reason: "the JACK server came back at \(to) Hz; this graph runs at \(from) Hz: "
+                                                + "restart speechgraph"), port: 1)
+            }
+        }
+        if xrunsPending > 0, Date().timeIntervalSince(lastXrunReport) >= 1 {
+            lastXrunReport = Date()
+            // JACK does not say how much audio an xrun cost: a point in time, with the count.
+            try output.emit(.gap(node: name, range: TimeRange(start: time(xrunsSince), end: time(xrunsSince)),
+                                 reason: xrunsPending == 1 ? "JACK xrun" : "\(xrunsPending) JACK xruns"), port: 1)
+            xrunsPending = 0
+        }
+        if rings[0].endpoint.availableToRead == 0 {
+            _ = session.inputWake.wait(timeout: 0.02)
+        }
+        try drain(output: output)
+        return true
+    }
+
+    /// Emits what the rings held when it was called (no more, so that a slow graph still returns to
+    /// its loop and sees a stop), in blocks, with gap events where periods were dropped.
+    private func drain(output: NodeOutput) throws {
+        var budget = rings.map(\.endpoint.availableToRead).min() ?? 0
+        while true {
+            if pendingGap == nil { pendingGap = session.nextGap() }
+            var available = rings.map(\.endpoint.availableToRead).min() ?? 0
+            let readSoFar = rings[0].endpoint.readCount
+            if let gap = pendingGap, gap.ringIndex <= readSoFar {
+                // Everything before the gap has been emitted: report it and move the clock past it.
+                try output.emit(.gap(node: name, range: TimeRange(start: time(streamFrame), end: time(streamFrame + Int64(gap.frames))),
+                                     reason: "overrun: the graph fell behind the audio"), port: 1)
+                streamFrame += Int64(gap.frames)
+                pendingGap = nil
+                continue
+            }
+            if let gap = pendingGap { available = min(available, gap.ringIndex - readSoFar) }
+            available = min(available, budget)
+            guard available > 0 else { return }
+            let n = min(available, block)
+            budget -= n
+            let channels = format.channelCount
+            if channels == 1 {
+                _ = rings[0].endpoint.read(into: interleaved, maxCount: n)
+            } else {
+                for (c, ring) in rings.enumerated() {
+                    _ = ring.endpoint.read(into: scratch, maxCount: n)
+                    for i in 0..<n { interleaved[i * channels + c] = scratch[i] }
+                }
+            }
+            try output.emit(AudioBlock(samples: UnsafeBufferPointer(start: interleaved, count: n * channels),
+                                       format: format, startFrame: streamFrame))
+            streamFrame += Int64(n)
+        }
+    }
+
+    public func close() { session.close() }
+}
+
+/// The `jack.output` node: any audio stream of the graph back out to JACK ports.
+public final class JackOutputNode: GraphNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "jack.output",
+        summary: "Plays an audio stream of the graph on JACK output ports.",
+        doc: """
+            One output port per channel of its input (PORT_1, PORT_2, ...), connected to the ports matching \
+            'connect'. The input is resampled to the server's rate by the planner. Playback starts once \
+            'prebuffer' of audio is queued; if the graph falls behind, silence is played until it catches up.
+            """,
+        category: .sink,
+        ports: [.audioInput("in", .any, doc: "The audio to play.")],
+        parameters: [
+            .string("port", default: "out", doc: "Base name of the ports: out_1, out_2, ..."),
+            .string("connect", default: nil, doc: "Ports to connect to, as shell patterns separated by commas."),
+            .quantity("prebuffer", default: 200, .milliseconds, range: 0...10_000,
+                      doc: "Audio queued before playback starts (and after an underrun)."),
+            .quantity("buffer", default: 2000, .milliseconds, range: 50...60_000, doc: "Most audio queued."),
+        ])
+
+    public static let type = NodeType(
+        descriptor,
+        inputRequirement: { _, _ in
+            AudioRequirement(rate: .fixed(try JackSession.serverSampleRate(server: JackSettings.server)))
+        },
+        make: { try JackOutputNode($0) })
+
+    private let session: JackSession
+    private let rings: [AudioRing]
+    private let channels: Int
+    private let scratch: UnsafeMutablePointer<Float>
+    private let capacity: Int
+
+    init(_ context: NodeContext) throws {
+        let c = context.config
+        guard let input = context.inputFormats["in"] else { throw SpeechGraphError("jack.output has no input") }
+        channels = input.channelCount
+        session = JackSettings.session(context, rate: input.sampleRate)
+        let frames = Int((c.number("buffer") ?? 2) * Double(input.sampleRate))
+        let prebuffer = Int((c.number("prebuffer") ?? 0.2) * Double(input.sampleRate))
+        let base = c.string("port") ?? "out"
+        let patterns = JackSettings.patterns(c.string("connect"))
+        var rings: [AudioRing] = []
+        for channel in 1...channels {
+            let ring = AudioRing(minimumCapacity: max(frames, prebuffer * 2))
+            let connect = patterns.count == channels && channels > 1 ? [patterns[channel - 1]] : patterns
+            try session.addPort(name: "\(base)_\(channel)", prettyName: "\(c.name) \(channel)", group: c.name, order: channel,
+                                isInput: false, connect: connect, ring: ring, prebufferFrames: prebuffer)
+            rings.append(ring)
+        }
+        self.rings = rings
+        capacity = rings[0].capacity
+        scratch = .allocate(capacity: max(context.maxBlockFrames, 1))
+        scratch.initialize(repeating: 0, count: max(context.maxBlockFrames, 1))
+    }
+
+    deinit { scratch.deallocate() }
+
+    public func prepare() throws { try session.start() }
+
+    public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        let n = block.frameCount
+        var done = 0
+        while done < n {
+            let room = rings.map(\.endpoint.availableToWrite).min() ?? 0
+            if room == 0 {
+                _ = session.outputWake.wait(timeout: 0.05)
+                session.poll()
+                if !session.isAvailable { return }  // no server: the audio has nowhere to go
+                continue
+            }
+            let m = min(room, n - done)
+            for (c, ring) in rings.enumerated() {
+                if channels == 1 {
+                    _ = ring.endpoint.write(block.samples.baseAddress! + done, count: m)
+                } else {
+                    for i in 0..<m { scratch[i] = block.samples[(done + i) * channels + c] }
+                    _ = ring.endpoint.write(scratch, count: m)
+                }
+            }
+            done += m
+        }
+    }
+
+    /// At the end, wait until what was queued has been played (the ring drains at the server's pace).
+    public func finish(output: NodeOutput) throws {
+        let deadline = Date().addingTimeInterval(Double(capacity) / Double(session.sampleRate) + 1)
+        while session.isAvailable, rings.contains(where: { $0.endpoint.availableToRead > 0 }), Date() < deadline {
+            _ = session.outputWake.wait(timeout: 0.05)
+            session.poll()
+        }
+    }
+
+    public func close() { session.close() }
+}

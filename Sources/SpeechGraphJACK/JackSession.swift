@@ -1,0 +1,419 @@
+import CJack
+import Foundation
+import SpeechGraphCore
+import Synchronization
+
+/// What JACK's notification thread tells the graph thread: set by callbacks, read by `JackSession.poll`.
+struct Notifications: ~Copyable {
+    let serverGone = Atomic<Bool>(false)
+    let xruns = Atomic<Int>(0)
+    let portsChanged = Atomic<Bool>(false)
+    let sampleRate: Atomic<Int>
+    let bufferSize = Atomic<Int>(0)
+    init(sampleRate: Int) { self.sampleRate = Atomic(sampleRate) }
+}
+
+/// JACK's metadata keys (the C globals are not concurrency-safe to read from Swift 6).
+enum Metadata {
+    static let prettyName = "http://jackaudio.org/metadata/pretty-name"
+    static let order = "http://jackaudio.org/metadata/order"
+    static let portGroup = "http://jackaudio.org/metadata/port-group"
+    static let signalType = "http://jackaudio.org/metadata/signal-type"
+}
+
+private func onShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
+    guard let argument else { return }
+    let session = argument.assumingMemoryBound(to: SessionCallbacks.self)
+    if let reason {
+        let n = min(strlen(reason), SessionCallbacks.reasonCapacity - 1)
+        session.pointee.reason.update(from: reason, count: n)
+        session.pointee.reason[n] = 0
+    }
+    session.pointee.notifications.pointee.serverGone.store(true, ordering: .releasing)
+    session.pointee.realtime.pointee.inputWake.post()
+    session.pointee.realtime.pointee.outputWake.post()
+}
+
+private func onXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
+    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.xruns.add(1, ordering: .relaxed)
+    return 0
+}
+
+private func onPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?) {
+    guard registered != 0 else { return }
+    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.portsChanged
+        .store(true, ordering: .releasing)
+}
+
+private func onBufferSize(_ frames: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.bufferSize
+        .store(Int(frames), ordering: .relaxed)
+    return 0
+}
+
+private func onSampleRate(_ rate: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.sampleRate
+        .store(Int(rate), ordering: .relaxed)
+    return 0
+}
+
+/// What the non-process callbacks reach through their argument.
+struct SessionCallbacks {
+    var notifications: UnsafeMutablePointer<Notifications>
+    var realtime: UnsafeMutablePointer<RealtimeState>
+    /// The shutdown reason, copied out of JACK's string.
+    var reason: UnsafeMutablePointer<CChar>
+    static let reasonCapacity = 256
+}
+
+/// One JACK client shared by every jack.* node of a running graph: its ports, their rings, the
+/// real-time state, and the way back when the server goes away and returns.
+///
+/// Thread contract: everything here runs on the graph thread, except the C callbacks above (JACK's
+/// threads), which only store atomics and post wake signals.
+public final class JackSession: @unchecked Sendable {
+    public enum Change: Equatable {
+        /// The server went away; the reason JACK gave.
+        case lost(String)
+        /// A server is back; ports are registered again and connections restored. Seconds it was away.
+        case restored(Double)
+        /// Audio the server lost (xruns reported since the last poll).
+        case xruns(Int)
+        /// The server came back at another rate than the graph was planned for.
+        case rateChanged(from: Int, to: Int)
+    }
+
+    struct PortSpec {
+        var name: String
+        var prettyName: String
+        var group: String
+        var order: Int
+        var isInput: Bool
+        var connect: [String]
+        var ring: AudioRing
+        var prebufferFrames: Int
+    }
+
+    public let requestedName: String
+    public private(set) var clientName: String
+    public let serverName: String?
+    /// The rate the graph was planned at.
+    public let sampleRate: Int
+    public private(set) var isAvailable = false
+    public private(set) var bufferSize = 0
+
+    private var client: OpaquePointer?
+    private var specs: [PortSpec] = []
+    private var ports: [OpaquePointer?] = []
+    private var started = false
+    private var lostAt: Date?
+    private var lastAttempt = Date.distantPast
+    private var xrunsSeen = 0
+    private var planningRateMismatch: (Int, Int)?
+
+    let inputWake = WakeSignal()
+    let outputWake = WakeSignal()
+    let gapRing = SPSCRing<GapRecord>(minimumCapacity: 256)
+    private let realtime: UnsafeMutablePointer<RealtimeState>
+    private let notifications: UnsafeMutablePointer<Notifications>
+    private let callbacks: UnsafeMutablePointer<SessionCallbacks>
+    private let reason: UnsafeMutablePointer<CChar>
+    private let inputPorts: UnsafeMutablePointer<RealtimePort>
+    private let outputPorts: UnsafeMutablePointer<RealtimePort>
+    private let running: UnsafeMutablePointer<Atomic<Bool>>
+    private let underruns: UnsafeMutablePointer<Atomic<Int>>
+    private let overruns: UnsafeMutablePointer<Atomic<Int>>
+    private let timing: UnsafeMutablePointer<CallbackTiming>
+    private let timingBuckets: UnsafeMutablePointer<Int>
+
+    /// Makes the session; nothing talks to JACK until `start`.
+    public init(name: String, sampleRate: Int, server: String? = nil, measureCallback: Bool = false) {
+        requestedName = name
+        clientName = name
+        serverName = server
+        self.sampleRate = sampleRate
+        let dummy = SPSCRing<Float>(minimumCapacity: 2)
+        inputPorts = .allocate(capacity: RealtimeState.maxPorts)
+        outputPorts = .allocate(capacity: RealtimeState.maxPorts)
+        for i in 0..<RealtimeState.maxPorts {
+            (inputPorts + i).initialize(to: RealtimePort(port: nil, ring: dummy.endpoint, isPlaying: false, prebufferFrames: 0))
+            (outputPorts + i).initialize(to: RealtimePort(port: nil, ring: dummy.endpoint, isPlaying: false, prebufferFrames: 0))
+        }
+        placeholderRing = dummy
+        running = .allocate(capacity: 1)
+        running.initialize(to: Atomic(false))
+        underruns = .allocate(capacity: 1)
+        underruns.initialize(to: Atomic(0))
+        overruns = .allocate(capacity: 1)
+        overruns.initialize(to: Atomic(0))
+        timingBuckets = .allocate(capacity: CallbackTiming.bucketCount)
+        timingBuckets.initialize(repeating: 0, count: CallbackTiming.bucketCount)
+        timing = .allocate(capacity: 1)
+        timing.initialize(to: CallbackTiming(buckets: timingBuckets, maxNanoseconds: 0, count: 0))
+        realtime = .allocate(capacity: 1)
+        realtime.initialize(to: RealtimeState(
+            inputs: inputPorts, inputCount: 0, outputs: outputPorts, outputCount: 0,
+            inputWake: inputWake.endpoint, outputWake: outputWake.endpoint, gaps: gapRing.endpoint,
+            running: running, underruns: underruns, overruns: overruns, timing: timing, timingEnabled: measureCallback))
+        notifications = .allocate(capacity: 1)
+        notifications.initialize(to: Notifications(sampleRate: sampleRate))
+        reason = .allocate(capacity: SessionCallbacks.reasonCapacity)
+        reason.initialize(repeating: 0, count: SessionCallbacks.reasonCapacity)
+        callbacks = .allocate(capacity: 1)
+        callbacks.initialize(to: SessionCallbacks(notifications: notifications, realtime: realtime, reason: reason))
+    }
+
+    private let placeholderRing: AudioRing
+
+    deinit {
+        close()
+        // Freed only after jack_client_close: the callbacks may run until then.
+        realtime.deinitialize(count: 1); realtime.deallocate()
+        notifications.deinitialize(count: 1); notifications.deallocate()
+        callbacks.deinitialize(count: 1); callbacks.deallocate()
+        reason.deallocate()
+        inputPorts.deinitialize(count: RealtimeState.maxPorts); inputPorts.deallocate()
+        outputPorts.deinitialize(count: RealtimeState.maxPorts); outputPorts.deallocate()
+        running.deinitialize(count: 1); running.deallocate()
+        underruns.deinitialize(count: 1); underruns.deallocate()
+        overruns.deinitialize(count: 1); overruns.deallocate()
+        timing.deinitialize(count: 1); timing.deallocate()
+        timingBuckets.deallocate()
+    }
+
+    /// Declares a port before `start`. Returns its index among the inputs or outputs.
+    @discardableResult
+    func addPort(name: String, prettyName: String, group: String, order: Int, isInput: Bool, connect: [String],
+                 ring: AudioRing, prebufferFrames: Int = 0) throws -> Int {
+        guard specs.filter({ $0.isInput == isInput }).count < RealtimeState.maxPorts else {
+            throw SpeechGraphError("at most \(RealtimeState.maxPorts) JACK \(isInput ? "input" : "output") ports")
+        }
+        guard !specs.contains(where: { $0.name == name }) else {
+            throw SpeechGraphError("two JACK ports named '\(name)': give the nodes different 'port' names")
+        }
+        specs.append(PortSpec(name: name, prettyName: prettyName, group: group, order: order, isInput: isInput,
+                              connect: connect, ring: ring, prebufferFrames: prebufferFrames))
+        return specs.filter { $0.isInput == isInput }.count - 1
+    }
+
+    /// Opens the client, registers every port, activates, and makes the connections asked for.
+    /// Idempotent: every jack.* node calls it from `prepare`.
+    public func start() throws {
+        guard !started else { return }
+        started = true
+        try open(initial: true)
+    }
+
+    private func open(initial: Bool) throws {
+        JackSession.silenceLibjack()
+        var status = jack_status_t(0)
+        let options = jack_options_t(JackNoStartServer.rawValue)
+        guard let c = speechgraph_jack_client_open(requestedName, options, &status, serverName) else {
+            if initial {
+                throw SpeechGraphError(Self.noServerMessage(serverName))
+            }
+            return
+        }
+        client = c
+        clientName = String(cString: jack_get_client_name(c))
+        let rate = Int(jack_get_sample_rate(c))
+        if rate != sampleRate {
+            jack_client_close(c)
+            client = nil
+            if initial {
+                throw SpeechGraphError("the JACK server runs at \(rate) Hz but the graph was planned for \(sampleRate) Hz")
+            }
+            planningRateMismatch = (sampleRate, rate)
+            return
+        }
+        bufferSize = Int(jack_get_buffer_size(c))
+        notifications.pointee.serverGone.store(false, ordering: .releasing)
+        notifications.pointee.bufferSize.store(bufferSize, ordering: .relaxed)
+
+        // Ports, in the real-time state before activation (the callback is not running yet).
+        ports = []
+        var inputs = 0, outputs = 0
+        for spec in specs {
+            let flags = UInt(spec.isInput ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
+            guard let port = jack_port_register(c, spec.name, JACK_DEFAULT_AUDIO_TYPE, flags, 0) else {
+                closeClient()
+                throw SpeechGraphError("JACK refused to register port '\(spec.name)'")
+            }
+            ports.append(port)
+            let uuid = jack_port_uuid(port)
+            _ = jack_set_property(c, uuid, Metadata.prettyName, spec.prettyName, "text/plain")
+            _ = jack_set_property(c, uuid, Metadata.order, String(spec.order), "http://www.w3.org/2001/XMLSchema#integer")
+            _ = jack_set_property(c, uuid, Metadata.portGroup, spec.group, "text/plain")
+            _ = jack_set_property(c, uuid, Metadata.signalType, "AUDIO", "text/plain")
+            let rt = RealtimePort(port: port, ring: spec.ring.endpoint, isPlaying: false, prebufferFrames: spec.prebufferFrames)
+            if spec.isInput { inputPorts[inputs] = rt; inputs += 1 } else { outputPorts[outputs] = rt; outputs += 1 }
+        }
+        realtime.pointee.inputCount = inputs
+        realtime.pointee.outputCount = outputs
+
+        let argument = UnsafeMutableRawPointer(callbacks)
+        jack_set_process_callback(c, speechgraphProcess, UnsafeMutableRawPointer(realtime))
+        jack_on_info_shutdown(c, onShutdown, argument)
+        jack_set_xrun_callback(c, onXrun, argument)
+        jack_set_port_registration_callback(c, onPortRegistration, argument)
+        jack_set_buffer_size_callback(c, onBufferSize, argument)
+        jack_set_sample_rate_callback(c, onSampleRate, argument)
+        running.pointee.store(true, ordering: .releasing)
+        guard jack_activate(c) == 0 else {
+            closeClient()
+            throw SpeechGraphError("JACK could not activate client '\(clientName)'")
+        }
+        isAvailable = true
+        xrunsSeen = notifications.pointee.xruns.load(ordering: .relaxed)
+        connectAll()
+    }
+
+    static func noServerMessage(_ server: String?) -> String {
+        "no JACK server is running\(server.map { " named '\($0)'" } ?? "") (start one with jackd, qjackctl or "
+            + "PipeWire's JACK support, or set JACK_DEFAULT_SERVER)"
+    }
+
+    /// Connects every port to the ports matching its `connect` patterns that exist now (again when ports appear).
+    private func connectAll() {
+        guard let c = client else { return }
+        for (spec, port) in zip(specs, ports) where !spec.connect.isEmpty {
+            guard let port else { continue }
+            let mine = String(cString: jack_port_name(port))
+            for pattern in spec.connect {
+                // JACK matches port names with a regular expression; our patterns are shell globs.
+                let regex = "^" + NSRegularExpression.escapedPattern(for: pattern)
+                    .replacingOccurrences(of: "\\*", with: ".*").replacingOccurrences(of: "\\?", with: ".") + "$"
+                let want = UInt(spec.isInput ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
+                guard let names = jack_get_ports(c, regex, JACK_DEFAULT_AUDIO_TYPE, want) else { continue }
+                var i = 0
+                while let name = names[i] {
+                    let other = String(cString: name)
+                    if other != mine {
+                        if spec.isInput { _ = jack_connect(c, other, mine) } else { _ = jack_connect(c, mine, other) }
+                    }
+                    i += 1
+                }
+                jack_free(UnsafeMutableRawPointer(mutating: names))
+            }
+        }
+    }
+
+    private var changes: [Change] = []
+
+    /// What changed since the last call (for jack.input, which turns changes into events).
+    public func takeChanges() -> [Change] {
+        defer { changes.removeAll() }
+        return changes
+    }
+
+    /// Called often from the graph thread (by any jack.* node): notices a lost server, reconnects after
+    /// a loss (trying every 250 ms), re-applies connection patterns when ports appear. What changed is
+    /// kept for `takeChanges`.
+    public func poll() {
+        if isAvailable && notifications.pointee.serverGone.load(ordering: .acquiring) {
+            running.pointee.store(false, ordering: .releasing)
+            isAvailable = false
+            lostAt = Date()
+            let why = String(cString: reason)
+            closeClient()
+            changes.append(.lost(why.isEmpty ? "the JACK server stopped" : "the JACK server stopped: \(why)"))
+        }
+        if !isAvailable, started, Date().timeIntervalSince(lastAttempt) >= 0.25 {
+            lastAttempt = Date()
+            try? open(initial: false)
+            if let (from, to) = planningRateMismatch {
+                planningRateMismatch = nil
+                changes.append(.rateChanged(from: from, to: to))
+            }
+            if isAvailable { changes.append(.restored(Date().timeIntervalSince(lostAt ?? Date()))) }
+        }
+        if isAvailable {
+            let xruns = notifications.pointee.xruns.load(ordering: .relaxed)
+            if xruns > xrunsSeen {
+                changes.append(.xruns(xruns - xrunsSeen))
+                xrunsSeen = xruns
+            }
+            if notifications.pointee.portsChanged.exchange(false, ordering: .acquiringAndReleasing) { connectAll() }
+            bufferSize = notifications.pointee.bufferSize.load(ordering: .relaxed)
+        }
+    }
+
+    /// The next recorded input gap, if any.
+    func nextGap() -> GapRecord? {
+        var record = GapRecord(ringIndex: 0, frames: 0)
+        return gapRing.endpoint.readExactly(into: &record, count: 1) ? record : nil
+    }
+
+    public var underrunCount: Int { underruns.pointee.load(ordering: .relaxed) }
+
+    /// xruns the server reported since the session started.
+    public var xrunCount: Int { notifications.pointee.xruns.load(ordering: .relaxed) }
+
+    /// One line of figures for `speechgraph run --stats`.
+    public var statisticsLine: String {
+        let d = callbackDurations()
+        var line = "jack: client \(clientName), \(sampleRate) Hz, period \(bufferSize) frames; overrun_frames \(overrunFrames), "
+            + "xruns \(xrunCount), underruns \(underrunCount)"
+        if d.count > 0 {
+            line += String(format: "; callback_us p50 %.1f p99 %.1f max %.1f over %d callbacks", d.p50, d.p99, d.max, d.count)
+        }
+        return line
+    }
+
+    /// The thread JACK runs the process callback on, while the client is active.
+    public var processThread: pthread_t? {
+        guard let client else { return nil }
+        return jack_client_thread_id(client)
+    }
+
+    /// Input frames dropped because the rings were full (overruns) since the session started.
+    public var overrunFrames: Int { overruns.pointee.load(ordering: .relaxed) }
+
+    /// Callback durations so far: (p50, p99, max) in microseconds, and the number of callbacks.
+    /// Read it after `close` (or while running, as an estimate).
+    public func callbackDurations() -> (p50: Double, p99: Double, max: Double, count: Int) {
+        let t = timing.pointee
+        guard t.count > 0 else { return (0, 0, 0, 0) }
+        func percentile(_ p: Double) -> Double {
+            let target = Int((Double(t.count) * p).rounded(.up))
+            var seen = 0
+            for b in 0..<CallbackTiming.bucketCount {
+                seen += t.buckets[b]
+                if seen >= target { return Double(b) + 0.5 }
+            }
+            return Double(CallbackTiming.bucketCount)
+        }
+        return (percentile(0.5), percentile(0.99), Double(t.maxNanoseconds) / 1000, t.count)
+    }
+
+    private func closeClient() {
+        running.pointee.store(false, ordering: .releasing)
+        if let c = client { jack_client_close(c) }
+        client = nil
+        ports = []
+    }
+
+    public func close() {
+        closeClient()
+        isAvailable = false
+    }
+
+    /// libjack prints its own complaints ("Cannot connect to server socket ...") on stderr; speechgraph
+    /// says what went wrong itself, once.
+    static func silenceLibjack() {
+        jack_set_error_function { _ in }
+        jack_set_info_function { _ in }
+    }
+
+    /// The running server's sample rate, for planning: opens a short-lived client.
+    public static func serverSampleRate(server: String? = nil) throws -> Int {
+        silenceLibjack()
+        var status = jack_status_t(0)
+        guard let c = speechgraph_jack_client_open("speechgraph-probe", jack_options_t(JackNoStartServer.rawValue),
+                                                   &status, server) else {
+            throw SpeechGraphError(noServerMessage(server))
+        }
+        defer { jack_client_close(c) }
+        return Int(jack_get_sample_rate(c))
+    }
+}

@@ -1,2 +1,0 @@
-// The JACK node family; see JackClient.swift.
-import SpeechGraphCore

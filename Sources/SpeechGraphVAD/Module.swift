@@ -1,2 +1,0 @@
-// Voice activity detection; see VADNode.swift.
-import SpeechGraphCore

@@ -1,0 +1,128 @@
+import ArgumentParser
+import Foundation
+import SpeechGraphNodes
+
+extension SpeechgraphCommand {
+    struct VAD: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "vad",
+            abstract: "Detect speech in audio files and print the regions.",
+            discussion: """
+                Each file runs through the graph file.input -> vad -> collect, with converters to 16 kHz mono \
+                where the file differs. See docs/vad.md for the detector and its parameters.
+
+                Formats: tsv ('start_s<TAB>end_s' per region, in seconds with 3 decimals, as \
+                ../shared/tools/vad_score.py reads them; with several files a third column names the file), \
+                jsonl (the speechStarted and speechEnded events, see docs/events.md).
+
+                A file that cannot be read is reported and skipped; the others are still processed, and the \
+                exit status is then 1. A wrong parameter exits with 2 before anything runs.
+                """)
+
+        enum Format: String, ExpressibleByArgument, CaseIterable { case tsv, jsonl }
+
+        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count).") var files: [String]
+        @Option(help: "Output format: tsv or jsonl.") var format: Format = .tsv
+        @Option(help: "Detector preset: sensitive, normal or strict.") var preset: VADPreset?
+        @Option(name: .customLong("set"),
+                help: ArgumentHelp("Set a vad parameter, as param=value (repeatable): threshold=2dB, hangover=400ms, "
+                                   + "min-speech, min-silence, pre-roll.", valueName: "param=value"))
+        var parameters: [String] = []
+
+        func validate() throws {
+            if files.isEmpty { throw ValidationError("give at least one audio file") }
+        }
+
+        func run() throws {
+            var registry = BuiltinNodes.registry()
+            try registry.register(EventCollector.type)
+            let planner = GraphPlanner(registry: registry)
+            var overrides: [GraphPlanner.Override] = []
+            for text in parameters {
+                guard let o = GraphPlanner.Override.parse("vad." + text) else {
+                    printError("speechgraph: error: --set expects param=value, got '\(text)'")
+                    throw Reported(code: Exit.usage)
+                }
+                overrides.append(o)
+            }
+            // Parameters are checked once, before any file is read: a mistake there is a usage error.
+            do {
+                _ = try planner.validate(graph(for: files[0]), overrides: overrides)
+            } catch let error as GraphError {
+                for d in error.diagnostics where d.severity == .error { printError("speechgraph: error: \(d.message)") }
+                throw Reported(code: Exit.usage)
+            }
+
+            let signals = SignalHandling()
+            let progress = Progress()
+            let out = TextOutput.standardOutput()
+            var failures = 0
+            for (index, file) in files.enumerated() {
+                if signals.stop.isRequested { break }
+                do {
+                    let plan = try planner.plan(graph(for: file), overrides: overrides)
+                    let runner = try GraphRunner(plan: plan, registry: registry)
+                    try runner.run(stop: signals.stop) { fraction in
+                        progress.update(String(format: "[%d/%d] %@ %3.0f%%", index + 1, files.count, file, fraction * 100))
+                    }
+                    progress.clear()
+                    for w in runner.warnings {
+                        printError("speechgraph: warning: \(w)")
+                        failures += 1
+                    }
+                    guard let collector = runner.node(named: "out") as? EventCollector else { continue }
+                    switch format {
+                    case .jsonl:
+                        for event in collector.events { out.write(JSONLines.line(for: event, source: file) + "\n") }
+                    case .tsv:
+                        var start: Double?
+                        for event in collector.events {
+                            switch event {
+                            case .speechStarted(_, let time): start = time
+                            case .speechEnded(_, let time):
+                                guard let s = start else { continue }
+                                out.write(String(format: "%.3f\t%.3f", s, time) + (files.count > 1 ? "\t\(file)\n" : "\n"))
+                                start = nil
+                            default: break
+                            }
+                        }
+                    }
+                    out.flush()
+                } catch let error as SpeechGraphError {
+                    reportFailure(error)
+                    failures += 1
+                } catch let error as GraphError {
+                    progress.clear()
+                    for d in error.diagnostics { printError("speechgraph: error: \(d.message)") }
+                    failures += 1
+                }
+            }
+            if failures > 0 { throw Reported(code: Exit.failure) }
+        }
+
+        private func graph(for file: String) -> GraphSpec {
+            let here = SourceLocation(file: "<vad>", line: 1, column: 1)
+            func located(_ s: String) -> Located<String> { Located(s, at: here) }
+            func param(_ name: String, _ value: ValueLiteral) -> ParameterAssignment {
+                ParameterAssignment(name: located(name), value: Located(value, at: here))
+            }
+            var vad: [ParameterAssignment] = []
+            if let preset { vad.append(param("preset", .word(preset.rawValue))) }
+            let nodes = [
+                NodeDeclaration(name: located("src"), type: located("file.input"), parameters: [param("path", .string(file))],
+                                location: here),
+                NodeDeclaration(name: located("vad"), type: located("vad"), parameters: vad, location: here),
+                NodeDeclaration(name: located("out"), type: located("collect"), parameters: [], location: here),
+            ]
+            func endpoint(_ node: String, _ port: String?) -> Endpoint {
+                Endpoint(node: located(node), port: port.map(located))
+            }
+            return GraphSpec(file: "<vad>", nodes: nodes, edges: [
+                EdgeDeclaration(from: endpoint("src", nil), to: endpoint("vad", nil), location: here),
+                EdgeDeclaration(from: endpoint("vad", "events"), to: endpoint("out", nil), location: here),
+            ])
+        }
+    }
+}
+
+extension VADPreset: ExpressibleByArgument {}

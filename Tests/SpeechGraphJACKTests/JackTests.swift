@@ -1,0 +1,261 @@
+import CMallocCounter
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Testing
+
+/// Every test that talks to JACK, one at a time, against one private dummy server.
+@Suite(.serialized) final class JackTests {
+    let server = JackServer()
+    let dir = TemporaryDirectory()
+    let sentence = "please call my mother at seven in the evening"
+
+    init() throws {
+        setenv("JACK_DEFAULT_SERVER", JackServer.name, 1)
+        setenv("JACK_NO_AUDIO_RESERVATION", "1", 1)
+    }
+
+    deinit { server.stop() }
+
+    var env: [String: String] { ["JACK_DEFAULT_SERVER": JackServer.name] }
+
+    func speech(repeats: Int = 1) throws -> String {
+        let one = dir.path("call.wav")
+        if !FileManager.default.fileExists(atPath: one) { try TestSpeech.synthesize(sentence, to: one) }
+        guard repeats > 1 else { return one }
+        let many = dir.path("call\(repeats).wav")
+        try TestSpeech.sox(Array(repeating: one, count: repeats) + [many])
+        return many
+    }
+
+    @Test func withoutAServerRunFailsWithOneClearMessage() throws {
+        server.stop()
+        let r = try Run.speechgraph(["run", "graphs/live.graph"], environment: ["JACK_DEFAULT_SERVER": "speechgraph-absent"],
+                                    timeout: 30)
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("no JACK server is running named 'speechgraph-absent'"))
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        #expect(!r.signaled)
+    }
+
+    @Test func speechPlayedThroughJackIsTranscribed() throws {
+        try server.start()
+        let wav = try speech()
+        try TestSpeech.sox([wav, "-r", "44100", dir.path("call44.wav")])
+        let log = dir.path("live.jsonl")
+        let r = try Run.speechgraph(["run", "graphs/jack-demo.graph", "--duration", "5"],
+                                    environment: env.merging(["DEMO_AUDIO": dir.path("call44.wav"), "DEMO_LOG": log]) { $1 },
+                                    timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let text = r.stdout.split(separator: "\n").filter { $0.hasPrefix("[") }.joined(separator: " ")
+        #expect(wordErrorRate(reference: sentence, hypothesis: text.replacing(/\[[^\]]*\]/, with: "")) <= 0.25, "\(r.stdout)")
+        let lines = contents(log).split(separator: "\n")
+        #expect(lines.contains { $0.contains(#""type":"result""#) && $0.contains(#""isFinal":true"#) })
+    }
+
+    @Test func portsNamesMetadataAndConnections() throws {
+        try server.start()
+        var listing = "", properties = "", connections = "", lateConnections = ""
+        // Two clients asking for the same name: JACK makes the second unique. The first connects to
+        // system:capture_1 at start, and to jack-play:out_* when such a port appears later.
+        let first = try Process.launchSpeechgraph(["run", "graphs/live.graph", "--name", "sgt", "--duration", "16"],
+                                                  environment: env.merging(["SPEECHGRAPH_CAPTURE": "system:capture_1,jack-play*:out_*"]) { $1 },
+                                                  output: dir.path("first.out"))
+        let registered = Date().addingTimeInterval(8)
+        while try !server.lsp().contains("sgt:in_1") && Date() < registered { usleep(50_000) }
+        let second = try Process.launchSpeechgraph(["run", "graphs/live.graph", "--name", "sgt", "--duration", "16"],
+                                                   environment: env, output: dir.path("second.out"))
+        Thread.sleep(forTimeInterval: 3)
+        listing = try server.lsp()
+        properties = try Run.process("/usr/bin/jack_property", ["--port", "-l", "sgt:in_1"], environment: env, timeout: 10).stdout
+        connections = try server.lsp(["-c"])
+        // A client that appears later: jack-play (jack-tools), whose port is jack-play-PID:out_1.
+        let third = Process()
+        third.executableURL = URL(fileURLWithPath: "/usr/bin/jack-play")
+        third.arguments = [try speech(repeats: 4)]
+        third.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        third.standardOutput = FileHandle.nullDevice
+        third.standardError = FileHandle.nullDevice
+        try third.run()
+        let deadline = Date().addingTimeInterval(8)
+        repeat {
+            usleep(100_000)
+            lateConnections = try server.lsp(["-c"])
+        } while lateConnections.firstMatch(of: /jack-play-\d+:out_1\n   sgt:in_1/) == nil && Date() < deadline
+        if third.isRunning { kill(third.processIdentifier, SIGTERM) }
+        for p in [first, second, third] { p.waitUntilExit() }
+        #expect(listing.contains("sgt:in_1"))
+        #expect(listing.contains("sgt-01:in_1"))
+        #expect(properties.contains("pretty-name") && properties.contains("mic 1"), "\(properties)")
+        #expect(properties.contains("port-group"))
+        #expect(connections.contains("system:capture_1\n   sgt:in_1"), "\(connections)")
+        #expect(lateConnections.firstMatch(of: /jack-play-\d+:out_1\n   sgt:in_1/) != nil, "\(lateConnections)")
+        #expect(first.terminationStatus == 0 && second.terminationStatus == 0)
+    }
+
+    @Test func serverLossFinishesTheUtteranceAndReturnIsFollowed() throws {
+        try server.start()
+        let wav = try speech(repeats: 6)
+        let out = dir.path("loss.out"), log = dir.path("loss.jsonl")
+        let p = try Process.launchSpeechgraph(["run", "graphs/jack-demo.graph", "--duration", "14"],
+                                              environment: env.merging(["DEMO_AUDIO": wav, "DEMO_LOG": log]) { $1 }, output: out)
+        Thread.sleep(forTimeInterval: 4)
+        server.stop()  // mid-utterance: the demo speech plays for 17 s
+        let lostDeadline = Date().addingTimeInterval(3)
+        while !contents(out).contains("recognition not available") && Date() < lostDeadline { usleep(20_000) }
+        Thread.sleep(forTimeInterval: 1)
+        try server.start()
+        let back = Date()
+        var seenBack: Date?
+        while Date().timeIntervalSince(back) < 5 {
+            if contents(out).contains("recognition available") { seenBack = Date(); break }
+            usleep(20_000)
+        }
+        p.waitUntilExit()
+        let stdout = contents(out)
+        #expect(p.terminationStatus == 0)
+        // The utterance in flight was delivered, then the loss was shown, then the return.
+        let lines = stdout.split(separator: "\n").map(String.init)
+        let lostIndex = try #require(lines.firstIndex { $0.contains("recognition not available") }, "\(stdout)")
+        #expect(lines[..<lostIndex].contains { $0.hasPrefix("[") && $0.contains("please") }, "\(stdout)")
+        let backIndex = try #require(lines.firstIndex { $0.contains("-- recognition available") }, "\(stdout)")
+        #expect(backIndex > lostIndex)
+        let reconnect = try #require(seenBack).timeIntervalSince(back)
+        print("JACK server back: speechgraph reconnected after \(String(format: "%.2f", reconnect)) s")
+        #expect(reconnect <= 2)
+        // And it transcribes again afterwards.
+        #expect(lines[backIndex...].contains { $0.hasPrefix("[") && $0.contains("mother") }, "\(stdout)")
+        let events = contents(log).split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let availability = events.filter { $0["type"] as? String == "availability" }.map { $0["isAvailable"] as? Bool }
+        #expect(availability == [false, true])
+        #expect(events.contains { $0["type"] as? String == "gap" && ($0["reason"] as? String)?.contains("unavailable") == true })
+    }
+
+    /// The process callback allocates nothing: every allocation on JACK's process thread is counted
+    /// for 10 s of a graph that plays speech out and records it back in, with recognition running.
+    @Test func theProcessThreadDoesNotAllocate() throws {
+        try server.start()
+        // The counter is in place: it sees this thread's allocations when watching it.
+        sg_malloc_counter_watch(pthread_self())
+        let probe = malloc(64)
+        free(probe)
+        #expect(sg_malloc_counter_count() >= 1)
+        sg_malloc_counter_unwatch()
+
+        let wav = try speech(repeats: 4)
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        let spec = try GraphParser.parse("""
+            node player = file.input { path: "\(wav)", realtime: true }
+            node speak = jack.output { port: "play", connect: "speechgraph-alloc:in_1" }
+            node mic = jack.input
+            node asr = recognizer
+            node out = collect
+            player -> speak
+            mic -> asr -> out
+            """, file: "alloc.graph", environment: [:])
+        let plan = try GraphPlanner(registry: registry).plan(spec)
+        let resources = GraphResources(settings: ["jack.name": "speechgraph-alloc"])
+        let runner = try GraphRunner(plan: plan, registry: registry, resources: resources)
+        let stop = StopSignal()
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let unsafeRunner = runner
+        nonisolated(unsafe) var failure: (any Error)?
+        Thread.detachNewThread {
+            do { try unsafeRunner.run(stop: stop) } catch { failure = error }
+            done.signal()
+        }
+        let session = resources.shared("jack.session") { JackSession(name: "unused", sampleRate: 48000) }
+        let ready = Date().addingTimeInterval(5)
+        while session.processThread == nil && Date() < ready { usleep(10_000) }
+        let thread = try #require(session.processThread)
+        Thread.sleep(forTimeInterval: 0.5)  // past start-up
+        sg_malloc_counter_watch(thread)
+        Thread.sleep(forTimeInterval: 10)
+        let allocations = sg_malloc_counter_count()
+        sg_malloc_counter_unwatch()
+        stop.request()
+        done.wait()
+        #expect(failure == nil)
+        print("allocations on the JACK process thread over 10 s: \(allocations)")
+        #expect(allocations == 0)
+        let collector = runner.node(named: "out") as! EventCollector
+        #expect(collector.finalResults.count == 1)
+        #expect(collector.finalResults.first?.text.contains("mother") == true)
+    }
+
+    /// When the graph cannot keep up, periods are dropped on the JACK side (the RT thread never waits)
+    /// and gap events say which stretch of audio was lost; stream time stays on the audio clock.
+    @Test func fallingBehindBecomesGapEvents() throws {
+        try server.start()
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        try registry.register(SlowSink.type)
+        let spec = try GraphParser.parse("""
+            node mic = jack.input { buffer: 50 ms }
+            node slow = test.slow
+            node out = collect
+            mic -> slow
+            mic.events -> out
+            """, file: "slow.graph", environment: [:])
+        let plan = try GraphPlanner(registry: registry).plan(spec)
+        let runner = try GraphRunner(plan: plan, registry: registry,
+                                     resources: GraphResources(settings: ["jack.name": "speechgraph-slow"]))
+        let stop = StopSignal()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { stop.request() }
+        try runner.run(stop: stop)
+        let gaps = (runner.node(named: "out") as! EventCollector).events.compactMap { e -> TimeRange? in
+            if case .gap(_, let r, let reason) = e, reason.hasPrefix("overrun") { return r }
+            return nil
+        }
+        #expect(!gaps.isEmpty)
+        #expect(gaps.allSatisfy { $0.duration > 0 })
+        let slow = runner.node(named: "slow") as! SlowSink
+        // Audio and gaps tile the timeline: each block starts where the audio before it, plus any gap, ended.
+        var expected: Int64 = 0
+        var gapIndex = 0
+        for (start, count) in slow.blocks {
+            while gapIndex < gaps.count, Int64((gaps[gapIndex].start * 48000).rounded()) == expected {
+                expected += Int64((gaps[gapIndex].duration * 48000).rounded())
+                gapIndex += 1
+            }
+            #expect(start == expected)
+            expected = start + Int64(count)
+        }
+        // Gaps not reached by a block came after the last one.
+        #expect(gaps[gapIndex...].allSatisfy { Int64(($0.start * 48000).rounded()) >= expected })
+    }
+}
+
+/// A sink too slow for live audio: 40 ms per block.
+final class SlowSink: GraphNode {
+    static let type = NodeType(
+        NodeDescriptor(typeName: "test.slow", summary: "", category: .sink,
+                       ports: [.audioInput("in", .any, doc: "")], parameters: []),
+        make: { _ in SlowSink() })
+    var blocks: [(Int64, Int)] = []
+    func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        blocks.append((block.startFrame, block.frameCount))
+        usleep(40_000)
+    }
+}
+
+extension Process {
+    /// Starts speechgraph with stdout to a file (read while it runs) and stderr to the same file + ".err".
+    static func launchSpeechgraph(_ arguments: [String], environment: [String: String], output: String) throws -> Process {
+        let p = Process()
+        p.executableURL = TestPaths.binary
+        p.arguments = arguments
+        p.currentDirectoryURL = TestPaths.packageRoot
+        p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        FileManager.default.createFile(atPath: output, contents: nil)
+        FileManager.default.createFile(atPath: output + ".err", contents: nil)
+        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: output + ".err"))
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return p
+    }
+}
