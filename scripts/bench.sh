@@ -60,3 +60,41 @@ def table(path):
 a, b = table(sys.argv[5]), table(sys.argv[6])
 print(f"transcripts_identical_to_batch {sum(a.get(k) == v for k, v in b.items())}/{len(b)} files")
 PY
+
+# The live path through JACK (issue 3).
+BIN=$BIN SHARED=$SHARED bash scripts/bench-jack.sh
+
+# Voice activity detection: frame F1 of `speechgraph vad` on the long-form corpus, scored by vad_score.py
+# (clean and 15 dB from ../shared, 5 and 0 dB made by scripts/vad-noise.sh), and the detector's CPU cost:
+# `speechgraph vad` on all of them against `speechgraph run` of a graph that only reads the same files
+# (16 kHz mono already: no converter in either), the difference over the audio's duration, median of RUNS.
+LONG=$SHARED/corpus/long
+if [ -f "$LONG/long.vad-labels.tsv" ]; then
+  bash scripts/vad-noise.sh "$work/vad-noisy" 5 0 2> /dev/null
+  vad_files=("$LONG/long_clean.wav" "$LONG/long_white15db.wav" "$LONG/long_pink15db.wav"
+             "$work/vad-noisy/long_white5db.wav" "$work/vad-noisy/long_pink5db.wav"
+             "$work/vad-noisy/long_white0db.wav" "$work/vad-noisy/long_pink0db.wav")
+  for f in "${vad_files[@]}"; do
+    "$BIN" vad "$f" > "$work/vad.tsv"
+    f1=$(python3 "$SHARED/tools/vad_score.py" --oneline "$LONG/long.vad-labels.tsv" "$work/vad.tsv" | sed -E 's/.*f1=([0-9.]+).*/\1/')
+    echo "vad_f1_$(basename "$f" .wav) $f1 F1"
+  done
+  : > "$work/read.graph"
+  for i in "${!vad_files[@]}"; do echo "node in$i = file.input { path: \"${vad_files[$i]}\" }" >> "$work/read.graph"; done
+  vad_cpu=() read_cpu=()
+  for i in $(seq "$RUNS"); do
+    echo "bench: run $i/$RUNS: speechgraph vad, the same files only read (${#vad_files[@]} files)" >&2
+    vad_cpu+=("$(cpu "$work/vad-all.tsv" "$BIN" vad "${vad_files[@]}")")
+    read_cpu+=("$(cpu "$work/read.out" "$BIN" run "$work/read.graph")")
+  done
+  audio=$(for f in "${vad_files[@]}"; do soxi -D "$f"; done | awk '{ s += $1 } END { print s }')
+  python3 - "${vad_cpu[*]}" "${read_cpu[*]}" "$audio" <<'PY'
+import statistics, sys
+vad = [float(x) for x in sys.argv[1].split()]
+read = [float(x) for x in sys.argv[2].split()]
+audio = float(sys.argv[3])
+print(f"vad_cpu_real_time {100 * statistics.median([a - b for a, b in zip(vad, read)]) / audio:.3f} %")
+PY
+else
+  echo "bench: $LONG/long.vad-labels.tsv not found: no VAD figures" >&2
+fi

@@ -11,6 +11,8 @@ public enum BuiltinNodes {
         FileInputNode.type,
         ResampleNode.type,
         DownmixNode.type,
+        LevelTapNode.type,
+        RecordTapNode.type,
         RecognizerNode.type,
         ConsoleSink.type,
         JSONLinesSink.type,

@@ -43,6 +43,13 @@ public enum JSONLines {
             o.add("isAvailable", available)
             o.add("reason", reason)
             if let source { o.add("source", source) }
+        case .level(let node, let time, let rms, let peak):
+            o.add("type", "level")
+            o.add("node", node)
+            o.addTime("time", time)
+            o.addRaw("rms", "[" + rms.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
+            o.addRaw("peak", "[" + peak.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
+            if let source { o.add("source", source) }
         }
         return o.text
     }

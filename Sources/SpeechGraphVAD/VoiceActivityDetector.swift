@@ -111,8 +111,8 @@ public final class VoiceActivityDetector {
     private var initCount = 0
 
     // Frame statistics awaiting smoothing (ring of `smoothing`), and their SNRs.
-    private var rawScores = [Double](repeating: 0, count: smoothing)
-    private var rawSNRs = [Double](repeating: 0, count: smoothing)
+    private let rawScores: UnsafeMutableBufferPointer<Double>
+    private let rawSNRs: UnsafeMutableBufferPointer<Double>
     /// Frames analysed so far.
     private var frameCount = 0
     private var longTermSNR = snrStart
@@ -157,7 +157,9 @@ public final class VoiceActivityDetector {
         noise = .allocate(capacity: Self.bins)
         previousSpeech = .allocate(capacity: Self.bins)
         presence = .allocate(capacity: Self.bins)
-        for b in [power, noise, previousSpeech, presence] { b.initialize(repeating: 0) }
+        rawScores = .allocate(capacity: Self.smoothing)
+        rawSNRs = .allocate(capacity: Self.smoothing)
+        for b in [power, noise, previousSpeech, presence, rawScores, rawSNRs] { b.initialize(repeating: 0) }
     }
 
     private static func makePlan(_ n: Int, _ input: UnsafeMutablePointer<Float>,
@@ -176,7 +178,7 @@ public final class VoiceActivityDetector {
         fftwPlanner.withLock { _ in fftwf_destroy_plan(OpaquePointer(bitPattern: address)) }
         fftwf_free(fftIn)
         fftwf_free(fftOut)
-        for b in [power, noise, previousSpeech, presence] { b.deallocate() }
+        for b in [power, noise, previousSpeech, presence, rawScores, rawSNRs] { b.deallocate() }
         hann.deallocate()
         history.deallocate()
     }
@@ -360,7 +362,7 @@ public final class VoiceActivityDetector {
         let c = t - h
         guard c >= 0 else { return }
         var sum = 0.0
-        for v in rawScores { sum += v }
+        for i in 0..<k { sum += rawScores[i] }
         // Frames before the first are zeros, as are the look-ahead frames `finish` adds.
         let x = sum / Double(k)
         let frameSNR = rawSNRs[c % k]

@@ -78,7 +78,13 @@ extension GraphPlan {
             lines.append(line)
         }
         lines.append("")
-        lines.append("threads: one graph thread runs every node above in order; no real-time rings (no JACK node).")
+        let live = nodes.filter { $0.typeName.hasPrefix("jack.") }.map(\.name)
+        let costly = nodes.filter { registry[$0.typeName]?.descriptor.prefersWorkerThread == true }.map(\.name)
+        var threads = "threads: one graph thread runs the nodes above in order"
+        if costly.count >= 2 { threads += "; \(costly.joined(separator: ", ")) each on a worker thread" }
+        threads += live.isEmpty ? "; no real-time rings (no JACK node)."
+            : "; JACK's real-time thread feeds \(live.joined(separator: ", ")) through one SPSC ring per port."
+        lines.append(threads)
         return lines.joined(separator: "\n") + "\n"
     }
 }

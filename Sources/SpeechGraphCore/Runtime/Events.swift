@@ -60,4 +60,6 @@ public enum GraphEvent: Sendable, Hashable {
     case gap(node: String, range: TimeRange, reason: String)
     /// Recognition became available or unavailable (an audio server went away or came back).
     case availability(node: String, isAvailable: Bool, reason: String)
+    /// Signal level over the interval ending at `time`: RMS and peak per channel, in dBFS.
+    case level(node: String, time: Double, rms: [Double], peak: [Double])
 }

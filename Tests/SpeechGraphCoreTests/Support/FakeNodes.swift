@@ -50,6 +50,7 @@ func describe(_ event: GraphEvent) -> String {
     case .speechEnded(_, let time): return "speech-ended@\(time)"
     case .gap(_, let range, let reason): return "gap@\(range.start):\(reason)"
     case .availability(_, let available, _): return "availability:\(available)"
+    case .level(_, let time, _, _): return "level@\(time)"
     }
 }
 
