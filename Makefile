@@ -14,7 +14,7 @@ DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx poc
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run run-offline test bench docs clean
+.PHONY: deps build run run-offline test test-tsan bench docs clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat)
 deps:
@@ -55,6 +55,13 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
 
+## test-tsan: the ring and wake-signal tests under ThreadSanitizer. ignore_interceptors_accesses=0
+## makes TSan check the ring's memmove copies too (by default it skips accesses inside memmove).
+test-tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	TSAN_OPTIONS=ignore_interceptors_accesses=0 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan \
+		--filter "SPSCRing|WakeSignal"
+
 ## bench: figures as 'name value unit', one per line
 bench: build
 	SHARED=$(SHARED) bash scripts/bench.sh
@@ -64,4 +71,4 @@ docs: build
 	$(BIN) nodes --markdown > docs/nodes.md
 
 clean:
-	rm -rf .build out
+	rm -rf .build .build-tsan out
