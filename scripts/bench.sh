@@ -98,3 +98,6 @@ PY
 else
   echo "bench: $LONG/long.vad-labels.tsv not found: no VAD figures" >&2
 fi
+
+# VAD endpointing: latency and memory (issue 4).
+BIN=$BIN SHARED=$SHARED bash scripts/bench-latency.sh

@@ -46,6 +46,7 @@ public final class FileInputNode: SourceNode {
     private var mono: UnsafeMutableBufferPointer<Float>
     private var framesEmitted: Int64 = 0
     private var wallStart: Double?
+    private let resources: GraphResources
     public private(set) var warnings: [String] = []
 
     public init(_ context: NodeContext) throws {
@@ -55,6 +56,7 @@ public final class FileInputNode: SourceNode {
         block = c.integer("block") ?? 1024
         realtime = c.bool("realtime") ?? false
         loops = c.integer("loop") ?? 1
+        resources = context.resources
         format = context.outputFormats["out"] ?? AudioFormat(sampleRate: file.sampleRate, channelCount: 1)
         interleaved = .allocate(capacity: block * file.channelCount)
         interleaved.initialize(repeating: 0)
@@ -105,7 +107,10 @@ public final class FileInputNode: SourceNode {
         framesEmitted += Int64(n)
         if realtime {
             let now = Date().timeIntervalSinceReferenceDate
-            if wallStart == nil { wallStart = now - Double(n) / Double(format.sampleRate) }
+            if wallStart == nil {
+                wallStart = now - Double(n) / Double(format.sampleRate)
+                resources.setAudioEpochIfUnset(Date().timeIntervalSince1970 - Double(n) / Double(format.sampleRate))
+            }
             let due = wallStart! + position
             if due > now { Thread.sleep(forTimeInterval: due - now) }
         }

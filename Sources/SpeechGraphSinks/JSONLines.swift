@@ -54,6 +54,17 @@ public enum JSONLines {
         return o.text
     }
 
+    /// The audio time an event is about the end of: a result's range end, a speech edge's time.
+    public static func audioEnd(of event: GraphEvent) -> Double? {
+        switch event {
+        case .result(let t): return t.range.end
+        case .speechStarted(_, let time), .speechEnded(_, let time): return time
+        case .gap(_, let r, _): return r.end
+        case .level(_, let time, _, _): return time
+        case .availability: return nil
+        }
+    }
+
     static func range(_ r: TimeRange) -> String {
         var o = JSONObject()
         o.addTime("start", r.start)

@@ -1,3 +1,4 @@
+import Foundation
 import SpeechGraphCore
 
 /// The `jsonl` sink: one JSON object per event per line, to standard output or a file.
@@ -11,23 +12,36 @@ public final class JSONLinesSink: GraphNode {
             .path("path", default: "-", doc: "File to write; \"-\" is standard output."),
             .boolean("volatile", default: true, doc: "Also write volatile (not yet final) results."),
             .string("source", default: nil, doc: "A label written as \"source\" on each event (transcribe sets the file path)."),
+            .boolean("latency", default: false, doc: "When the graph runs paced like live audio, add \"latency\": seconds "
+                     + "from the end of the audio an event describes to the moment it was written."),
         ])
 
-    public static let type = NodeType(descriptor, make: { try JSONLinesSink($0.config) })
+    public static let type = NodeType(descriptor, make: { try JSONLinesSink($0) })
 
     private let out: TextOutput
     private let includeVolatile: Bool
     private let source: String?
+    private let latency: Bool
+    private let resources: GraphResources
 
-    init(_ config: NodeConfig) throws {
+    init(_ context: NodeContext) throws {
+        let config = context.config
         out = try TextOutput(path: config.string("path") ?? "-")
         includeVolatile = config.bool("volatile") ?? true
         source = config.string("source")
+        latency = config.bool("latency") ?? false
+        resources = context.resources
     }
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         if case .result(let t) = event, !t.isFinal, !includeVolatile { return }
-        out.write(JSONLines.line(for: event, source: source) + "\n")
+        var line = JSONLines.line(for: event, source: source)
+        if latency, let epoch = resources.audioEpoch, let end = JSONLines.audioEnd(of: event) {
+            let seconds = Date().timeIntervalSince1970 - (epoch + end)
+            line.removeLast()
+            line += ",\"latency\":\(JSONLines.fixed(seconds, 3))}"
+        }
+        out.write(line + "\n")
         out.flush()
     }
 
@@ -39,8 +53,10 @@ public final class ConsoleSink: GraphNode {
     public static let descriptor = NodeDescriptor(
         typeName: "console",
         summary: "Prints a human-readable transcript on standard output.",
-        doc: "Each final result is one line, with its time range unless 'timestamps' is off. Gaps and changes "
-            + "of availability are shown between the lines.",
+        doc: "Each final result is one line, with its time range unless 'timestamps' is off. On a terminal the "
+            + "volatile text of the utterance in flight is shown dimmed and rewritten in place until its final "
+            + "result replaces it; when standard output is not a terminal only final lines are written. Gaps and "
+            + "changes of availability are shown between the lines.",
         category: .sink,
         ports: [.eventInput("in", doc: "Result, gap and availability events.")],
         parameters: [
@@ -53,10 +69,14 @@ public final class ConsoleSink: GraphNode {
     private let out = TextOutput.standardOutput()
     private let timestamps: Bool
     private let source: String?
+    private let live: Bool
+    /// A volatile line is on screen (terminal only), to be rewritten.
+    private var tailShown = false
 
-    init(_ config: NodeConfig) {
+    init(_ config: NodeConfig, live: Bool? = nil) {
         timestamps = config.bool("timestamps") ?? true
         source = config.string("source")
+        self.live = live ?? out.isTerminal
     }
 
     public static func clock(_ seconds: Double) -> String {
@@ -70,8 +90,16 @@ public final class ConsoleSink: GraphNode {
         var line: String
         switch event {
         case .result(let t):
-            guard t.isFinal else { return }
             line = timestamps ? "[\(Self.clock(t.range.start)) - \(Self.clock(t.range.end))] \(t.text)" : t.text
+            if !t.isFinal {
+                guard live else { return }
+                if let source { line = "\(source): " + line }
+                // Dimmed, no newline: the next result rewrites it.
+                out.write("\r\u{1B}[2K\u{1B}[2m" + line + "\u{1B}[0m")
+                out.flush()
+                tailShown = true
+                return
+            }
         case .gap(_, let r, let reason):
             line = r.duration > 0
                 ? "-- \(JSONLines.fixed(r.duration, 2)) s of audio lost at \(Self.clock(r.start)) (\(reason)) --"
@@ -82,9 +110,16 @@ public final class ConsoleSink: GraphNode {
             return
         }
         if let source { line = "\(source): " + line }
+        if tailShown {
+            out.write("\r\u{1B}[2K")
+            tailShown = false
+        }
         out.write(line + "\n")
         out.flush()
     }
 
-    public func finish(output: NodeOutput) throws { out.flush() }
+    public func finish(output: NodeOutput) throws {
+        if tailShown { out.write("\r\u{1B}[2K") }
+        out.flush()
+    }
 }

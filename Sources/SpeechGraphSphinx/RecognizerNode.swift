@@ -17,7 +17,11 @@ public final class RecognizerNode: GraphNode {
         category: .recognizer,
         ports: [
             .audioInput("in", AudioRequirement(rate: .parameter("rate"), channelCount: 1), doc: "Speech, mono, at 'rate'."),
-            .eventOutput("results", doc: "Result events: one final transcription per utterance."),
+            .eventInput("control", required: false,
+                        doc: "speechStarted / speechEnded (from a vad node) start and end utterances; without them "
+                            + "the whole stream is one utterance."),
+            .eventOutput("results", doc: "Result events: volatile transcriptions while an utterance lasts (streaming "
+                         + "mode), then one final transcription per utterance."),
         ],
         parameters: [
             .string("model", default: "en-us", doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
@@ -32,6 +36,9 @@ public final class RecognizerNode: GraphNode {
                     doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
                         + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
                         + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
+            .quantity("volatile", default: 100, .milliseconds, range: 0...10_000,
+                      doc: "Streaming mode: emit a volatile result after this much audio when its text changed; 0 turns "
+                        + "volatile results off (final results only)."),
             .boolean("words", default: true, doc: "Add word timings and confidences to final results. Off, "
                      + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
                      + "make word times wrong."),
@@ -44,6 +51,9 @@ public final class RecognizerNode: GraphNode {
     private var model: SphinxModel
     private let includeWords: Bool
     private let wholeUtterances: Bool
+    private let volatileFrames: Int64
+    private var framesSinceVolatile: Int64 = 0
+    private var lastVolatile = ""
     /// Utterance mode: the samples of the utterance so far.
     private var held: [Int16] = []
     private let pool: SphinxDecoderPool
@@ -64,6 +74,8 @@ public final class RecognizerNode: GraphNode {
         // Word times need every frame numbered on the audio clock.
         model.removesSilence = !includeWords
         wholeUtterances = c.string("mode") == "utterance"
+        let volatile = c.number("volatile") ?? 0.1
+        volatileFrames = wholeUtterances || volatile <= 0 ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
         self.pool = pool
         pcm = .allocate(capacity: max(context.maxBlockFrames, 1))
         pcm.initialize(repeating: 0)
@@ -82,6 +94,8 @@ public final class RecognizerNode: GraphNode {
             inUtterance = true
             utterance += 1
             utteranceStart = block.startTime
+            framesSinceVolatile = 0
+            lastVolatile = ""
         }
         var offset = 0
         let samples = block.samples
@@ -100,6 +114,33 @@ public final class RecognizerNode: GraphNode {
             offset += n
         }
         utteranceEnd = block.endTime
+        if volatileFrames > 0 {
+            framesSinceVolatile += Int64(block.frameCount)
+            if framesSinceVolatile >= volatileFrames {
+                framesSinceVolatile = 0
+                let text = decoder.hypothesis
+                if text != lastVolatile {
+                    lastVolatile = text
+                    try output.emit(.result(Transcription(utterance: utterance, isFinal: false,
+                                                          range: TimeRange(start: utteranceStart, end: utteranceEnd),
+                                                          text: text, node: name)))
+                }
+            }
+        }
+    }
+
+    /// Utterance boundaries from a vad node: an utterance ends at speechEnded, and the next block of
+    /// audio starts a new one.
+    public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        switch event {
+        case .speechStarted:
+            try endUtterance(output: output)
+        case .speechEnded(_, let time):
+            if inUtterance { utteranceEnd = max(utteranceEnd, time) }
+            try endUtterance(output: output)
+        default:
+            break
+        }
     }
 
     public func finish(output: NodeOutput) throws {

@@ -83,10 +83,9 @@ public final class VADNode: GraphNode {
     private let format = AudioFormat(sampleRate: VoiceActivityDetector.sampleRate, channelCount: 1)
     private let maxBlock: Int
 
-    // Audio kept for the pre-roll and for the pause that may still turn out to be speech: a ring holding the
-    // samples from `ringStart` (detector time) to `detector.samplesConsumed`.
+    // Audio kept for the pre-roll and for the pause that may still turn out to be speech: a circular buffer,
+    // detector sample s at index s % ring.count. Samples from `keepFloor` to `detector.samplesConsumed` are held.
     private let ring: UnsafeMutableBufferPointer<Float>
-    private var ringStart: Int64 = 0
     /// The input's startFrame of the detector's sample 0 (set by the first block).
     private var origin: Int64?
     /// Next sample of the open region still to be emitted on `out`.
@@ -111,33 +110,29 @@ public final class VADNode: GraphNode {
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
         if origin == nil { origin = block.startFrame }
         let samples = block.samples
-        // Keep the block: drop what no region can need any more, then append.
+        // Keep the block, over audio no region can need any more.
         let consumed = detector.samplesConsumed
-        let keepFrom = max(ringStart, min(keepFloor, consumed))
-        if keepFrom > ringStart {
-            let drop = Int(keepFrom - ringStart)
-            let kept = Int(consumed - keepFrom)
-            if kept > 0 { ring.baseAddress!.update(from: ring.baseAddress! + drop, count: kept) }
-            ringStart = keepFrom
+        precondition(consumed + Int64(samples.count) - Int64(ring.count) <= keepFloor, "vad: ring too small")
+        var written = 0
+        while written < samples.count {
+            let at = Int((consumed + Int64(written)) % Int64(ring.count))
+            let n = min(samples.count - written, ring.count - at)
+            (ring.baseAddress! + at).update(from: samples.baseAddress! + written, count: n)
+            written += n
         }
-        let used = Int(consumed - ringStart)
-        precondition(used + samples.count <= ring.count, "vad: ring too small")
-        (ring.baseAddress! + used).update(from: samples.baseAddress!, count: samples.count)
-
-        try detector.process(samples) { event in try self.handle(event, output) }
+        try detector.process(samples) { event in try self.report(event, output) }
         try flushKnownSpeech(output)
     }
 
     public func finish(output: NodeOutput) throws {
-        try detector.finish { event in try self.handle(event, output) }
+        try detector.finish { event in try self.report(event, output) }
     }
 
     public func discontinuity(port: Int, output: NodeOutput) throws {
         // What comes next does not continue this audio: end the region in flight and start afresh.
-        try detector.finish { event in try self.handle(event, output) }
+        try detector.finish { event in try self.report(event, output) }
         detector.reset()
         origin = nil
-        ringStart = 0
         emitCursor = 0
         lastSampleEmitted = 0
         try output.emitDiscontinuity()
@@ -150,14 +145,14 @@ public final class VADNode: GraphNode {
         return max(0, detector.minimumRetainedSample - preRoll, lastSampleEmitted)
     }
 
-    private func handle(_ event: VADEvent, _ output: NodeOutput) throws {
+    private func report(_ event: VADEvent, _ output: NodeOutput) throws {
         guard let origin else { return }
         let rate = Double(VoiceActivityDetector.sampleRate)
         switch event {
         case .started(let sample):
             try output.emit(.speechStarted(node: name, time: Double(origin + sample) / rate), port: 1)
             let preRoll = Int64((settings.preRoll * rate).rounded())
-            emitCursor = max(sample - preRoll, lastSampleEmitted, ringStart, 0)
+            emitCursor = max(sample - preRoll, lastSampleEmitted, detector.samplesConsumed - Int64(ring.count), 0)
         case .ended(let sample):
             try emitAudio(upTo: sample, output)
             lastSampleEmitted = max(lastSampleEmitted, sample)
@@ -175,11 +170,12 @@ public final class VADNode: GraphNode {
     /// Emits the ring's samples from `emitCursor` to `end`, in blocks no longer than the input's.
     private func emitAudio(upTo end: Int64, _ output: NodeOutput) throws {
         guard let origin else { return }
+        precondition(end <= detector.samplesConsumed && emitCursor >= detector.samplesConsumed - Int64(ring.count),
+                     "vad: audio to emit is no longer held")
         while emitCursor < end {
-            let n = Int(min(end - emitCursor, Int64(maxBlock)))
-            let offset = Int(emitCursor - ringStart)
-            precondition(offset >= 0 && offset + n <= ring.count, "vad: audio to emit is no longer held")
-            let view = UnsafeBufferPointer(rebasing: ring[offset..<(offset + n)])
+            let at = Int(emitCursor % Int64(ring.count))
+            let n = min(Int(min(end - emitCursor, Int64(maxBlock))), ring.count - at)
+            let view = UnsafeBufferPointer(rebasing: ring[at..<(at + n)])
             try output.emit(AudioBlock(samples: view, format: format, startFrame: origin + emitCursor), port: 0)
             emitCursor += Int64(n)
             lastSampleEmitted = emitCursor

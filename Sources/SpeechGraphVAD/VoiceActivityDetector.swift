@@ -257,20 +257,13 @@ public final class VoiceActivityDetector {
         }
     }
 
-    /// Ends the stream: decides the last frames and closes an open region (at the last sample if speech
-    /// was still going on, else where its speech ended).
+    /// Ends the stream: decides the last frames and closes a region still open at the last sample.
     public func finish(_ handler: (VADEvent) throws -> Void) rethrows {
         guard !isFinished else { return }
         isFinished = true
         let h = Self.smoothing / 2
         for _ in 0..<h { try pushFrame(score: 0, snr: 0, handler) }
-        if regionOpen {
-            if runStart != nil && runAccepted {
-                try closeRegion(at: samplesConsumed, handler)
-            } else {
-                try closeRegion(at: nil, handler)
-            }
-        }
+        if regionOpen { try closeRegion(at: samplesConsumed, handler) }
     }
 
     // MARK: - Analysis

@@ -28,8 +28,25 @@ extension SpeechgraphCommand {
         @Flag(help: "Play each file at the pace of live audio.") var realtime = false
         @Option(help: "Recognizer mode: utterance (decode each utterance whole: most accurate) or streaming.")
         var mode: Mode = .utterance
+        @Option(help: "Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), on, off.")
+        var vad: VADUse = .auto
+        @Option(help: "VAD preset when the VAD is on: sensitive, normal, strict.") var vadPreset: String?
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
+        enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
+
+        /// Long files are cut into utterances by the vad node; short ones are one utterance each.
+        static let vadThresholdSeconds = 30.0
+
+        private func usesVAD(_ file: String) -> Bool {
+            switch vad {
+            case .on: return true
+            case .off: return false
+            case .auto:
+                guard let f = try? AudioFile(path: file) else { return false }
+                return Double(f.frameCount) / Double(f.sampleRate) > Self.vadThresholdSeconds
+            }
+        }
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
@@ -98,7 +115,7 @@ extension SpeechgraphCommand {
                 ? NodeDeclaration(name: located("out"), type: located("jsonl"),
                                   parameters: [param("source", .string(file))], location: here)
                 : NodeDeclaration(name: located("out"), type: located("collect"), parameters: [], location: here)
-            let nodes = [
+            var nodes = [
                 NodeDeclaration(name: located("src"), type: located("file.input"), parameters: [param("path", .string(file))],
                                 location: here),
                 NodeDeclaration(name: located("asr"), type: located("recognizer"), parameters: asr, location: here),
@@ -108,7 +125,13 @@ extension SpeechgraphCommand {
                 EdgeDeclaration(from: Endpoint(node: located(a), port: nil), to: Endpoint(node: located(b), port: nil),
                                 location: here)
             }
-            return GraphSpec(file: "<transcribe>", nodes: nodes, edges: [edge("src", "asr"), edge("asr", "out")])
+            guard usesVAD(file) else {
+                return GraphSpec(file: "<transcribe>", nodes: nodes, edges: [edge("src", "asr"), edge("asr", "out")])
+            }
+            let preset = vadPreset.map { [param("preset", .word($0))] } ?? []
+            nodes.append(NodeDeclaration(name: located("vad"), type: located("vad"), parameters: preset, location: here))
+            return GraphSpec(file: "<transcribe>", nodes: nodes,
+                             edges: [edge("src", "vad"), edge("vad", "asr"), edge("asr", "out")])
         }
     }
 }

@@ -37,7 +37,7 @@ private func requiringType(_ name: String, _ requirement: AudioRequirement) -> N
 
 @Suite("GraphPlanner: validation")
 struct PlannerValidationTests {
-    @Test("unnamed ports: the first output and input of a kind that fits")
+    @Test("unnamed ports: every output to the first free input of its kind")
     func defaultPorts() throws {
         let plan = try validatePlan("""
             node mic  = fake.source { path: "a.wav" }
@@ -47,13 +47,13 @@ struct PlannerValidationTests {
             node post = fake.gate
             mic -> vad -> asr -> out
             vad -> out              # events: the only kind out takes
-            vad -> post             # audio first: vad.out -> post.in
+            vad -> post             # both kinds: vad.out -> post.in and vad.events -> post.control
             asr -> post             # events only: asr.results -> post.control
-            vad -> post.control     # the output that fits the named input
+            vad -> post.control     # already made by 'vad -> post': written out again, no error
             """)
         #expect(edgeNames(plan) == [
             "mic.out -> vad.in", "vad.out -> asr.in", "asr.results -> out.in", "vad.events -> out.in",
-            "vad.out -> post.in", "asr.results -> post.control", "vad.events -> post.control",
+            "vad.out -> post.in", "vad.events -> post.control", "asr.results -> post.control",
         ])
         #expect(plan.edges.map(\.kind) == [.audio, .audio, .events, .events, .audio, .events, .events])
         #expect(plan.warnings.isEmpty)
@@ -70,7 +70,19 @@ struct PlannerValidationTests {
             mic -> vad -> post -> asr -> out
             vad.events -> post
             """)
-        #expect(edgeNames(plan).last == "vad.events -> post.control")
+        // 'vad -> post' already connected the events; naming the output again adds nothing.
+        #expect(edgeNames(plan).filter { $0 == "vad.events -> post.control" }.count == 1)
+        let single = try validatePlan("""
+            node mic  = fake.source { path: "a.wav" }
+            node vad  = fake.gate
+            node post = fake.gate
+            node out  = fake.sink
+            mic -> vad
+            vad.out -> post
+            vad.events -> post
+            post -> out
+            """)
+        #expect(edgeNames(single).contains("vad.events -> post.control"))
     }
 
     @Test("nodes come out in processing order, whatever the order of declaration")

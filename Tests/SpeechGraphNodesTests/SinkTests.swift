@@ -91,8 +91,12 @@ extension Decoding {
             node out = collect
             src -> asr -> log, out
             """)
-        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        let all = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        // Volatile results while the utterance lasts, then one final result, last.
+        let lines = all.filter { $0.contains(#""isFinal":true"#) }
         #expect(lines.count == 1)
+        #expect(all.last == lines.first)
+        #expect(all.dropLast().allSatisfy { $0.contains(#""isFinal":false"#) })
         let o = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
         #expect(o["type"] as? String == "result")
         #expect(o["isFinal"] as? Bool == true)

@@ -3,12 +3,17 @@ import SpeechGraphNodes
 import SpeechGraphTestSupport
 import Testing
 
+nonisolated(unsafe) private var sharedFixtureFolder: String?
+
 /// The `vad` node in a graph: events, gated audio, parameters.
 @Suite struct NodeTests {
     /// Two sentences with a pause, in white noise at 10 dB: the file every graph test reads. Made once and
     /// kept for the whole run (a static keeps its folder alive).
     static let made: Result<(fixture: SpeechFixture, path: String), any Error> = Result {
         let fixture = try SpeechFixture([Sentences.call, Sentences.weather], gap: 1.0)
+        // A static is never deinitialised: remove its folder when the test process exits.
+        sharedFixtureFolder = fixture.dir.url.path
+        atexit { if let folder = sharedFixtureFolder { try? FileManager.default.removeItem(atPath: folder) } }
         return (fixture, try fixture.noisy(snr: 10))
     }
     static func speechFile() throws -> (fixture: SpeechFixture, path: String) { try made.get() }
@@ -131,6 +136,38 @@ import Testing
         }
         #expect(t == Double(cut.count) / 16000)
         #expect(run.audio.blocks.last.map { $0.start + Int64($0.samples.count) } == Int64(cut.count))
+    }
+
+    /// An interruption (a discontinuity, as when a live input's server goes away) ends the region in flight at
+    /// the last sample before it; detection starts afresh after it, on the input's clock.
+    @Test func discontinuityEndsTheRegionAndStartsAfresh() throws {
+        let (fixture, path) = try Self.speechFile()
+        let cut = Int((fixture.spans[0].start + fixture.spans[0].end) / 2 * 16000)
+        let gap = 16000 * 5
+        let text = """
+            node src = test.interrupted { path: "\(path)", at: \(cut), gap: \(gap) }
+            node v = vad
+            node ev = collect
+            node au = test.gated
+            src -> v
+            v.events -> ev
+            v.out -> au
+            """
+        let runner = try GraphRunner(plan: VADHarness.plan(text), registry: VADHarness.registry)
+        try runner.run()
+        let events = (runner.node(named: "ev") as! EventCollector).events
+        let audio = runner.node(named: "au") as! GatedAudio
+        let regions = VADHarness.regions(events)
+        let before = regions.filter { $0.start < Double(cut) / 16000 }
+        try #require(before.count == 1, "\(regions)")
+        #expect(before[0].end == Double(cut) / 16000)
+        let after = regions.filter { $0.start >= Double(cut) / 16000 }
+        #expect(after.count == regions.count - 1 && !after.isEmpty)
+        #expect(after.allSatisfy { $0.start >= Double(cut + gap) / 16000 }, "\(after)")
+        // The second sentence is found where it is, shifted by the gap.
+        #expect(after.contains { abs($0.start - (fixture.spans[1].start + Double(gap) / 16000)) < 0.1 }, "\(after)")
+        // No gated audio crosses the interruption.
+        #expect(audio.blocks.allSatisfy { $0.start + Int64($0.samples.count) <= Int64(cut) || $0.start >= Int64(cut + gap) })
     }
 
     /// Audio at 44.1 kHz stereo gets a resampler and a downmix; times stay on the file's clock.

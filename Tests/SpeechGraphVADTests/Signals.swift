@@ -141,12 +141,53 @@ final class GatedAudio: GraphNode {
     }
 }
 
+/// A 16 kHz file read in blocks of 256 that is interrupted once, as a live input whose server went away:
+/// at sample `at` it emits a discontinuity, and the audio after it comes `gap` samples later on the clock.
+final class InterruptedSource: SourceNode {
+    static let descriptor = NodeDescriptor(
+        typeName: "test.interrupted", summary: "", category: .input, ports: [.audioOutput("out", doc: "")],
+        parameters: [.path("path", required: true, doc: ""),
+                     .integer("at", default: 0, range: 0...100_000_000, doc: ""),
+                     .integer("gap", default: 0, range: 0...100_000_000, doc: "")])
+    static let type = NodeType(descriptor, formats: { _, _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 1)] },
+                               maxOutputFrames: { _, _, _ in 256 }, make: { try InterruptedSource($0.config) })
+    let samples: [Float]
+    let at: Int, gap: Int
+    var pos = 0
+    var interrupted = false
+
+    init(_ config: NodeConfig) throws {
+        samples = try Signals.readWAV(config.string("path") ?? "")
+        at = config.integer("at") ?? 0
+        gap = config.integer("gap") ?? 0
+    }
+
+    func pull(output: NodeOutput) throws -> Bool {
+        guard pos < samples.count else { return false }
+        if !interrupted && pos >= at {
+            interrupted = true
+            try output.emitDiscontinuity()
+        }
+        let n = min(256, samples.count - pos, interrupted ? Int.max : at - pos)
+        try samples.withUnsafeBufferPointer { b in
+            try output.emit(AudioBlock(samples: UnsafeBufferPointer(rebasing: b[pos..<(pos + n)]),
+                                       format: AudioFormat(sampleRate: 16000, channelCount: 1),
+                                       startFrame: Int64(pos + (interrupted ? gap : 0))))
+        }
+        pos += n
+        return true
+    }
+
+    var position: Double { Double(pos) / 16000 }
+}
+
 /// Runs graph text with the built-in types, `collect` and `test.gated`.
 enum VADHarness {
     static let registry: NodeRegistry = {
         var r = BuiltinNodes.registry()
         try! r.register(EventCollector.type)
         try! r.register(GatedAudio.type)
+        try! r.register(InterruptedSource.type)
         return r
     }()
 

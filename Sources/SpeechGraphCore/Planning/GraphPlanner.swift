@@ -57,24 +57,34 @@ public struct GraphPlanner {
 
         // Edges.
         var edges: [PlannedEdge] = []
+        /// Edges made by an unnamed edge that connects several port pairs: writing one of them out as
+        /// well is no error.
+        var implicit: Set<Int> = []
         for decl in spec.edges {
             guard let from = resolve(decl.from, nodeIndex, spec, &diagnostics),
                   let to = resolve(decl.to, nodeIndex, spec, &diagnostics) else { continue }
             let fromType = registry[nodes[from].typeName]!.descriptor, toType = registry[nodes[to].typeName]!.descriptor
-            guard let (fromPort, toPort) = choosePorts(decl, fromType, toType, &diagnostics) else { continue }
-            let kind = fromType.outputs[fromPort].kind
-            let edge = PlannedEdge(fromNode: from, fromPort: fromPort, toNode: to, toPort: toPort, kind: kind,
-                                   location: decl.location)
-            if edges.contains(where: { $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort }) {
-                diagnostics.error("'\(decl.from) -> \(decl.to)' is connected twice", at: decl.location)
-                continue
+            guard let pairs = choosePorts(decl, fromType, toType, &diagnostics) else { continue }
+            for (fromPort, toPort) in pairs {
+                let kind = fromType.outputs[fromPort].kind
+                let edge = PlannedEdge(fromNode: from, fromPort: fromPort, toNode: to, toPort: toPort, kind: kind,
+                                       location: decl.location)
+                if let existing = edges.firstIndex(where: {
+                    $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort
+                }) {
+                    if pairs.count == 1 && !implicit.contains(existing) {
+                        diagnostics.error("'\(decl.from) -> \(decl.to)' is connected twice", at: decl.location)
+                    }
+                    continue
+                }
+                if pairs.count > 1 { implicit.insert(edges.count) }
+                if kind == .audio, let other = edges.first(where: { $0.toNode == to && $0.toPort == toPort }) {
+                    diagnostics.error("audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
+                                      + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
+                    continue
+                }
+                edges.append(edge)
             }
-            if kind == .audio, let other = edges.first(where: { $0.toNode == to && $0.toPort == toPort }) {
-                diagnostics.error("audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
-                                  + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
-                continue
-            }
-            edges.append(edge)
         }
 
         // Unconnected required inputs, unconnected nodes, sources. A node whose type is unknown already has
@@ -297,8 +307,11 @@ public struct GraphPlanner {
         return nil
     }
 
+    /// The port pairs an edge connects. With no port named on either side, every output connects to the
+    /// first input of its kind that this edge has not used yet (`vad -> asr` carries the gated audio to
+    /// `asr.in` and the speech events to `asr.control`).
     private func choosePorts(_ edge: EdgeDeclaration, _ from: NodeDescriptor, _ to: NodeDescriptor,
-                             _ diagnostics: inout DiagnosticList) -> (Int, Int)? {
+                             _ diagnostics: inout DiagnosticList) -> [(Int, Int)]? {
         let fromName = edge.from.node.value, toName = edge.to.node.value
         func port(_ ref: Located<String>, of ports: [PortDescriptor], node: String, type: NodeDescriptor,
                   direction: PortDirection) -> Int? {
@@ -336,9 +349,15 @@ public struct GraphPlanner {
         // Unnamed ports: the first of a kind that fits the other side.
         switch (fromPort, toPort) {
         case (nil, nil):
+            var pairs: [(Int, Int)] = []
+            var used: Set<Int> = []
             for (i, o) in from.outputs.enumerated() {
-                if let j = to.inputs.firstIndex(where: { $0.kind == o.kind }) { fromPort = i; toPort = j; break }
+                if let j = to.inputs.indices.first(where: { to.inputs[$0].kind == o.kind && !used.contains($0) }) {
+                    pairs.append((i, j))
+                    used.insert(j)
+                }
             }
+            if !pairs.isEmpty { return pairs }
         case (let f?, nil):
             toPort = to.inputs.firstIndex { $0.kind == from.outputs[f].kind }
         case (nil, let t?):
@@ -352,7 +371,7 @@ public struct GraphPlanner {
                               + "'\(toName).\(to.inputs[t].name)' (\(tk.rawValue))", at: edge.location)
             return nil
         }
-        return (f, t)
+        return [(f, t)]
     }
 
     // MARK: Order

@@ -89,6 +89,21 @@ public final class GraphResources: @unchecked Sendable {
     private var objects: [String: AnyObject] = [:]
     /// Settings from the command line (`--name` sets "jack.name").
     public let settings: [String: String]
+    private var epoch: Double?
+
+    /// When the graph is paced like live audio: the wall-clock time (seconds since 1970) at which audio
+    /// time 0 was due. Set once, by the runner or a self-pacing source.
+    public var audioEpoch: Double? {
+        lock.lock()
+        defer { lock.unlock() }
+        return epoch
+    }
+
+    public func setAudioEpochIfUnset(_ value: Double) {
+        lock.lock()
+        defer { lock.unlock() }
+        if epoch == nil { epoch = value }
+    }
 
     public init(settings: [String: String] = [:]) { self.settings = settings }
 

@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -96,6 +97,7 @@ public final class GraphRunner {
         }
         var active = sources.map { _ in true }
         let start = monotonicSeconds()
+        if realtime { resources.setAudioEpochIfUnset(Date().timeIntervalSince1970) }
         do {
             while active.contains(true) && !stop.isRequested {
                 for (k, source) in sources.enumerated() where active[k] {

@@ -1,0 +1,81 @@
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Testing
+
+extension Decoding {
+    /// The vad node cuts a stream into utterances; the recognizer gives volatile results while each lasts
+    /// and one final result when it ends.
+    @Suite struct EndpointingTests {
+        let dir = TemporaryDirectory()
+
+        func twoSentences() throws -> String {
+            let a = dir.path("a.wav"), b = dir.path("b.wav"), both = dir.path("both.wav")
+            try TestSpeech.synthesize(Sentences.call, to: a)
+            try TestSpeech.synthesize(Sentences.weather, to: b)
+            // 1 s of silence, sentence, 1.5 s of silence, sentence, 1 s of silence.
+            try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "1.5"])
+            try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "1.0"])
+            return both
+        }
+
+        @Test func eachSpeechRegionIsOneUtteranceWithVolatileThenFinalResults() throws {
+            let wav = try twoSentences()
+            let (events, _) = try Harness.run("""
+                node src = file.input { path: "\(wav)" }
+                node vad = vad
+                node asr = recognizer { mode: streaming }
+                node out = collect
+                src -> vad -> asr -> out
+                vad.events -> out
+                """)
+            let results = events.compactMap { if case .result(let t) = $0 { t } else { nil } }
+            let finals = results.filter(\.isFinal)
+            #expect(finals.count == 2)
+            #expect(finals.map(\.utterance) == [1, 2])
+            #expect(wordErrorRate(reference: Sentences.call, hypothesis: finals.first?.text ?? "") <= 0.25)
+            #expect(wordErrorRate(reference: Sentences.weather, hypothesis: finals.last?.text ?? "") <= 0.25)
+            // The first utterance lies around the first sentence (1 s in), the second after the pause.
+            #expect(finals[0].range.start > 0.5 && finals[0].range.start < 1.2, "\(finals[0].range)")
+            #expect(finals[1].range.start > finals[0].range.end)
+            // Volatile results come before their final, belong to its utterance, and change every time.
+            for final in finals {
+                let volatile = results.filter { !$0.isFinal && $0.utterance == final.utterance }
+                #expect(volatile.count >= 3, "utterance \(final.utterance): \(volatile.count) volatile results")
+                for (a, b) in zip(volatile, volatile.dropFirst()) { #expect(a.text != b.text) }
+                let lastVolatile = try #require(results.lastIndex { !$0.isFinal && $0.utterance == final.utterance })
+                let finalIndex = try #require(results.firstIndex { $0.isFinal && $0.utterance == final.utterance })
+                #expect(lastVolatile < finalIndex)
+            }
+            // Each utterance's speechEnded and final result both come before the next speechStarted (which of
+            // the two a sink sees first depends on the order of the edges from vad.events).
+            let order = events.compactMap { e -> String? in
+                switch e {
+                case .speechStarted: return "start"
+                case .speechEnded: return "end"
+                case .result(let t) where t.isFinal: return "final"
+                default: return nil
+                }
+            }
+            #expect(order.count == 6)
+            #expect(order[0] == "start" && order[3] == "start")
+            #expect(Set(order[1...2]) == ["end", "final"] && Set(order[4...5]) == ["end", "final"])
+        }
+
+        @Test func volatileResultsCanBeTurnedOffAndUtteranceModeHasNone() throws {
+            let wav = try twoSentences()
+            for settings in ["mode: streaming, volatile: 0 ms", "mode: utterance"] {
+                let (events, _) = try Harness.run("""
+                    node src = file.input { path: "\(wav)" }
+                    node vad = vad
+                    node asr = recognizer { \(settings) }
+                    node out = collect
+                    src -> vad -> asr -> out
+                    """)
+                let results = events.compactMap { if case .result(let t) = $0 { t } else { nil } }
+                #expect(results.count == 2, "\(settings)")
+                #expect(results.allSatisfy { $0.isFinal })
+            }
+        }
+    }
+}

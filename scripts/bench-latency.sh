@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Issue 4's figures, 'name value unit' a line:
+# - latency on long_clean.wav played with --realtime through vad -> recognizer (streaming): from each
+#   utterance's true onset (segments.tsv) to its first volatile result, and from its true end to its
+#   final result; p50 and p95. The jsonl sink's "latency" field gives, for each line, the seconds from
+#   the end of the audio it describes to when it was written; with the result's range end that gives the
+#   wall time of each result on the audio clock.
+# - memory over a 60 minute run (long_clean looped 24 times, not real time): RSS growth after the first
+#   minute, in MB. Skipped when BENCH_SOAK=0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.build/release/speechgraph}
+SHARED=${SHARED:-../shared}
+LONG=$SHARED/corpus/long/long_clean.wav
+SEGMENTS=$SHARED/corpus/long/long_clean.segments.tsv
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cat > "$work/latency.graph" <<G
+node src = file.input { path: "$LONG", block: 160 }
+node vad = vad
+node asr = recognizer { mode: streaming }
+node log = jsonl { latency: true }
+src -> vad -> asr -> log
+vad.events -> log
+G
+echo "bench: latency: long_clean.wav in real time (148 s)" >&2
+"$BIN" run --realtime "$work/latency.graph" > "$work/latency.jsonl"
+python3 - "$work/latency.jsonl" "$SEGMENTS" <<'PY'
+import json, statistics, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+segments = [tuple(map(float, l.split("\t")[:2])) for l in open(sys.argv[2]).read().splitlines()[1:]]
+results = [e for e in events if e["type"] == "result"]
+finals = [e for e in results if e["isFinal"]]
+def overlap(r, s): return max(0.0, min(r["range"]["end"], s[1]) - max(r["range"]["start"], s[0]))
+end_latency, onset_latency = [], []
+for s in segments:
+    best = max(finals, key=lambda r: overlap(r, s), default=None)
+    if best is None or overlap(best, s) <= 0:
+        continue
+    # Wall time of the final on the audio clock: its range end + its latency.
+    end_latency.append(best["range"]["end"] + best["latency"] - s[1])
+    first = next((r for r in results if not r["isFinal"] and r["utterance"] == best["utterance"]), None)
+    if first is not None:
+        onset_latency.append(first["range"]["end"] + first["latency"] - s[0])
+def pct(v, p):
+    v = sorted(v); k = (len(v) - 1) * p; f = int(k)
+    return v[f] + (v[min(f + 1, len(v) - 1)] - v[f]) * (k - f)
+print(f"latency_end_to_final_p50 {1000 * pct(end_latency, 0.5):.0f} ms")
+print(f"latency_end_to_final_p95 {1000 * pct(end_latency, 0.95):.0f} ms")
+print(f"latency_onset_to_first_volatile_p50 {1000 * pct(onset_latency, 0.5):.0f} ms")
+print(f"latency_onset_to_first_volatile_p95 {1000 * pct(onset_latency, 0.95):.0f} ms")
+print(f"latency_utterances_measured {len(end_latency)}/{len(segments)} utterances")
+PY
+
+if [ "${BENCH_SOAK:-1}" != 0 ]; then
+  cat > "$work/soak.graph" <<G
+node src = file.input { path: "$LONG", loop: 24 }
+node vad = vad
+node asr = recognizer { mode: streaming }
+node log = jsonl { path: "/dev/null" }
+src -> vad -> asr -> log
+G
+  echo "bench: memory: 60 minutes of audio (long_clean looped 24 times), as fast as the CPU allows" >&2
+  "$BIN" run "$work/soak.graph" > /dev/null &
+  pid=$!
+  start=$(date +%s.%N)
+  : > "$work/rss"
+  while kill -0 "$pid" 2>/dev/null; do
+    rss=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+    [ -n "$rss" ] && echo "$(python3 -c "import time; print(time.time() - $start)") $rss" >> "$work/rss"
+    sleep 2
+  done
+  wait "$pid"
+  python3 - "$work/rss" <<'PY'
+import sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+after = [kb for t, kb in rows if t >= 60]
+base = next((kb for t, kb in rows if t >= 60), rows[-1][1])
+print(f"soak_60min_wall_time {rows[-1][0]:.0f} s")
+print(f"soak_rss_at_1min {base / 1024:.1f} MB")
+print(f"soak_rss_max {max(kb for _, kb in rows) / 1024:.1f} MB")
+print(f"soak_rss_growth_after_1min {(max(after) - base) / 1024 if after else 0:.1f} MB")
+PY
+fi
