@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The live-path figures of `make bench`, one 'name value unit' a line:
 # - long_clean.wav (148 s) played through a private JACK dummy server at 48 kHz into jack.input,
-#   transcribed, against the offline path on the same audio with the same recognizer settings;
+#   through vad -> recognizer (streaming), against the same chain offline on the same audio;
 # - the process callback's duration (p50, p99, max, measured inside the callback) at periods of
 #   64 and 256 frames, with 1 and 4 recognizer chains; overruns and xruns over each run.
 set -euo pipefail
@@ -38,9 +38,10 @@ graph() { # chains audio -> file
     echo "player -> speak"
     for i in $(seq "$chains"); do
       echo "node m$i = jack.input { port: \"m$i\" }"
+      echo "node vad$i = vad"
       echo "node asr$i = recognizer { mode: streaming }"
       echo "node log$i = jsonl { path: \"$work/chain$i.jsonl\" }"
-      echo "m$i -> asr$i -> log$i"
+      echo "m$i -> vad$i -> asr$i -> log$i"
       echo "m$i.events -> log$i"
     done
   } > "$out"
@@ -84,7 +85,20 @@ import json, sys
 texts = [json.loads(l)["text"] for l in open(sys.argv[1]) if '"type":"result"' in l and '"isFinal":true' in l]
 print("long_clean\t" + " ".join(texts))
 PY
-printf "long_clean\t%s\n" "$("$BIN" transcribe --mode streaming --format text "$LONG")" > "$work/offline.tsv"
+# The same chain offline: file -> vad -> recognizer, as fast as the CPU allows.
+cat > "$work/offline.graph" <<G
+node src = file.input { path: "$LONG" }
+node vad = vad
+node asr = recognizer { mode: streaming }
+node log = jsonl { path: "$work/offline.jsonl" }
+src -> vad -> asr -> log
+G
+"$BIN" run "$work/offline.graph"
+python3 - "$work/offline.jsonl" > "$work/offline.tsv" <<'PY'
+import json, sys
+texts = [json.loads(l)["text"] for l in open(sys.argv[1]) if '"type":"result"' in l and '"isFinal":true' in l]
+print("long_clean\t" + " ".join(texts))
+PY
 printf "long_clean\t%s\n" "$(cat "$SHARED/corpus/long/long_clean.txt")" > "$work/ref.tsv"
 jw=$(python3 "$SHARED/tools/wer.py" "$work/ref.tsv" "$work/jack.tsv" | sed -E 's/^WER ([0-9.]+)%.*/\1/')
 ow=$(python3 "$SHARED/tools/wer.py" "$work/ref.tsv" "$work/offline.tsv" | sed -E 's/^WER ([0-9.]+)%.*/\1/')

@@ -60,6 +60,8 @@ public final class RecognizerNode: GraphNode {
     private var decoder: SphinxDecoder?
     private var pcm: UnsafeMutableBufferPointer<Int16>
     private var inUtterance = false
+    /// The next utterance begins a new stream (the first one, and the first after a discontinuity).
+    private var streamBegins = true
     private var utterance = 0
     private var utteranceStart = 0.0
     private var utteranceEnd = 0.0
@@ -71,8 +73,10 @@ public final class RecognizerNode: GraphNode {
         model = try SphinxModel.resolve(model: c.string("model") ?? "en-us", hmm: c.string("hmm"), lm: c.string("lm"),
                                         dict: c.string("dict"), jsgf: c.string("jsgf"), sampleRate: rate)
         includeWords = c.bool("words") ?? true
-        // Word times need every frame numbered on the audio clock.
-        model.removesSilence = !includeWords
+        // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
+        // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
+        // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
+        model.removesSilence = !includeWords && !context.connectedInputs.contains("control")
         wholeUtterances = c.string("mode") == "utterance"
         let volatile = c.number("volatile") ?? 0.1
         volatileFrames = wholeUtterances || volatile <= 0 ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
@@ -85,6 +89,7 @@ public final class RecognizerNode: GraphNode {
 
     public func prepare() throws {
         decoder = try pool.checkout(model, streaming: !wholeUtterances)
+        streamBegins = true
     }
 
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
@@ -150,13 +155,15 @@ public final class RecognizerNode: GraphNode {
     /// The audio was interrupted: the utterance in flight ends here and its final result is delivered.
     public func discontinuity(port: Int, output: NodeOutput) throws {
         try endUtterance(output: output)
+        streamBegins = true
     }
 
     private func endUtterance(output: NodeOutput) throws {
         guard inUtterance, let decoder else { return }
         inUtterance = false
         if wholeUtterances {
-            try decoder.startUtterance()
+            try decoder.startUtterance(newStream: streamBegins)
+            streamBegins = false
             try held.withUnsafeBufferPointer { try decoder.process($0, wholeUtterance: true) }
             held.removeAll(keepingCapacity: true)
         }

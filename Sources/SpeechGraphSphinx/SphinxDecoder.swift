@@ -142,12 +142,13 @@ public final class SphinxDecoder: @unchecked Sendable {
 
     deinit { ps_free(ps) }
 
-    /// Starts an utterance on a fresh front-end stream: PocketSphinx's noise estimate and frame
-    /// count start over (as `pocketsphinx_batch` does for every file), so word frames count from the
-    /// utterance's first sample and the result does not depend on earlier audio. The live cepstral
-    /// mean (streaming mode) is kept: it is what carries over usefully from one utterance to the next.
-    public func startUtterance() throws {
-        _ = ps_start_stream(ps)
+    /// Starts an utterance. With `newStream`, on a fresh front-end stream: PocketSphinx's noise estimate
+    /// and frame count start over (as `pocketsphinx_batch` does for every file). Streamed decoding needs
+    /// that for every utterance, since it numbers word frames from the start of the stream; whole-utterance
+    /// decoding numbers them per utterance and keeps the noise estimate from one utterance to the next of
+    /// the same stream, which matters in steady noise. The live cepstral mean is kept either way.
+    public func startUtterance(newStream: Bool = true) throws {
+        if newStream { _ = ps_start_stream(ps) }
         guard ps_start_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not start an utterance") }
     }
 

@@ -260,3 +260,27 @@ import Testing
         #expect(wer <= 26.8)
     }
 }
+
+/// `speechgraph transcribe` on the 148 s long-form files (the vad node cuts them into utterances), scored by
+/// wer.py against Debian's `pocketsphinx_continuous` figures on the same files.
+@Suite struct LongFormTests {
+    @Test(.enabled(if: TestPaths.shared != nil, "../shared is absent: the long-form WER checks cannot run here"),
+          arguments: [("long_clean", 29.3), ("long_white15db", 66.9), ("long_pink15db", 61.5)])
+    func longFormWordErrorRate(file: String, limit: Double) throws {
+        let shared = try #require(TestPaths.shared)
+        let long = shared.appendingPathComponent("corpus/long")
+        let r = try Run.speechgraph(["transcribe", "--format", "tsv", long.appendingPathComponent("\(file).wav").path],
+                                    timeout: 600)
+        #expect(r.status == 0, "\(r.stderr)")
+        let dir = TemporaryDirectory()
+        let reference = try String(contentsOf: long.appendingPathComponent("\(file).txt"), encoding: .utf8)
+        try "\(file)\t\(reference.trimmingCharacters(in: .whitespacesAndNewlines))\n"
+            .write(toFile: dir.path("ref.tsv"), atomically: true, encoding: .utf8)
+        try r.stdout.write(toFile: dir.path("hyp.tsv"), atomically: true, encoding: .utf8)
+        let score = try Run.process("/usr/bin/env", ["python3", shared.appendingPathComponent("tools/wer.py").path,
+                                                     dir.path("ref.tsv"), dir.path("hyp.tsv")])
+        let wer = try #require(score.stdout.firstMatch(of: /WER ([0-9.]+)%/).flatMap { Double($0.1) }, "wer.py: \(score.stdout)")
+        print("\(file): \(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+        #expect(wer < limit)
+    }
+}

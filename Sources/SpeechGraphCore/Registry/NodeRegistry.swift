@@ -71,9 +71,12 @@ public struct NodeContext: Sendable {
     public var maxBlockFrames: Int
     /// Objects shared by the nodes of one running graph (one JACK client for every jack.* node).
     public var resources: GraphResources
+    /// The names of the input ports that have a connection.
+    public var connectedInputs: Set<String>
 
     public init(config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],
-                maxBlockFrames: Int, resources: GraphResources = GraphResources()) {
+                maxBlockFrames: Int, resources: GraphResources = GraphResources(), connectedInputs: Set<String> = []) {
+        self.connectedInputs = connectedInputs
         self.config = config
         self.inputFormats = inputFormats
         self.outputFormats = outputFormats

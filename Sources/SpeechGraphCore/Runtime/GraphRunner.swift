@@ -26,13 +26,14 @@ public final class GraphRunner {
     public init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources = GraphResources()) throws {
         self.plan = plan
         self.resources = resources
-        for node in plan.nodes {
+        for (index, node) in plan.nodes.enumerated() {
             guard let type = registry[node.typeName] else {
                 throw SpeechGraphError("node type '\(node.typeName)' is not registered")
             }
+            let connected = Set(plan.edges.filter { $0.toNode == index }.map { type.descriptor.inputs[$0.toPort].name })
             let context = NodeContext(config: node.config, inputFormats: node.inputFormats,
                                       outputFormats: node.outputFormats, maxBlockFrames: max(node.maxInputFrames, 1),
-                                      resources: resources)
+                                      resources: resources, connectedInputs: connected)
             do {
                 nodes.append(try type.make(context))
             } catch let error as SpeechGraphError {
