@@ -83,3 +83,46 @@ func reportFailure(_ error: SpeechGraphError) {
         printError("speechgraph: error: \(error.message)")
     }
 }
+
+/// A graph made in code by the convenience commands (`transcribe`, `vad`), as if written in a file
+/// named `<command>`: every declaration located at 1:1 of that pseudo-file, so errors say where from.
+struct SyntheticGraph {
+    private(set) var spec: GraphSpec
+    private let here: SourceLocation
+
+    init(command: String) {
+        let file = "<\(command)>"
+        spec = GraphSpec(file: file)
+        here = SourceLocation(file: file, line: 1, column: 1)
+    }
+
+    private func located(_ s: String) -> Located<String> { Located(s, at: here) }
+
+    mutating func node(_ name: String, _ type: String, _ parameters: [(String, ValueLiteral)] = []) {
+        spec.nodes.append(NodeDeclaration(
+            name: located(name), type: located(type),
+            parameters: parameters.map { ParameterAssignment(name: located($0.0), value: Located($0.1, at: here)) },
+            location: here))
+    }
+
+    /// `from -> to`, with optional port names on either side.
+    mutating func edge(_ from: String, _ fromPort: String? = nil, to: String, _ toPort: String? = nil) {
+        spec.edges.append(EdgeDeclaration(from: Endpoint(node: located(from), port: fromPort.map(located)),
+                                          to: Endpoint(node: located(to), port: toPort.map(located)), location: here))
+    }
+}
+
+/// Reports what stopped one file of a many-file command; `false` for errors that are not about the file.
+func reportFileFailure(_ error: any Error) -> Bool {
+    switch error {
+    case let error as SpeechGraphError:
+        reportFailure(error)
+        return true
+    case let error as GraphError:
+        StatusLine.shared.clear()
+        for d in error.diagnostics { printError("speechgraph: error: \(d.message)") }
+        return true
+    default:
+        return false
+    }
+}

@@ -84,12 +84,8 @@ extension SpeechgraphCommand {
                         }
                         out.flush()
                     }
-                } catch let error as SpeechGraphError {
-                    reportFailure(error)
-                    failures += 1
-                } catch let error as GraphError {
-                    progress.clear()
-                    for d in error.diagnostics { printError("speechgraph: error: \(d.message)") }
+                } catch {
+                    guard reportFileFailure(error) else { throw error }
                     failures += 1
                 }
             }
@@ -97,41 +93,28 @@ extension SpeechgraphCommand {
         }
 
         private func graph(for file: String) -> GraphSpec {
-            let here = SourceLocation(file: "<transcribe>", line: 1, column: 1)
-            func located(_ s: String) -> Located<String> { Located(s, at: here) }
-            func param(_ name: String, _ value: ValueLiteral) -> ParameterAssignment {
-                ParameterAssignment(name: located(name), value: Located(value, at: here))
-            }
             // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
-            var asr: [ParameterAssignment] = [param("mode", .word(mode.rawValue))]
+            var asr: [(String, ValueLiteral)] = [("mode", .word(mode.rawValue))]
             // Only JSON Lines shows word timings; the other formats skip their cost.
-            if format != .jsonl { asr.append(param("words", .word("false"))) }
-            if let model { asr.append(param("model", .string(model))) }
-            if let hmm { asr.append(param("hmm", .string(hmm))) }
-            if let lm { asr.append(param("lm", .string(lm))) }
-            if let dict { asr.append(param("dict", .string(dict))) }
-            if let jsgf { asr.append(param("jsgf", .string(jsgf))) }
-            let sink: NodeDeclaration = format == .jsonl
-                ? NodeDeclaration(name: located("out"), type: located("jsonl"),
-                                  parameters: [param("source", .string(file))], location: here)
-                : NodeDeclaration(name: located("out"), type: located("collect"), parameters: [], location: here)
-            var nodes = [
-                NodeDeclaration(name: located("src"), type: located("file.input"), parameters: [param("path", .string(file))],
-                                location: here),
-                NodeDeclaration(name: located("asr"), type: located("recognizer"), parameters: asr, location: here),
-                sink,
-            ]
-            func edge(_ a: String, _ b: String) -> EdgeDeclaration {
-                EdgeDeclaration(from: Endpoint(node: located(a), port: nil), to: Endpoint(node: located(b), port: nil),
-                                location: here)
+            if format != .jsonl { asr.append(("words", .word("false"))) }
+            if let model { asr.append(("model", .string(model))) }
+            if let hmm { asr.append(("hmm", .string(hmm))) }
+            if let lm { asr.append(("lm", .string(lm))) }
+            if let dict { asr.append(("dict", .string(dict))) }
+            if let jsgf { asr.append(("jsgf", .string(jsgf))) }
+            var g = SyntheticGraph(command: "transcribe")
+            g.node("src", "file.input", [("path", .string(file))])
+            g.node("asr", "recognizer", asr)
+            if format == .jsonl { g.node("out", "jsonl", [("source", .string(file))]) } else { g.node("out", "collect") }
+            if usesVAD(file) {
+                g.node("vad", "vad", vadPreset.map { [("preset", .word($0))] } ?? [])
+                g.edge("src", to: "vad")
+                g.edge("vad", to: "asr")
+            } else {
+                g.edge("src", to: "asr")
             }
-            guard usesVAD(file) else {
-                return GraphSpec(file: "<transcribe>", nodes: nodes, edges: [edge("src", "asr"), edge("asr", "out")])
-            }
-            let preset = vadPreset.map { [param("preset", .word($0))] } ?? []
-            nodes.append(NodeDeclaration(name: located("vad"), type: located("vad"), parameters: preset, location: here))
-            return GraphSpec(file: "<transcribe>", nodes: nodes,
-                             edges: [edge("src", "vad"), edge("vad", "asr"), edge("asr", "out")])
+            g.edge("asr", to: "out")
+            return g.spec
         }
     }
 }

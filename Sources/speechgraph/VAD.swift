@@ -88,12 +88,8 @@ extension SpeechgraphCommand {
                         }
                     }
                     out.flush()
-                } catch let error as SpeechGraphError {
-                    reportFailure(error)
-                    failures += 1
-                } catch let error as GraphError {
-                    progress.clear()
-                    for d in error.diagnostics { printError("speechgraph: error: \(d.message)") }
+                } catch {
+                    guard reportFileFailure(error) else { throw error }
                     failures += 1
                 }
             }
@@ -101,26 +97,13 @@ extension SpeechgraphCommand {
         }
 
         private func graph(for file: String) -> GraphSpec {
-            let here = SourceLocation(file: "<vad>", line: 1, column: 1)
-            func located(_ s: String) -> Located<String> { Located(s, at: here) }
-            func param(_ name: String, _ value: ValueLiteral) -> ParameterAssignment {
-                ParameterAssignment(name: located(name), value: Located(value, at: here))
-            }
-            var vad: [ParameterAssignment] = []
-            if let preset { vad.append(param("preset", .word(preset.rawValue))) }
-            let nodes = [
-                NodeDeclaration(name: located("src"), type: located("file.input"), parameters: [param("path", .string(file))],
-                                location: here),
-                NodeDeclaration(name: located("vad"), type: located("vad"), parameters: vad, location: here),
-                NodeDeclaration(name: located("out"), type: located("collect"), parameters: [], location: here),
-            ]
-            func endpoint(_ node: String, _ port: String?) -> Endpoint {
-                Endpoint(node: located(node), port: port.map(located))
-            }
-            return GraphSpec(file: "<vad>", nodes: nodes, edges: [
-                EdgeDeclaration(from: endpoint("src", nil), to: endpoint("vad", nil), location: here),
-                EdgeDeclaration(from: endpoint("vad", "events"), to: endpoint("out", nil), location: here),
-            ])
+            var g = SyntheticGraph(command: "vad")
+            g.node("src", "file.input", [("path", .string(file))])
+            g.node("vad", "vad", preset.map { [("preset", .word($0.rawValue))] } ?? [])
+            g.node("out", "collect")
+            g.edge("src", to: "vad")
+            g.edge("vad", "events", to: "out")
+            return g.spec
         }
     }
 }
