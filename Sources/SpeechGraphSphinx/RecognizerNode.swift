@@ -36,6 +36,9 @@ public final class RecognizerNode: GraphNode {
                     doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
                         + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
                         + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
+            .quantity("max-utterance", default: 30, .seconds, range: 1...600,
+                      doc: "Longest utterance: a longer one is split at a quiet point (within its last 5 s), so "
+                        + "unbroken dictation keeps bounded memory and still gets final results."),
             .quantity("volatile", default: 100, .milliseconds, range: 0...10_000,
                       doc: "Streaming mode: emit a volatile result after this much audio when its text changed; 0 turns "
                         + "volatile results off (final results only)."),
@@ -65,6 +68,15 @@ public final class RecognizerNode: GraphNode {
     private var utterance = 0
     private var utteranceStart = 0.0
     private var utteranceEnd = 0.0
+    /// Splitting long utterances: energy of each 10 ms of the utterance so far.
+    private let maxSamples: Int
+    private let lookbackSamples: Int
+    private let chunkSamples: Int
+    private var chunkEnergies: [Float] = []
+    private var chunkSum: Float = 0
+    private var chunkFill = 0
+    private var utteranceSamples = 0
+    private var sampleRate: Int
 
     public init(_ context: NodeContext, pool: SphinxDecoderPool = .shared) throws {
         let c = context.config
@@ -78,6 +90,10 @@ public final class RecognizerNode: GraphNode {
         // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
         model.removesSilence = !includeWords && !context.connectedInputs.contains("control")
         wholeUtterances = c.string("mode") == "utterance"
+        sampleRate = rate
+        maxSamples = Int((c.number("max-utterance") ?? 30) * Double(rate))
+        lookbackSamples = min(5 * rate, maxSamples / 2)
+        chunkSamples = rate / 100
         let volatile = c.number("volatile") ?? 0.1
         volatileFrames = wholeUtterances || volatile <= 0 ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
         self.pool = pool
@@ -101,6 +117,10 @@ public final class RecognizerNode: GraphNode {
             utteranceStart = block.startTime
             framesSinceVolatile = 0
             lastVolatile = ""
+            chunkEnergies.removeAll(keepingCapacity: true)
+            chunkSum = 0
+            chunkFill = 0
+            utteranceSamples = 0
         }
         var offset = 0
         let samples = block.samples
@@ -110,7 +130,15 @@ public final class RecognizerNode: GraphNode {
                 // libsndfile reads 16-bit files as s / 32768: this gives back the exact samples.
                 let v = (samples[offset + i] * 32768).rounded()
                 pcm[i] = v >= 32767 ? .max : v <= -32768 ? .min : Int16(v)
+                chunkSum += v * v
+                chunkFill += 1
+                if chunkFill == chunkSamples {
+                    chunkEnergies.append(chunkSum)
+                    chunkSum = 0
+                    chunkFill = 0
+                }
             }
+            utteranceSamples += n
             if wholeUtterances {
                 held.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
             } else {
@@ -119,6 +147,8 @@ public final class RecognizerNode: GraphNode {
             offset += n
         }
         utteranceEnd = block.endTime
+        if utteranceSamples >= maxSamples - lookbackSamples { try splitIfLong(output: output) }
+        guard inUtterance else { return }
         if volatileFrames > 0 {
             framesSinceVolatile += Int64(block.frameCount)
             if framesSinceVolatile >= volatileFrames {
@@ -156,6 +186,43 @@ public final class RecognizerNode: GraphNode {
     public func discontinuity(port: Int, output: NodeOutput) throws {
         try endUtterance(output: output)
         streamBegins = true
+    }
+
+    /// An utterance near its maximum length ends at a quiet point. Held audio (utterance mode) is cut
+    /// exactly at the quietest 10 ms of the last 5 s, and what follows starts the next utterance; streamed
+    /// audio is already decoded, so the utterance ends with the first 10 ms in that window that is nearly
+    /// as quiet as the quietest of the utterance (or at the maximum).
+    private func splitIfLong(output: NodeOutput) throws {
+        guard !chunkEnergies.isEmpty else { return }
+        if wholeUtterances {
+            guard held.count >= maxSamples else { return }
+            let first = max(0, (maxSamples - lookbackSamples) / chunkSamples)
+            let last = min(chunkEnergies.count, maxSamples / chunkSamples) - 1
+            guard first <= last else { return }
+            var quietest = first
+            for i in first...last where chunkEnergies[i] < chunkEnergies[quietest] { quietest = i }
+            let cut = quietest * chunkSamples
+            let rest = Array(held[cut...])
+            held.removeSubrange(cut...)
+            utteranceEnd = utteranceStart + Double(cut) / Double(sampleRate)
+            let nextStart = utteranceEnd, nextEnd = utteranceStart + Double(cut + rest.count) / Double(sampleRate)
+            let restEnergies = Array(chunkEnergies[quietest...])
+            try endUtterance(output: output)
+            // The rest is the beginning of the next utterance.
+            inUtterance = true
+            utterance += 1
+            utteranceStart = nextStart
+            utteranceEnd = nextEnd
+            held = rest
+            chunkEnergies = restEnergies
+            utteranceSamples = rest.count
+        } else {
+            let quietest = chunkEnergies.min() ?? 0
+            let latest = chunkEnergies[chunkEnergies.count - 1]
+            if utteranceSamples >= maxSamples || latest <= max(quietest * 2, 1) {
+                try endUtterance(output: output)
+            }
+        }
     }
 
     private func endUtterance(output: NodeOutput) throws {

@@ -77,5 +77,35 @@ extension Decoding {
                 #expect(results.allSatisfy { $0.isFinal })
             }
         }
-    }
+    
+        /// Unbroken speech longer than 'max-utterance' is split at quiet points into utterances no longer than
+        /// the maximum, each with its final result, and together they still say it all.
+        @Test(arguments: ["utterance", "streaming"])
+        func longUtterancesAreSplit(mode: String) throws {
+            var parts: [String] = []
+            for (i, text) in [Sentences.call, Sentences.weather, Sentences.call, Sentences.weather].enumerated() {
+                let part = dir.path("p\(i).wav")
+                try TestSpeech.synthesize(text, to: part)
+                parts.append(part)
+            }
+            let long = dir.path("long.wav")
+            try TestSpeech.sox(parts + [long])
+            let (events, _) = try Harness.run("""
+                node src = file.input { path: "\(long)" }
+                node asr = recognizer { mode: \(mode), max-utterance: 4 s, volatile: 0 ms }
+                node out = collect
+                src -> asr -> out
+                """)
+            let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            #expect(finals.count >= 3, "\(finals.map(\.range))")
+            for f in finals { #expect(f.range.duration <= 4.0 + 0.07, "\(f.range)") }
+            for (a, b) in zip(finals, finals.dropFirst()) {
+                #expect(abs(b.range.start - a.range.end) < 0.07, "\(a.range) then \(b.range)")
+                #expect(b.utterance == a.utterance + 1)
+            }
+            let reference = [Sentences.call, Sentences.weather, Sentences.call, Sentences.weather].joined(separator: " ")
+            let wer = wordErrorRate(reference: reference, hypothesis: finals.map(\.text).joined(separator: " "))
+            #expect(wer <= 0.35, "\(finals.map(\.text))")
+        }
+}
 }
