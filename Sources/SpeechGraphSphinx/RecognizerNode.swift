@@ -150,11 +150,13 @@ public final class RecognizerNode: GraphNode {
         if utteranceSamples >= maxSamples - lookbackSamples { try splitIfLong(output: output) }
         guard inUtterance else { return }
         if volatileFrames > 0 {
+            // At most one volatile result per interval of audio, and only a changed text: once an interval has
+            // passed since the last one, every block is checked until the text changes.
             framesSinceVolatile += Int64(block.frameCount)
             if framesSinceVolatile >= volatileFrames {
-                framesSinceVolatile = 0
                 let text = decoder.hypothesis
                 if text != lastVolatile {
+                    framesSinceVolatile = 0
                     lastVolatile = text
                     try output.emit(.result(Transcription(utterance: utterance, isFinal: false,
                                                           range: TimeRange(start: utteranceStart, end: utteranceEnd),
