@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 4's figures, 'name value unit' a line:
 # - latency on long_clean.wav played with --realtime through vad -> recognizer (streaming): from each
-#   utterance's true onset (segments.tsv) to its first volatile result, and from its true end to its
-#   final result; p50 and p95. The jsonl sink's "latency" field gives, for each line, the seconds from
+#   utterance's true onset to its first volatile result, and from its true end to its final result; p50
+#   and p95; true onset/end taken both from segments.tsv (the recordings' edges, with their own leading
+#   and trailing silence: latency_*) and from the labelled speech inside them (latency_speech_*). The jsonl sink's "latency" field gives, for each line, the seconds from
 #   the end of the audio it describes to when it was written; with the result's range end that gives the
 #   wall time of each result on the audio clock.
 # - memory over a 60 minute run (long_clean looped 24 times, not real time): RSS growth after the first
@@ -26,10 +27,11 @@ vad.events -> log
 G
 echo "bench: latency: long_clean.wav in real time (148 s)" >&2
 "$BIN" run --realtime "$work/latency.graph" > "$work/latency.jsonl"
-python3 - "$work/latency.jsonl" "$SEGMENTS" <<'PY'
+python3 - "$work/latency.jsonl" "$SEGMENTS" "$SHARED/corpus/long/long.vad-labels.tsv" <<'PY'
 import json, statistics, sys
 events = [json.loads(l) for l in open(sys.argv[1])]
 segments = [tuple(map(float, l.split("\t")[:2])) for l in open(sys.argv[2]).read().splitlines()[1:]]
+labels = [tuple(map(float, l.split("\t")[:2])) for l in open(sys.argv[3]).read().splitlines()[1:]]
 results = [e for e in events if e["type"] == "result"]
 finals = [e for e in results if e["isFinal"]]
 def overlap(r, s): return max(0.0, min(r["range"]["end"], s[1]) - max(r["range"]["start"], s[0]))
@@ -46,6 +48,22 @@ for s in segments:
 def pct(v, p):
     v = sorted(v); k = (len(v) - 1) * p; f = int(k)
     return v[f] + (v[min(f + 1, len(v) - 1)] - v[f]) * (k - f)
+# The same from the speech itself: the first and last labelled speech region inside each segment
+# (segments include each recording's own leading and trailing silence).
+speech_end, speech_onset = [], []
+for s in segments:
+    inside = [l for l in labels if l[0] >= s[0] - 0.01 and l[1] <= s[1] + 0.01]
+    best = max(finals, key=lambda r: overlap(r, s), default=None)
+    if not inside or best is None or overlap(best, s) <= 0:
+        continue
+    speech_end.append(best["range"]["end"] + best["latency"] - inside[-1][1])
+    first = next((r for r in results if not r["isFinal"] and r["utterance"] == best["utterance"]), None)
+    if first is not None:
+        speech_onset.append(first["range"]["end"] + first["latency"] - inside[0][0])
+print(f"latency_speech_end_to_final_p50 {1000 * pct(speech_end, 0.5):.0f} ms")
+print(f"latency_speech_end_to_final_p95 {1000 * pct(speech_end, 0.95):.0f} ms")
+print(f"latency_speech_onset_to_first_volatile_p50 {1000 * pct(speech_onset, 0.5):.0f} ms")
+print(f"latency_speech_onset_to_first_volatile_p95 {1000 * pct(speech_onset, 0.95):.0f} ms")
 print(f"latency_end_to_final_p50 {1000 * pct(end_latency, 0.5):.0f} ms")
 print(f"latency_end_to_final_p95 {1000 * pct(end_latency, 0.95):.0f} ms")
 print(f"latency_onset_to_first_volatile_p50 {1000 * pct(onset_latency, 0.5):.0f} ms")
