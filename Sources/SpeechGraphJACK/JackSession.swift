@@ -8,9 +8,7 @@ struct Notifications: ~Copyable {
     let serverGone = Atomic<Bool>(false)
     let xruns = Atomic<Int>(0)
     let portsChanged = Atomic<Bool>(false)
-    let sampleRate: Atomic<Int>
     let bufferSize = Atomic<Int>(0)
-    init(sampleRate: Int) { self.sampleRate = Atomic(sampleRate) }
 }
 
 /// JACK's metadata keys (the C globals are not concurrency-safe to read from Swift 6).
@@ -48,12 +46,6 @@ private func onPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ a
 private func onBufferSize(_ frames: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.bufferSize
         .store(Int(frames), ordering: .relaxed)
-    return 0
-}
-
-private func onSampleRate(_ rate: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
-    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.sampleRate
-        .store(Int(rate), ordering: .relaxed)
     return 0
 }
 
@@ -156,7 +148,7 @@ public final class JackSession: @unchecked Sendable {
             inputWake: inputWake.endpoint, outputWake: outputWake.endpoint, gaps: gapRing.endpoint,
             running: running, underruns: underruns, overruns: overruns, timing: timing, timingEnabled: measureCallback))
         notifications = .allocate(capacity: 1)
-        notifications.initialize(to: Notifications(sampleRate: sampleRate))
+        notifications.initialize(to: Notifications())
         reason = .allocate(capacity: SessionCallbacks.reasonCapacity)
         reason.initialize(repeating: 0, count: SessionCallbacks.reasonCapacity)
         callbacks = .allocate(capacity: 1)
@@ -257,7 +249,6 @@ public final class JackSession: @unchecked Sendable {
         jack_set_xrun_callback(c, onXrun, argument)
         jack_set_port_registration_callback(c, onPortRegistration, argument)
         jack_set_buffer_size_callback(c, onBufferSize, argument)
-        jack_set_sample_rate_callback(c, onSampleRate, argument)
         running.pointee.store(true, ordering: .releasing)
         guard jack_activate(c) == 0 else {
             closeClient()

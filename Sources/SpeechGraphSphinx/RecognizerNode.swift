@@ -246,9 +246,7 @@ public final class RecognizerNode: GraphNode {
 
     public func close() {
         guard let decoder else { return }
-        if inUtterance && !wholeUtterances {
-            try? decoder.endUtterance()
-            }
+        if inUtterance && !wholeUtterances { try? decoder.endUtterance() }
         inUtterance = false
         held.removeAll()
         pool.checkin(decoder)

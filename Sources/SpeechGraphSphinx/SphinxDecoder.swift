@@ -229,7 +229,6 @@ public final class SphinxDecoderPool: Sendable {
         idle.withLock { $0[Key(model: decoder.model, streaming: decoder.isStreaming), default: []].append(decoder) }
     }
 
-    public func removeAll() { idle.withLock { $0.removeAll() } }
 }
 
 /// PocketSphinx logs through sphinxbase's process-global log stream. It is switched off for good

@@ -126,3 +126,32 @@ func reportFileFailure(_ error: any Error) -> Bool {
         return false
     }
 }
+
+/// The loop of the many-file commands (`transcribe`, `vad`): each file's graph is planned and run in
+/// turn, with progress on a terminal; `handle` reads the finished runner. A file that fails, or warns, is
+/// reported and counted, the others still run; a stop request ends the loop after the file in flight.
+/// Throws `Reported(code: 1)` at the end when any file failed.
+func runEachFile(_ files: [String], registry: NodeRegistry, signals: SignalHandling, realtime: Bool = false,
+                 plan: (String) throws -> GraphPlan, handle: (String, GraphRunner) throws -> Void) throws {
+    let progress = Progress()
+    var failures = 0
+    for (index, file) in files.enumerated() {
+        if signals.stop.isRequested { break }
+        do {
+            let runner = try GraphRunner(plan: plan(file), registry: registry)
+            try runner.run(stop: signals.stop, realtime: realtime) { fraction in
+                progress.update(String(format: "[%d/%d] %@ %3.0f%%", index + 1, files.count, file, fraction * 100))
+            }
+            progress.clear()
+            for w in runner.warnings {
+                printError("speechgraph: warning: \(w)")
+                failures += 1
+            }
+            try handle(file, runner)
+        } catch {
+            guard reportFileFailure(error) else { throw error }
+            failures += 1
+        }
+    }
+    if failures > 0 { throw Reported(code: Exit.failure) }
+}

@@ -57,39 +57,14 @@ extension SpeechgraphCommand {
             try registry.register(EventCollector.type)
             let planner = GraphPlanner(registry: registry)
             let signals = SignalHandling()
-            let progress = Progress()
             let out = TextOutput.standardOutput()
-            var failures = 0
-
-            for (index, file) in files.enumerated() {
-                if signals.stop.isRequested { break }
-                do {
-                    let spec = graph(for: file)
-                    let plan = try planner.plan(spec)
-                    let runner = try GraphRunner(plan: plan, registry: registry)
-                    try runner.run(stop: signals.stop, realtime: realtime) { fraction in
-                        progress.update(String(format: "[%d/%d] %@ %3.0f%%", index + 1, files.count, file, fraction * 100))
-                    }
-                    progress.clear()
-                    for w in runner.warnings {
-                        printError("speechgraph: warning: \(w)")
-                        failures += 1
-                    }
-                    if format != .jsonl, let collector = runner.node(named: "out") as? EventCollector {
-                        let text = collector.finalResults.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
-                        switch format {
-                        case .tsv: out.write("\(file)\t\(text)\n")
-                        case .text: out.write(files.count > 1 ? "\(file): \(text)\n" : "\(text)\n")
-                        case .jsonl: break
-                        }
-                        out.flush()
-                    }
-                } catch {
-                    guard reportFileFailure(error) else { throw error }
-                    failures += 1
-                }
+            try runEachFile(files, registry: registry, signals: signals, realtime: realtime,
+                            plan: { try planner.plan(graph(for: $0)) }) { file, runner in
+                guard format != .jsonl, let collector = runner.node(named: "out") as? EventCollector else { return }
+                let text = collector.finalResults.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
+                out.write(format == .tsv ? "\(file)\t\(text)\n" : files.count > 1 ? "\(file): \(text)\n" : "\(text)\n")
+                out.flush()
             }
-            if failures > 0 { throw Reported(code: Exit.failure) }
         }
 
         private func graph(for file: String) -> GraphSpec {

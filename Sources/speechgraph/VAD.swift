@@ -53,47 +53,28 @@ extension SpeechgraphCommand {
                 throw Reported(code: Exit.usage)
             }
 
-            let signals = SignalHandling()
-            let progress = Progress()
             let out = TextOutput.standardOutput()
-            var failures = 0
-            for (index, file) in files.enumerated() {
-                if signals.stop.isRequested { break }
-                do {
-                    let plan = try planner.plan(graph(for: file), overrides: overrides)
-                    let runner = try GraphRunner(plan: plan, registry: registry)
-                    try runner.run(stop: signals.stop) { fraction in
-                        progress.update(String(format: "[%d/%d] %@ %3.0f%%", index + 1, files.count, file, fraction * 100))
-                    }
-                    progress.clear()
-                    for w in runner.warnings {
-                        printError("speechgraph: warning: \(w)")
-                        failures += 1
-                    }
-                    guard let collector = runner.node(named: "out") as? EventCollector else { continue }
-                    switch format {
-                    case .jsonl:
-                        for event in collector.events { out.write(JSONLines.line(for: event, source: file) + "\n") }
-                    case .tsv:
-                        var start: Double?
-                        for event in collector.events {
-                            switch event {
-                            case .speechStarted(_, let time): start = time
-                            case .speechEnded(_, let time):
-                                guard let s = start else { continue }
-                                out.write(String(format: "%.3f\t%.3f", s, time) + (files.count > 1 ? "\t\(file)\n" : "\n"))
-                                start = nil
-                            default: break
-                            }
+            try runEachFile(files, registry: registry, signals: SignalHandling(),
+                            plan: { try planner.plan(graph(for: $0), overrides: overrides) }) { file, runner in
+                guard let collector = runner.node(named: "out") as? EventCollector else { return }
+                switch format {
+                case .jsonl:
+                    for event in collector.events { out.write(JSONLines.line(for: event, source: file) + "\n") }
+                case .tsv:
+                    var start: Double?
+                    for event in collector.events {
+                        switch event {
+                        case .speechStarted(_, let time): start = time
+                        case .speechEnded(_, let time):
+                            guard let s = start else { continue }
+                            out.write(String(format: "%.3f\t%.3f", s, time) + (files.count > 1 ? "\t\(file)\n" : "\n"))
+                            start = nil
+                        default: break
                         }
                     }
-                    out.flush()
-                } catch {
-                    guard reportFileFailure(error) else { throw error }
-                    failures += 1
                 }
+                out.flush()
             }
-            if failures > 0 { throw Reported(code: Exit.failure) }
         }
 
         private func graph(for file: String) -> GraphSpec {

@@ -94,6 +94,4 @@ public struct NodeOutput {
         try runner.deliverDiscontinuity(from: node)
     }
 
-    /// The name of the node this output belongs to.
-    public var nodeName: String { runner.plan.nodes[node].name }
 }
