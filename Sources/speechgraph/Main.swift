@@ -25,8 +25,9 @@ struct SpeechgraphCommand: ParsableCommand {
         commandName: "speechgraph",
         abstract: "On-device speech recognition for Linux, as an audio processing graph.",
         discussion: """
-            A graph file wires input nodes (audio files today; JACK ports are coming) through converters to \
-            a PocketSphinx recognizer and on to sinks (console, jsonl). See docs/graph-language.md, and \
+            A graph file wires input nodes (JACK ports, audio files) through converters, a voice activity \
+            detector and a PocketSphinx recognizer to sinks (console, jsonl). See docs/graph-language.md, \
+            docs/jack.md and \
             'speechgraph nodes' for every node type.
 
             Results go to standard output (or a sink's file); errors, warnings and progress to standard error.
