@@ -26,8 +26,14 @@ public enum JSONLines {
                 o.addRaw("alternatives", "[" + t.alternatives.map(quote).joined(separator: ",") + "]")
             }
             if let s = t.source ?? source { o.add("source", s) }
-        case .speechStarted(let node, let time), .speechEnded(let node, let time):
-            if case .speechStarted = event { o.add("type", "speechStarted") } else { o.add("type", "speechEnded") }
+        case .speechStarted(let node, let time), .speechEnded(let node, let time),
+             .speechPaused(let node, let time), .speechResumed(let node, let time):
+            switch event {
+            case .speechStarted: o.add("type", "speechStarted")
+            case .speechEnded: o.add("type", "speechEnded")
+            case .speechPaused: o.add("type", "speechPaused")
+            default: o.add("type", "speechResumed")
+            }
             o.add("node", node)
             o.addTime("time", time)
             if let source { o.add("source", source) }
@@ -58,7 +64,8 @@ public enum JSONLines {
     public static func audioEnd(of event: GraphEvent) -> Double? {
         switch event {
         case .result(let t): return t.range.end
-        case .speechStarted(_, let time), .speechEnded(_, let time): return time
+        case .speechStarted(_, let time), .speechEnded(_, let time), .speechPaused(_, let time),
+             .speechResumed(_, let time): return time
         case .gap(_, let r, _): return r.end
         case .level(_, let time, _, _): return time
         case .availability: return nil

@@ -106,7 +106,7 @@ public final class ConsoleSink: GraphNode {
                 : "-- \(reason) at \(Self.clock(r.start)) --"
         case .availability(_, let available, let reason):
             line = available ? "-- recognition available (\(reason)) --" : "-- recognition not available: \(reason) --"
-        case .speechStarted, .speechEnded, .level:
+        case .speechStarted, .speechEnded, .speechPaused, .speechResumed, .level:
             return
         }
         if let source { line = "\(source): " + line }

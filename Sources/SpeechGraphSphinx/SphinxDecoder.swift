@@ -13,6 +13,14 @@ public struct SphinxModel: Hashable, Sendable {
     /// PocketSphinx's `-remove_silence`: skip frames its own detector calls silence. Faster, but the
     /// frames left are numbered without the silence, so word times come out wrong.
     public var removesSilence = true
+    /// PocketSphinx's `-maxhmmpf`: the most HMMs kept active in a frame. Its own default (30000) lets the
+    /// first pass run slower than real time at the start of words; 10000 gives the same transcripts on the
+    /// corpus and keeps the search under real time (see docs/endpointing.md).
+    public var maxHMMs = 10000
+    /// PocketSphinx's second pass (`-fwdflat`): it redoes the utterance's search over the words the first pass
+    /// found, when the utterance ends. More accurate, but the final result waits for it (about 6% of the
+    /// utterance's duration).
+    public var secondPass = true
 
     /// Directories searched for a model given by name (`model: en-us`), in order.
     public static var searchPath: [String] {
@@ -95,7 +103,8 @@ public struct SphinxModel: Hashable, Sendable {
 
     var arguments: [String] {
         var args = ["-hmm", hmm, "-dict", dict, "-samprate", String(sampleRate),
-                    "-remove_silence", removesSilence ? "yes" : "no"]
+                    "-remove_silence", removesSilence ? "yes" : "no", "-maxhmmpf", String(maxHMMs),
+                    "-fwdflat", secondPass ? "yes" : "no"]
         if let jsgf { args += ["-jsgf", jsgf] } else if let lm { args += ["-lm", lm] }
         return args
     }

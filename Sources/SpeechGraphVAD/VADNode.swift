@@ -30,7 +30,8 @@ public final class VADNode: GraphNode {
                         doc: "Mono audio at 16 kHz (the planner converts what it gets)."),
             .audioOutput("out", doc: "The speech: the audio of each region, from 'pre-roll' before its onset to "
                          + "its end, on the input's clock."),
-            .eventOutput("events", doc: "speechStarted and speechEnded, with the node's name and the time in seconds."),
+            .eventOutput("events", doc: "speechStarted and speechEnded, with the node's name and the time in seconds; "
+                         + "speechPaused and speechResumed for pauses inside speech (see 'pause')."),
         ],
         parameters: [
             .choice("preset", VADPreset.allCases.map(\.rawValue), default: VADPreset.normal.rawValue,
@@ -48,6 +49,10 @@ public final class VADNode: GraphNode {
                       doc: "The pause that ends speech in noisy audio (SNR 8 dB or less); between clean and "
                         + "noisy the pause needed slides from 'min-silence' to this. Default: the preset's ("
                         + presetText(\.hangover, ms) + ")."),
+            .quantity("pause", default: 150, .milliseconds, range: 0...5000,
+                      doc: "A pause this long inside speech emits speechPaused (then speechResumed if the speech goes "
+                        + "on), when the pause that ends speech is longer: an early end-of-turn hint. A recognizer "
+                        + "with 'results: fast' ends its utterance there. 0: no pause events."),
             .quantity("pre-roll", default: nil, .milliseconds, range: 0...5000,
                       doc: "Audio kept before each onset on 'out' (event times do not move). Default: the preset's ("
                         + presetText(\.preRoll, ms) + ")."),
@@ -73,6 +78,7 @@ public final class VADNode: GraphNode {
         if let v = config.number("min-silence") { s.minSilence = v }
         if let v = config.number("hangover") { s.hangover = v }
         if let v = config.number("pre-roll") { s.preRoll = v }
+        if let v = config.number("pause") { s.pause = v }
         if let problem = s.problem { throw SpeechGraphError(problem) }
         return s
     }
@@ -157,6 +163,11 @@ public final class VADNode: GraphNode {
             try emitAudio(upTo: sample, output)
             lastSampleEmitted = max(lastSampleEmitted, sample)
             try output.emit(.speechEnded(node: name, time: Double(origin + sample) / rate), port: 1)
+        case .paused(let sample):
+            try emitAudio(upTo: sample, output)
+            try output.emit(.speechPaused(node: name, time: Double(origin + sample) / rate), port: 1)
+        case .resumed(let sample):
+            try output.emit(.speechResumed(node: name, time: Double(origin + sample) / rate), port: 1)
         case .frame:
             break
         }

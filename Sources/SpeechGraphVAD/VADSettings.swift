@@ -24,13 +24,19 @@ public struct VADSettings: Sendable, Equatable {
     /// Audio kept before each detected onset and handed on with the region (the node's `out`), so the first
     /// phoneme is never clipped. Does not move the event times.
     public var preRoll: Double
+    /// A pause this long inside a region is reported (`paused`, then `resumed` if the speech goes on) when
+    /// the pause that ends the region is longer: an early end-of-turn hint, on which a recognizer with
+    /// `results: fast` ends its utterance. 0 reports no pauses.
+    public var pause: Double
 
-    public init(threshold: Double, minSpeech: Double, minSilence: Double, hangover: Double, preRoll: Double) {
+    public init(threshold: Double, minSpeech: Double, minSilence: Double, hangover: Double, preRoll: Double,
+                pause: Double = 0.15) {
         self.threshold = threshold
         self.minSpeech = minSpeech
         self.minSilence = minSilence
         self.hangover = hangover
         self.preRoll = preRoll
+        self.pause = pause
     }
 
     /// The settings of a preset.
@@ -51,7 +57,7 @@ public struct VADSettings: Sendable, Equatable {
     public var problem: String? {
         if !threshold.isFinite || threshold < -6 || threshold > 20 { return "threshold must be within -6 dB to 20 dB" }
         for (name, value) in [("min-speech", minSpeech), ("min-silence", minSilence), ("hangover", hangover),
-                              ("pre-roll", preRoll)] where !value.isFinite || value < 0 || value > 5 {
+                              ("pre-roll", preRoll), ("pause", pause)] where !value.isFinite || value < 0 || value > 5 {
             return "\(name) must be within 0 s to 5 s"
         }
         return nil

@@ -11,6 +11,12 @@ public enum VADEvent: Sendable, Equatable {
     case started(sample: Int64)
     /// The region ends at `sample` (exclusive).
     case ended(sample: Int64)
+    /// Inside an open region, a pause of `VADSettings.pause` has begun at `sample` (where a region ending
+    /// there would end). The region may still continue (`resumed`) or end (`ended`, at the same sample
+    /// unless the speech resumed first). Reported only when the pause needed to end the region is longer.
+    case paused(sample: Int64)
+    /// After `paused`, speech continues the region: its onset is at `sample`.
+    case resumed(sample: Int64)
     /// One analysis frame (10 ms) was decided: its span, the smoothed log-likelihood ratio it was judged on
     /// (`score`), the threshold in force, and the detector's estimate of the long-term SNR in dB.
     case frame(VADFrame)
@@ -123,9 +129,13 @@ public final class VoiceActivityDetector {
     private var runFramesOver = 0
     private var runAccepted = false
     private var regionOpen = false
+    /// A `paused` was reported for the open region, and no `resumed` since.
+    private var pauseReported = false
     private var regionStartSample: Int64 = 0
     private var regionEnd = 0
     private var lastRegionEndSample: Int64 = 0
+    /// Where the last reported pause began.
+    private var lastPauseSample: Int64 = 0
     private var currentEndOffset = endOffsetNoisy
 
     /// Samples fed so far.
@@ -205,6 +215,8 @@ public final class VoiceActivityDetector {
         runFramesOver = 0
         runAccepted = false
         regionOpen = false
+        pauseReported = false
+        lastPauseSample = 0
         regionStartSample = 0
         regionEnd = 0
         lastRegionEndSample = 0
@@ -369,6 +381,7 @@ public final class VoiceActivityDetector {
         let on = onLow + (Self.thresholdHigh * thresholdScale - onLow) * a
         let off = on * Self.continuationRatio
         let hold = (settings.hangover + (settings.minSilence - settings.hangover) * a) * 100
+        let pauseFrames = settings.pause * 100
         currentEndOffset = Self.endOffsetNoisy + (Self.endOffsetClean - Self.endOffsetNoisy) * a
         let minSpeechFrames = max(1, Int((settings.minSpeech * 100).rounded()))
         let above = x > off
@@ -386,6 +399,10 @@ public final class VoiceActivityDetector {
                 runStart = start
                 if regionOpen && Double(start - regionEnd) < hold {
                     regionEnd = c + 1
+                    if pauseReported {
+                        pauseReported = false
+                        try handler(.resumed(sample: max(Int64(Self.hop * start) - 176, lastPauseSample)))
+                    }
                 } else {
                     if regionOpen { try closeRegion(at: nil, handler) }
                     try openRegion(startFrame: start, handler)
@@ -399,28 +416,42 @@ public final class VoiceActivityDetector {
         // The pause is long enough: the region ends, unless a burst that began inside the pause may still
         // prove to be speech (it then continues the region); that wait is bounded.
         let pause = Double(c + 1 - regionEnd)
-        if regionOpen && pause >= hold
-            && (runStart == nil || Double(runStart! - regionEnd) >= hold || pause >= hold + Double(Self.maxBacktrack)) {
-            try closeRegion(at: nil, handler)
+        // The same test for the shorter pause that is only reported (`paused`), and for the one that ends the region.
+        func long(_ needed: Double) -> Bool {
+            pause >= needed && (runStart == nil || Double(runStart! - regionEnd) >= needed
+                                || pause >= needed + Double(Self.maxBacktrack))
         }
+        if regionOpen && long(hold) {
+            try closeRegion(at: nil, handler)
+        } else if regionOpen && !pauseReported && pauseFrames > 0 && long(pauseFrames) {
+            pauseReported = true
+            lastPauseSample = min(naturalEnd, samplesConsumed)
+            try handler(.paused(sample: lastPauseSample))
+        }
+    }
+
+    /// Where the open region would end if it ended now: its last speech frame plus the end offset.
+    private var naturalEnd: Int64 {
+        Int64(Self.hop * regionEnd) - 16 + Int64((currentEndOffset * Double(Self.hop)).rounded())
     }
 
     private func openRegion(startFrame: Int, _ handler: (VADEvent) throws -> Void) rethrows {
         let onset = Int64(Self.hop * startFrame) - 176
         regionStartSample = min(max(onset, lastRegionEndSample, 0), samplesConsumed)
         regionOpen = true
+        pauseReported = false
         regionEnd = startFrame
         try handler(.started(sample: regionStartSample))
     }
 
     /// Closes the open region at `sample`, or where its speech ended (the last speech frame plus the end offset).
     private func closeRegion(at sample: Int64?, _ handler: (VADEvent) throws -> Void) rethrows {
-        let natural = Int64(Self.hop * regionEnd) - 16 + Int64((currentEndOffset * Double(Self.hop)).rounded())
-        var end = sample ?? natural
+        var end = sample ?? naturalEnd
         end = min(end, samplesConsumed)
         end = max(end, regionStartSample + 1)
         regionOpen = false
         runAccepted = false
+        pauseReported = false
         lastRegionEndSample = end
         try handler(.ended(sample: end))
     }

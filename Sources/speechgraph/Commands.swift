@@ -15,6 +15,10 @@ extension SpeechgraphCommand {
         @Option(name: .customLong("set"), help: ArgumentHelp("Override a parameter, as node.param=value (repeatable).",
                                                               valueName: "node.param=value"))
         var overrides: [String] = []
+        @Option(help: ArgumentHelp("Result preset of every recognizer: progressive (volatile then final results), "
+                                   + "final-only, or fast (final results as early as possible). Same as --set "
+                                   + "<recognizer>.results=<preset>.", valueName: "preset"))
+        var results: String?
         @Flag(help: "Pace file inputs like live audio instead of running as fast as possible.") var realtime = false
         @Option(help: "JACK client name (JACK makes it unique when it is taken).") var name = "speechgraph"
         @Option(help: ArgumentHelp("Stop after this many seconds (results in flight are finished), as a Ctrl-C would.",
@@ -27,7 +31,7 @@ extension SpeechgraphCommand {
 
         func run() throws {
             let registry = BuiltinNodes.registry()
-            let plan = try loadPlan(path: graph, overrides: overrides, registry: registry, negotiate: true)
+            let plan = try loadPlan(path: graph, overrides: overrides, results: results, registry: registry, negotiate: true)
             let signals = SignalHandling()
             let progress = Progress()
             if let duration {

@@ -48,7 +48,10 @@ final class Progress {
 
 /// Reads, validates and plans a graph file, reporting problems the way the CLI promises:
 /// graph errors as `file:line:col: error: ...` (exit 2), runtime failures as one line (exit 1).
-func loadPlan(path: String, overrides: [String], registry: NodeRegistry, negotiate: Bool) throws -> GraphPlan {
+///
+/// `results`: the `results` preset for every recognizer node of the graph (`run --results`), before `overrides`.
+func loadPlan(path: String, overrides: [String], results: String? = nil, registry: NodeRegistry,
+              negotiate: Bool) throws -> GraphPlan {
     var parsedOverrides: [GraphPlanner.Override] = []
     for text in overrides {
         guard let o = GraphPlanner.Override.parse(text) else {
@@ -60,6 +63,21 @@ func loadPlan(path: String, overrides: [String], registry: NodeRegistry, negotia
     let planner = GraphPlanner(registry: registry)
     do {
         let spec = try GraphParser.parse(contentsOf: path)
+        if let results {
+            let presets = RecognizerNode.RecognizerResults.allCases.map(\.rawValue)
+            guard presets.contains(results) else {
+                printError("speechgraph: error: --results expects \(presets.joined(separator: ", ")), got '\(results)'")
+                throw Reported(code: Exit.usage)
+            }
+            let recognizers = spec.nodes.filter { $0.type.value == RecognizerNode.descriptor.typeName }
+            if recognizers.isEmpty {
+                printError("speechgraph: error: --results: \(path) has no recognizer node")
+                throw Reported(code: Exit.usage)
+            }
+            parsedOverrides.insert(contentsOf: recognizers.map {
+                GraphPlanner.Override(node: $0.name.value, parameter: "results", value: .word(results))
+            }, at: 0)
+        }
         let validated = try planner.validate(spec, overrides: parsedOverrides)
         for w in validated.warnings { printError(w.description) }
         return negotiate ? try planner.negotiate(validated) : validated

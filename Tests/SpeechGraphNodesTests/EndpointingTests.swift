@@ -64,7 +64,7 @@ extension Decoding {
 
         @Test func volatileResultsCanBeTurnedOffAndUtteranceModeHasNone() throws {
             let wav = try twoSentences()
-            for settings in ["mode: streaming, volatile: 0 ms", "mode: utterance"] {
+            for settings in ["mode: streaming, volatile: 0 ms", "mode: streaming, results: final-only", "mode: utterance"] {
                 let (events, _) = try Harness.run("""
                     node src = file.input { path: "\(wav)" }
                     node vad = vad
@@ -78,6 +78,46 @@ extension Decoding {
             }
         }
     
+        /// `results: fast` ends the utterance where the vad reports a pause, before the longer pause that ends
+        /// speech: two sentences 0.4 s apart (0.6 s from voice to voice), with the vad holding pauses of 1 s, are one utterance in
+        /// progressive mode and two in fast mode, the first final before the second sentence begins.
+        @Test func fastResultsEndTheUtteranceAtAPause() throws {
+            let a = dir.path("a.wav"), b = dir.path("b.wav"), both = dir.path("pause.wav")
+            try TestSpeech.synthesize(Sentences.call, to: a)
+            try TestSpeech.synthesize(Sentences.weather, to: b)
+            try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "0.4"])
+            try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "1.0"])
+            let firstEnd = 1.0 + (try TestSpeech.duration(a))
+            func run(_ results: String) throws -> (finals: [Transcription], events: [GraphEvent]) {
+                let (events, _) = try Harness.run("""
+                    node src = file.input { path: "\(both)" }
+                    node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
+                    node asr = recognizer { mode: streaming, results: \(results) }
+                    node out = collect
+                    src -> vad -> asr -> out
+                    vad.events -> out
+                    """)
+                return (events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }, events)
+            }
+            let progressive = try run("progressive")
+            #expect(progressive.finals.count == 1, "\(progressive.finals.map(\.text))")
+            let fast = try run("fast")
+            #expect(fast.events.contains { if case .speechPaused = $0 { true } else { false } })
+            #expect(fast.events.contains { if case .speechResumed = $0 { true } else { false } })
+            try #require(fast.finals.count == 2, "\(fast.finals.map(\.text))")
+            #expect(fast.finals.map(\.utterance) == [1, 2])
+            #expect(fast.finals[0].range.end < firstEnd + 0.4, "\(fast.finals[0].range), sentence ends at \(firstEnd)")
+            #expect(wordErrorRate(reference: Sentences.call, hypothesis: fast.finals[0].text) <= 0.25, "\(fast.finals[0].text)")
+            #expect(wordErrorRate(reference: Sentences.weather, hypothesis: fast.finals[1].text) <= 0.25, "\(fast.finals[1].text)")
+            // Volatile results in fast mode too, each before its utterance's final.
+            let results = fast.events.compactMap { if case .result(let t) = $0 { t } else { nil } }
+            for final in fast.finals {
+                let finalIndex = try #require(results.firstIndex { $0.isFinal && $0.utterance == final.utterance })
+                #expect(results[..<finalIndex].contains { !$0.isFinal && $0.utterance == final.utterance })
+                #expect(!results[finalIndex...].contains { !$0.isFinal && $0.utterance == final.utterance })
+            }
+        }
+
         /// Unbroken speech longer than 'max-utterance' is split at quiet points into utterances no longer than
         /// the maximum, each with its final result, and together they still say it all.
         @Test(arguments: ["utterance", "streaming"])

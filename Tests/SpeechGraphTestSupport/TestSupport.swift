@@ -109,6 +109,15 @@ public enum TestSpeech {
         guard r.status == 0 else { throw Failure(description: "flite failed: \(r.stderr)") }
     }
 
+    /// The duration of an audio file in seconds (soxi -D).
+    public static func duration(_ path: String) throws -> Double {
+        let r = try Run.process("/usr/bin/soxi", ["-D", path], timeout: 60)
+        guard r.status == 0, let d = Double(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw Failure(description: "soxi -D \(path) failed: \(r.stderr)")
+        }
+        return d
+    }
+
     /// Runs sox with these arguments (`sox in.wav -r 48000 -c 2 out.wav`).
     public static func sox(_ arguments: [String]) throws {
         let r = try Run.process("/usr/bin/sox", arguments, timeout: 60)

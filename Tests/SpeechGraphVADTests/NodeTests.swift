@@ -24,7 +24,7 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         #expect(type.descriptor.inputs.map(\.name) == ["in"])
         #expect(type.descriptor.outputs.map(\.name) == ["out", "events"])
         #expect(type.descriptor.inputs[0].requirement == AudioRequirement(rate: .fixed(16000), channelCount: 1))
-        #expect(type.descriptor.parameters.map(\.name) == ["preset", "threshold", "min-speech", "min-silence", "hangover", "pre-roll"])
+        #expect(type.descriptor.parameters.map(\.name) == ["preset", "threshold", "min-speech", "min-silence", "hangover", "pause", "pre-roll"])
     }
 
     /// The same events, and the same gated audio, whatever the block size file.input reads.
@@ -66,8 +66,13 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
                 open = true
                 last = t
             case .speechEnded(let node, let t):
-                #expect(node == "v" && open && t > last)
+                // At the sample its last pause began, or later.
+                #expect(node == "v" && open && t >= last)
                 open = false
+                last = t
+            case .speechPaused(let node, let t), .speechResumed(let node, let t):
+                // Pauses are reported inside speech only.
+                #expect(node == "v" && open && t >= last)
                 last = t
             default: Issue.record("unexpected event \(e)")
             }

@@ -111,6 +111,8 @@ struct DetectorRun {
             case .ended(let e):
                 regions.append((Double(start ?? 0) / 16000, Double(e) / 16000))
                 events.append(event)
+            case .paused, .resumed:
+                events.append(event)
             case .frame: break
             }
         }

@@ -121,7 +121,8 @@ import Testing
 
     @Test func usageErrorsExit2() throws {
         for args in [["transcribe"], ["frobnicate"], ["transcribe", "--format", "xml", "a.wav"], ["run"],
-                     ["nodes", "recogniser"], ["run", "graphs/demo.graph", "--set", "nonsense"]] {
+                     ["nodes", "recogniser"], ["run", "graphs/demo.graph", "--set", "nonsense"],
+                     ["run", "graphs/demo.graph", "--results", "slow"]] {
             let r = try Run.speechgraph(args)
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(!r.stderr.isEmpty)
@@ -192,6 +193,23 @@ import Testing
         #expect(r.stdout.hasPrefix("[00:00.000 - 00:02."))
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 1)  // utterance mode: no volatile results
+    }
+
+    /// `--results` sets the preset of every recognizer: final-only leaves the volatile results out of the
+    /// streamed demo, whose default (progressive) has them.
+    @Test func resultsPresetAppliesToTheRecognizers() throws {
+        let wav = try speech()
+        func lines(_ extra: [String]) throws -> [Substring] {
+            let log = dir.path("results.jsonl")
+            let r = try Run.speechgraph(["run", "graphs/demo.graph"] + extra, environment: ["DEMO_AUDIO": wav, "DEMO_LOG": log])
+            #expect(r.status == 0, "\(r.stderr)")
+            return try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        }
+        #expect(try lines([]).contains { $0.contains("\"isFinal\":false") })
+        let finalOnly = try lines(["--results", "final-only"])
+        #expect(finalOnly.count == 1 && finalOnly[0].contains("\"isFinal\":true"), "\(finalOnly)")
+        let bad = try Run.speechgraph(["run", "graphs/demo.graph", "--results", "slow"])
+        #expect(bad.stderr.contains("--results expects progressive, final-only, fast, got 'slow'"), "\(bad.stderr)")
     }
 
     @Test(arguments: [SIGINT, SIGTERM])

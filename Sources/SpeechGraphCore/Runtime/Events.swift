@@ -56,6 +56,11 @@ public enum GraphEvent: Sendable, Hashable {
     /// Voice activity: speech began or ended at this audio time.
     case speechStarted(node: String, time: Double)
     case speechEnded(node: String, time: Double)
+    /// Inside speech, a pause began at this audio time (an early end-of-turn hint); `speechResumed` or
+    /// `speechEnded` follows.
+    case speechPaused(node: String, time: Double)
+    /// After `speechPaused`, the speech went on: its onset time.
+    case speechResumed(node: String, time: Double)
     /// Audio that was lost (an overrun, an xrun, a server that went away).
     case gap(node: String, range: TimeRange, reason: String)
     /// Recognition became available or unavailable (an audio server went away or came back).

@@ -48,6 +48,8 @@ func describe(_ event: GraphEvent) -> String {
     case .result(let t): return "result(\(t.isFinal ? "final" : "volatile")):\(t.text)"
     case .speechStarted(_, let time): return "speech-started@\(time)"
     case .speechEnded(_, let time): return "speech-ended@\(time)"
+    case .speechPaused(_, let time): return "speech-paused@\(time)"
+    case .speechResumed(_, let time): return "speech-resumed@\(time)"
     case .gap(_, let range, let reason): return "gap@\(range.start):\(reason)"
     case .availability(_, let available, _): return "availability:\(available)"
     case .level(_, let time, _, _): return "level@\(time)"
