@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Issue 4's figures, 'name value unit' a line:
-# - latency on long_clean.wav played with --realtime through vad -> recognizer (streaming): from each
-#   utterance's true onset to its first volatile result, and from its true end to its final result; p50
-#   and p95; true onset/end taken both from segments.tsv (the recordings' edges, with their own leading
-#   and trailing silence: latency_*) and from the labelled speech inside them (latency_speech_*). The jsonl sink's "latency" field gives, for each line, the seconds from
+# - latency on long_clean.wav played with --realtime through vad -> recognizer (streaming), with the
+#   recognizer's default results preset (progressive: latency_*) and with results: fast
+#   (latency_fast_*): from each utterance's true onset to its first volatile result, and from its true
+#   end to its final result; p50 and p95; true onset/end taken both from segments.tsv (the recordings'
+#   edges, with their own leading and trailing silence: latency_*) and from the labelled speech inside
+#   them (latency_speech_*). The targets (issue 4): end to final p50 <= 350 ms and p95 <= 600 ms, onset
+#   to first volatile p50 <= 300 ms. The jsonl sink's "latency" field gives, for each line, the seconds from
 #   the end of the audio it describes to when it was written; with the result's range end that gives the
 #   wall time of each result on the audio clock.
 # - memory over a 60 minute run (long_clean looped 24 times, not real time): RSS growth after the first
@@ -17,59 +20,56 @@ SEGMENTS=$SHARED/corpus/long/long_clean.segments.tsv
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+for preset in progressive fast; do
 cat > "$work/latency.graph" <<G
 node src = file.input { path: "$LONG", block: 160 }
 node vad = vad
-node asr = recognizer { mode: streaming }
+node asr = recognizer { mode: streaming, results: $preset }
 node log = jsonl { latency: true }
 src -> vad -> asr -> log
 vad.events -> log
 G
-echo "bench: latency: long_clean.wav in real time (148 s)" >&2
+echo "bench: latency ($preset results): long_clean.wav in real time (148 s)" >&2
 "$BIN" run --realtime "$work/latency.graph" > "$work/latency.jsonl"
-python3 - "$work/latency.jsonl" "$SEGMENTS" "$SHARED/corpus/long/long.vad-labels.tsv" <<'PY'
-import json, statistics, sys
+python3 - "$work/latency.jsonl" "$SEGMENTS" "$SHARED/corpus/long/long.vad-labels.tsv" "$preset" <<'PY'
+import json, sys
 events = [json.loads(l) for l in open(sys.argv[1])]
 segments = [tuple(map(float, l.split("\t")[:2])) for l in open(sys.argv[2]).read().splitlines()[1:]]
 labels = [tuple(map(float, l.split("\t")[:2])) for l in open(sys.argv[3]).read().splitlines()[1:]]
+prefix = "" if sys.argv[4] == "progressive" else sys.argv[4] + "_"
 results = [e for e in events if e["type"] == "result"]
-finals = [e for e in results if e["isFinal"]]
 def overlap(r, s): return max(0.0, min(r["range"]["end"], s[1]) - max(r["range"]["start"], s[0]))
-end_latency, onset_latency = [], []
-for s in segments:
-    best = max(finals, key=lambda r: overlap(r, s), default=None)
-    if best is None or overlap(best, s) <= 0:
-        continue
-    # Wall time of the final on the audio clock: its range end + its latency.
-    end_latency.append(best["range"]["end"] + best["latency"] - s[1])
-    first = next((r for r in results if not r["isFinal"] and r["utterance"] == best["utterance"]), None)
-    if first is not None:
-        onset_latency.append(first["range"]["end"] + first["latency"] - s[0])
+# Wall time of a result on the audio clock: its range end plus its latency.
+def wall(r): return r["range"]["end"] + r["latency"]
 def pct(v, p):
     v = sorted(v); k = (len(v) - 1) * p; f = int(k)
     return v[f] + (v[min(f + 1, len(v) - 1)] - v[f]) * (k - f)
-# The same from the speech itself: the first and last labelled speech region inside each segment
-# (segments include each recording's own leading and trailing silence).
-speech_end, speech_onset = [], []
+# Per segment: the final result of its last utterance (the one that ends the speech), and the first
+# volatile result of its first utterance (a segment can be several utterances: pauses inside it). The
+# true edges: the segment's (with the recording's own leading and trailing silence), and the first and
+# last labelled speech inside it.
+edges = {"": [], "speech_": []}
 for s in segments:
+    finals = [r for r in results if r["isFinal"] and overlap(r, s) > 0]
     inside = [l for l in labels if l[0] >= s[0] - 0.01 and l[1] <= s[1] + 0.01]
-    best = max(finals, key=lambda r: overlap(r, s), default=None)
-    if not inside or best is None or overlap(best, s) <= 0:
+    if not finals or not inside:
         continue
-    speech_end.append(best["range"]["end"] + best["latency"] - inside[-1][1])
-    first = next((r for r in results if not r["isFinal"] and r["utterance"] == best["utterance"]), None)
-    if first is not None:
-        speech_onset.append(first["range"]["end"] + first["latency"] - inside[0][0])
-print(f"latency_speech_end_to_final_p50 {1000 * pct(speech_end, 0.5):.0f} ms")
-print(f"latency_speech_end_to_final_p95 {1000 * pct(speech_end, 0.95):.0f} ms")
-print(f"latency_speech_onset_to_first_volatile_p50 {1000 * pct(speech_onset, 0.5):.0f} ms")
-print(f"latency_speech_onset_to_first_volatile_p95 {1000 * pct(speech_onset, 0.95):.0f} ms")
-print(f"latency_end_to_final_p50 {1000 * pct(end_latency, 0.5):.0f} ms")
-print(f"latency_end_to_final_p95 {1000 * pct(end_latency, 0.95):.0f} ms")
-print(f"latency_onset_to_first_volatile_p50 {1000 * pct(onset_latency, 0.5):.0f} ms")
-print(f"latency_onset_to_first_volatile_p95 {1000 * pct(onset_latency, 0.95):.0f} ms")
-print(f"latency_utterances_measured {len(end_latency)}/{len(segments)} utterances")
+    last = max(finals, key=lambda r: r["range"]["end"])
+    first_utterance = min(finals, key=lambda r: r["range"]["start"])["utterance"]
+    first = next((r for r in results if not r["isFinal"] and r["utterance"] == first_utterance), None)
+    for name, (onset, end) in (("", s), ("speech_", (inside[0][0], inside[-1][1]))):
+        edges[name].append((wall(last) - end, wall(first) - onset if first else None))
+for name, rows in edges.items():
+    ends = [e for e, _ in rows]
+    onsets = [o for _, o in rows if o is not None]
+    print(f"latency_{prefix}{name}end_to_final_p50 {1000 * pct(ends, 0.5):.0f} ms")
+    print(f"latency_{prefix}{name}end_to_final_p95 {1000 * pct(ends, 0.95):.0f} ms")
+    print(f"latency_{prefix}{name}onset_to_first_volatile_p50 {1000 * pct(onsets, 0.5):.0f} ms")
+    print(f"latency_{prefix}{name}onset_to_first_volatile_p95 {1000 * pct(onsets, 0.95):.0f} ms")
+print(f"latency_{prefix}utterances {len([r for r in results if r['isFinal']])} utterances")
+print(f"latency_{prefix}segments_measured {len(edges[''])}/{len(segments)} segments")
 PY
+done
 
 if [ "${BENCH_SOAK:-1}" != 0 ]; then
   cat > "$work/soak.graph" <<G
