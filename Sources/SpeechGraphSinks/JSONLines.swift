@@ -4,9 +4,9 @@ import SpeechGraphCore
 public enum JSONLines {
     public static func line(for event: GraphEvent, source: String? = nil) -> String {
         var o = JSONObject()
+        o.add("type", event.typeName)
         switch event {
         case .result(let t):
-            o.add("type", "result")
             o.add("node", t.node)
             o.add("utterance", t.utterance)
             o.add("isFinal", t.isFinal)
@@ -28,29 +28,20 @@ public enum JSONLines {
             if let s = t.source ?? source { o.add("source", s) }
         case .speechStarted(let node, let time), .speechEnded(let node, let time),
              .speechPaused(let node, let time), .speechResumed(let node, let time):
-            switch event {
-            case .speechStarted: o.add("type", "speechStarted")
-            case .speechEnded: o.add("type", "speechEnded")
-            case .speechPaused: o.add("type", "speechPaused")
-            default: o.add("type", "speechResumed")
-            }
             o.add("node", node)
             o.addTime("time", time)
             if let source { o.add("source", source) }
         case .gap(let node, let r, let reason):
-            o.add("type", "gap")
             o.add("node", node)
             o.addRaw("range", range(r))
             o.add("reason", reason)
             if let source { o.add("source", source) }
         case .availability(let node, let available, let reason):
-            o.add("type", "availability")
             o.add("node", node)
             o.add("isAvailable", available)
             o.add("reason", reason)
             if let source { o.add("source", source) }
         case .level(let node, let time, let rms, let peak):
-            o.add("type", "level")
             o.add("node", node)
             o.addTime("time", time)
             o.addRaw("rms", "[" + rms.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")

@@ -37,14 +37,14 @@ public final class RecognizerNode: GraphNode {
                     doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
                         + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
                         + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
-            .choice("results", RecognizerResults.allCases.map(\.rawValue), default: RecognizerResults.progressive.rawValue,
+            .choice("results", Results.allCases.map(\.rawValue), default: Results.progressive.rawValue,
                     doc: "Which results, and how soon. progressive: volatile results while an utterance lasts (streaming "
                         + "mode, every 'volatile'), then one final result. final-only: final results only. fast: as "
                         + "progressive, with the final result as early as possible: the utterance ends where the vad "
                         + "reports a pause (speechPaused, after its 'pause' of silence, rather than the longer pause "
                         + "that ends speech), and PocketSphinx's second pass is skipped, so the final result does not "
                         + "wait for it. fast is a little less accurate and cuts speech into more utterances."),
-            .integer("max-hmms", default: 10000, range: 100...100_000,
+            .integer("max-hmms", default: SphinxModel.defaultMaxHMMs, range: 100...100_000,
                      doc: "PocketSphinx's -maxhmmpf: the most HMMs searched in each 10 ms frame. Lower is faster and less "
                         + "accurate. PocketSphinx's own default, 30000, makes the search slower than real time at the "
                         + "start of words; 10000 gives the same transcripts on the test corpus."),
@@ -63,7 +63,7 @@ public final class RecognizerNode: GraphNode {
     public static let type = NodeType(descriptor, make: { try RecognizerNode($0) })
 
     /// The `results` presets.
-    public enum RecognizerResults: String, CaseIterable, Sendable {
+    public enum Results: String, CaseIterable, Sendable {
         case progressive
         case finalOnly = "final-only"
         case fast
@@ -114,8 +114,8 @@ public final class RecognizerNode: GraphNode {
         // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
         model.removesSilence = !includeWords && !context.connectedInputs.contains("control")
         wholeUtterances = c.string("mode") == "utterance"
-        let results = RecognizerResults(rawValue: c.string("results") ?? "") ?? .progressive
-        model.maxHMMs = c.integer("max-hmms") ?? 10000
+        let results = Results(rawValue: c.string("results") ?? "") ?? .progressive
+        model.maxHMMs = c.integer("max-hmms") ?? model.maxHMMs
         model.secondPass = results != .fast
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate

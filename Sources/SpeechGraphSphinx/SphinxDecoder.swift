@@ -16,7 +16,8 @@ public struct SphinxModel: Hashable, Sendable {
     /// PocketSphinx's `-maxhmmpf`: the most HMMs kept active in a frame. Its own default (30000) lets the
     /// first pass run slower than real time at the start of words; 10000 gives the same transcripts on the
     /// corpus and keeps the search under real time (see docs/endpointing.md).
-    public var maxHMMs = 10000
+    public var maxHMMs = SphinxModel.defaultMaxHMMs
+    public static let defaultMaxHMMs = 10000
     /// PocketSphinx's second pass (`-fwdflat`): it redoes the utterance's search over the words the first pass
     /// found, when the utterance ends. More accurate, but the final result waits for it (about 6% of the
     /// utterance's duration).

@@ -49,7 +49,7 @@ public final class VADNode: GraphNode {
                       doc: "The pause that ends speech in noisy audio (SNR 8 dB or less); between clean and "
                         + "noisy the pause needed slides from 'min-silence' to this. Default: the preset's ("
                         + presetText(\.hangover, ms) + ")."),
-            .quantity("pause", default: 150, .milliseconds, range: 0...5000,
+            .quantity("pause", default: VADSettings.normal.pause * 1000, .milliseconds, range: 0...5000,
                       doc: "A pause this long inside speech emits speechPaused (then speechResumed if the speech goes "
                         + "on), when the pause that ends speech is longer: an early end-of-turn hint. A recognizer "
                         + "with 'results: fast' ends its utterance there. 0: no pause events."),

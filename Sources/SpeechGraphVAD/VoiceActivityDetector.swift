@@ -240,7 +240,7 @@ public final class VoiceActivityDetector {
     public var minimumRetainedSample: Int64 {
         if regionOpen { return regionStartSample }
         let frame = max(0, frameCount - Self.maxBacktrack - Self.smoothing - 4)
-        return max(0, Int64(Self.hop * frame) - 176)
+        return max(0, Self.firstSample(ofFrame: frame))
     }
 
     /// Feeds samples (16 kHz, mono, -1...1). Events are handed to `handler` as they are decided.
@@ -385,7 +385,7 @@ public final class VoiceActivityDetector {
         currentEndOffset = Self.endOffsetNoisy + (Self.endOffsetClean - Self.endOffsetNoisy) * a
         let minSpeechFrames = max(1, Int((settings.minSpeech * 100).rounded()))
         let above = x > off
-        try handler(.frame(VADFrame(start: Int64(Self.hop * c) - 176, score: x, threshold: on,
+        try handler(.frame(VADFrame(start: Self.firstSample(ofFrame: c), score: x, threshold: on,
                                     isAboveThreshold: x > on, longTermSNR: longTermSNR)))
         if above {
             if runStart == nil {
@@ -401,7 +401,7 @@ public final class VoiceActivityDetector {
                     regionEnd = c + 1
                     if pauseReported {
                         pauseReported = false
-                        try handler(.resumed(sample: max(Int64(Self.hop * start) - 176, lastPauseSample)))
+                        try handler(.resumed(sample: max(Self.firstSample(ofFrame: start), lastPauseSample)))
                     }
                 } else {
                     if regionOpen { try closeRegion(at: nil, handler) }
@@ -430,13 +430,17 @@ public final class VoiceActivityDetector {
         }
     }
 
+    /// The first sample of the 10 ms that frame `f` stands for: the middle 160 samples of its 512-sample
+    /// window, which ends at sample `hop * (f + 1)`.
+    static func firstSample(ofFrame f: Int) -> Int64 { Int64(hop * f) - 176 }
+
     /// Where the open region would end if it ended now: its last speech frame plus the end offset.
     private var naturalEnd: Int64 {
         Int64(Self.hop * regionEnd) - 16 + Int64((currentEndOffset * Double(Self.hop)).rounded())
     }
 
     private func openRegion(startFrame: Int, _ handler: (VADEvent) throws -> Void) rethrows {
-        let onset = Int64(Self.hop * startFrame) - 176
+        let onset = Self.firstSample(ofFrame: startFrame)
         regionStartSample = min(max(onset, lastRegionEndSample, 0), samplesConsumed)
         regionOpen = true
         pauseReported = false

@@ -52,19 +52,12 @@ final class Progress {
 /// `results`: the `results` preset for every recognizer node of the graph (`run --results`), before `overrides`.
 func loadPlan(path: String, overrides: [String], results: String? = nil, registry: NodeRegistry,
               negotiate: Bool) throws -> GraphPlan {
-    var parsedOverrides: [GraphPlanner.Override] = []
-    for text in overrides {
-        guard let o = GraphPlanner.Override.parse(text) else {
-            printError("speechgraph: error: --set expects node.parameter=value, got '\(text)'")
-            throw Reported(code: Exit.usage)
-        }
-        parsedOverrides.append(o)
-    }
+    var parsedOverrides = try parseOverrides(overrides)
     let planner = GraphPlanner(registry: registry)
     do {
         let spec = try GraphParser.parse(contentsOf: path)
         if let results {
-            let presets = RecognizerNode.RecognizerResults.allCases.map(\.rawValue)
+            let presets = RecognizerNode.Results.allCases.map(\.rawValue)
             guard presets.contains(results) else {
                 printError("speechgraph: error: --results expects \(presets.joined(separator: ", ")), got '\(results)'")
                 throw Reported(code: Exit.usage)
@@ -89,6 +82,18 @@ func loadPlan(path: String, overrides: [String], results: String? = nil, registr
     } catch let error as SpeechGraphError {
         reportFailure(error)
         throw Reported(code: Exit.failure)
+    }
+}
+
+/// Parses `--set` values, `node.parameter=value`; with `node`, `parameter=value` for that node. A malformed
+/// one is a usage error.
+func parseOverrides(_ texts: [String], node: String? = nil) throws -> [GraphPlanner.Override] {
+    try texts.map { text in
+        guard let o = GraphPlanner.Override.parse(node.map { "\($0).\(text)" } ?? text) else {
+            printError("speechgraph: error: --set expects \(node == nil ? "node.parameter" : "param")=value, got '\(text)'")
+            throw Reported(code: Exit.usage)
+        }
+        return o
     }
 }
 

@@ -26,7 +26,7 @@ extension SpeechgraphCommand {
         @Option(help: "Detector preset: sensitive, normal or strict.") var preset: VADPreset?
         @Option(name: .customLong("set"),
                 help: ArgumentHelp("Set a vad parameter, as param=value (repeatable): threshold=2dB, hangover=400ms, "
-                                   + "min-speech, min-silence, pre-roll.", valueName: "param=value"))
+                                   + "min-speech, min-silence, pause, pre-roll.", valueName: "param=value"))
         var parameters: [String] = []
 
         func validate() throws {
@@ -37,14 +37,7 @@ extension SpeechgraphCommand {
             var registry = BuiltinNodes.registry()
             try registry.register(EventCollector.type)
             let planner = GraphPlanner(registry: registry)
-            var overrides: [GraphPlanner.Override] = []
-            for text in parameters {
-                guard let o = GraphPlanner.Override.parse("vad." + text) else {
-                    printError("speechgraph: error: --set expects param=value, got '\(text)'")
-                    throw Reported(code: Exit.usage)
-                }
-                overrides.append(o)
-            }
+            let overrides = try parseOverrides(parameters, node: "vad")
             // Parameters are checked once, before any file is read: a mistake there is a usage error.
             do {
                 _ = try planner.validate(graph(for: files[0]), overrides: overrides)

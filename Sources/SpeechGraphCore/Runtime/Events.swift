@@ -67,4 +67,18 @@ public enum GraphEvent: Sendable, Hashable {
     case availability(node: String, isAvailable: Bool, reason: String)
     /// Signal level over the interval ending at `time`: RMS and peak per channel, in dBFS.
     case level(node: String, time: Double, rms: [Double], peak: [Double])
+
+    /// The event's kind, as docs/events.md names it (the `type` of its JSON Lines form).
+    public var typeName: String {
+        switch self {
+        case .result: "result"
+        case .speechStarted: "speechStarted"
+        case .speechEnded: "speechEnded"
+        case .speechPaused: "speechPaused"
+        case .speechResumed: "speechResumed"
+        case .gap: "gap"
+        case .availability: "availability"
+        case .level: "level"
+        }
+    }
 }
