@@ -448,9 +448,10 @@ public final class VoiceActivityDetector {
         try handler(.started(sample: regionStartSample))
     }
 
-    /// Closes the open region at `sample`, or where its speech ended (the last speech frame plus the end offset).
+    /// Closes the open region at `sample`, or where its speech ended: where its pause was reported to begin,
+    /// or else the last speech frame plus the end offset.
     private func closeRegion(at sample: Int64?, _ handler: (VADEvent) throws -> Void) rethrows {
-        var end = sample ?? naturalEnd
+        var end = sample ?? (pauseReported ? lastPauseSample : naturalEnd)
         end = min(end, samplesConsumed)
         end = max(end, regionStartSample + 1)
         regionOpen = false
