@@ -3,4 +3,6 @@
 #include <pocketsphinx.h>
 #include <sphinxbase/err.h>
 #include <sphinxbase/cmd_ln.h>
+#include <sphinxbase/feat.h>
+#include <sphinxbase/cmn.h>
 #endif

@@ -9,10 +9,12 @@ enum JackSettings {
     /// The server: JACK_DEFAULT_SERVER, as libjack itself reads it.
     static var server: String? { ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] }
 
+    /// The graph's JACK client: one per running graph, owned by its resources, made by its first jack.* node.
     static func session(_ context: NodeContext, rate: Int) -> JackSession {
-        context.resources.shared("jack.session") {
+        context.resources.shared(JackSession.self) {
             JackSession(name: clientName(context.resources), sampleRate: rate, server: server,
-                        measureCallback: context.resources.settings["jack.measure"] != nil)
+                        measureCallback: context.resources.settings["jack.measure"] != nil,
+                        inputWake: context.resources.wake)
         }
     }
 
@@ -113,6 +115,9 @@ public final class JackInputNode: SourceNode {
 
     public var position: Double { Double(streamFrame) / Double(format.sampleRate) }
 
+    /// The JACK process callback posts the graph's wake signal after each period.
+    public var isLive: Bool { true }
+
     private func time(_ frame: Int64) -> Double { Double(frame) / Double(format.sampleRate) }
 
     public func pull(output: NodeOutput) throws -> Bool {
@@ -151,9 +156,6 @@ public final class JackInputNode: SourceNode {
             try output.emit(.gap(node: name, range: TimeRange(start: time(xrunsSince), end: time(xrunsSince)),
                                  reason: xrunsPending == 1 ? "JACK xrun" : "\(xrunsPending) JACK xruns"), port: 1)
             xrunsPending = 0
-        }
-        if rings[0].endpoint.availableToRead == 0 {
-            _ = session.inputWake.wait(timeout: 0.02)
         }
         try drain(output: output)
         return true

@@ -103,7 +103,8 @@ public final class JackSession: @unchecked Sendable {
     private var xrunsSeen = 0
     private var planningRateMismatch: (Int, Int)?
 
-    let inputWake = WakeSignal()
+    /// Posted after each period that brought input: the graph's wake signal.
+    let inputWake: WakeSignal
     let outputWake = WakeSignal()
     let gapRing = SPSCRing<GapRecord>(minimumCapacity: 256)
     private let realtime: UnsafeMutablePointer<RealtimeState>
@@ -119,7 +120,9 @@ public final class JackSession: @unchecked Sendable {
     private let timingBuckets: UnsafeMutablePointer<Int>
 
     /// Makes the session; nothing talks to JACK until `start`.
-    public init(name: String, sampleRate: Int, server: String? = nil, measureCallback: Bool = false) {
+    public init(name: String, sampleRate: Int, server: String? = nil, measureCallback: Bool = false,
+                inputWake: WakeSignal = WakeSignal()) {
+        self.inputWake = inputWake
         requestedName = name
         clientName = name
         serverName = server

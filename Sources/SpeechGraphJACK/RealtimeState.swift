@@ -6,13 +6,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// Audio lost on the way in: the input rings had no room for a whole period.
-/// `ringIndex` is the input rings' written count when it happened; `frames` how many frames were dropped.
-public struct GapRecord: BitwiseCopyable {
-    public var ringIndex: Int
-    public var frames: Int
-}
-
 /// One port as the process callback sees it: the JACK port and its ring.
 struct RealtimePort {
     var port: OpaquePointer?

@@ -9,6 +9,7 @@
 public enum BuiltinNodes {
     public static let types: [NodeType] = [
         FileInputNode.type,
+        PushInputNode.type,
         ResampleNode.type,
         DownmixNode.type,
         LevelTapNode.type,

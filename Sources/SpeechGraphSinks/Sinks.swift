@@ -26,7 +26,8 @@ public final class JSONLinesSink: GraphNode {
 
     init(_ context: NodeContext) throws {
         let config = context.config
-        out = try TextOutput(path: config.string("path") ?? "-")
+        out = try TextOutput(path: config.string("path") ?? "-",
+                             statusLine: context.resources.existing(StatusLine.self))
         includeVolatile = config.bool("volatile") ?? true
         source = config.string("source")
         latency = config.bool("latency") ?? false
@@ -64,16 +65,19 @@ public final class ConsoleSink: GraphNode {
             .string("source", default: nil, doc: "A label printed before each line."),
         ])
 
-    public static let type = NodeType(descriptor, make: { ConsoleSink($0.config) })
+    public static let type = NodeType(descriptor, make: {
+        ConsoleSink($0.config, out: .standardOutput(statusLine: $0.resources.existing(StatusLine.self)))
+    })
 
-    private let out = TextOutput.standardOutput()
+    private let out: TextOutput
     private let timestamps: Bool
     private let source: String?
     private let live: Bool
     /// A volatile line is on screen (terminal only), to be rewritten.
     private var tailShown = false
 
-    init(_ config: NodeConfig, live: Bool? = nil) {
+    init(_ config: NodeConfig, out: TextOutput = .standardOutput(), live: Bool? = nil) {
+        self.out = out
         timestamps = config.bool("timestamps") ?? true
         source = config.string("source")
         self.live = live ?? out.isTerminal

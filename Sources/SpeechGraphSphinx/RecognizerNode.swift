@@ -102,7 +102,7 @@ public final class RecognizerNode: GraphNode {
     private var utteranceSamples = 0
     private var sampleRate: Int
 
-    public init(_ context: NodeContext, pool: SphinxDecoderPool = .shared) throws {
+    public init(_ context: NodeContext) throws {
         let c = context.config
         name = c.name
         let rate = Int(c.number("rate") ?? 16000)
@@ -125,7 +125,8 @@ public final class RecognizerNode: GraphNode {
         let volatile = c.number("volatile") ?? 0.1
         volatileFrames = wholeUtterances || volatile <= 0 || results == .finalOnly
             ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
-        self.pool = pool
+        // The graph's own pool (or one its maker handed it on purpose): never another graph's decoders.
+        pool = context.resources.shared(SphinxDecoderPool.self) { SphinxDecoderPool() }
         pcm = .allocate(capacity: max(context.maxBlockFrames, 1))
         pcm.initialize(repeating: 0)
     }

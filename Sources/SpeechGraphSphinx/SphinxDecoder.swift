@@ -114,10 +114,14 @@ public struct SphinxModel: Hashable, Sendable {
 /// One PocketSphinx decoder. Not thread-safe: it is used by one node at a time, on the graph thread;
 /// `SphinxDecoderPool` hands it out and takes it back.
 public final class SphinxDecoder: @unchecked Sendable {
+    // @unchecked: a decoder is used by one node at a time (the pool's lock orders hand-overs); the C
+    // decoder it wraps is never touched by two threads at once.
     let ps: OpaquePointer
     public let model: SphinxModel
     /// Which pool it belongs to: streamed or whole-utterance decoding.
     var isStreaming = true
+    /// The live cepstral mean as loaded (the model's `-cmninit`): `reset` puts it back.
+    private var initialMean: [Float]
 
     /// Loads the model. PocketSphinx's own log goes nowhere unless `SPEECHGRAPH_SPHINX_LOG` names a file;
     /// when loading fails, its error lines are part of the thrown message.
@@ -130,6 +134,9 @@ public final class SphinxDecoder: @unchecked Sendable {
         SphinxLog.silence()
         if let ps = Self.load(model) {
             self.ps = ps
+            let cmn = ps_get_feat(ps).pointee.cmn_struct!
+            initialMean = [Float](repeating: 0, count: Int(cmn.pointee.veclen))
+            initialMean.withUnsafeMutableBufferPointer { cmn_live_get(cmn, $0.baseAddress) }
             return
         }
         // Load again with the log captured, to say why.
@@ -152,6 +159,14 @@ public final class SphinxDecoder: @unchecked Sendable {
 
     deinit { ps_free(ps) }
 
+    /// Forgets what earlier audio taught the decoder: the live cepstral mean goes back to the model's
+    /// initial one, so that a reused decoder decodes exactly as a newly loaded one. (The noise estimate
+    /// and frame count start over with every new stream, see `startUtterance`.)
+    public func reset() {
+        let cmn = ps_get_feat(ps).pointee.cmn_struct!
+        initialMean.withUnsafeBufferPointer { cmn_live_set(cmn, $0.baseAddress) }
+    }
+
     /// Starts an utterance. With `newStream`, on a fresh front-end stream: PocketSphinx's noise estimate
     /// and frame count start over (as `pocketsphinx_batch` does for every file). Streamed decoding needs
     /// that for every utterance, since it numbers word frames from the start of the stream; whole-utterance
@@ -168,13 +183,11 @@ public final class SphinxDecoder: @unchecked Sendable {
         guard ps_process_raw(ps, samples.baseAddress, samples.count, 0, wholeUtterance ? 1 : 0) >= 0 else {
             throw SpeechGraphError("PocketSphinx failed to decode audio")
         }
-
     }
 
     public func endUtterance() throws {
         guard ps_end_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not end the utterance") }
     }
-
 
     /// The best hypothesis so far (partial while an utterance runs, final after `endUtterance`).
     public var hypothesis: String {
@@ -210,10 +223,12 @@ public final class SphinxDecoder: @unchecked Sendable {
     }
 }
 
-/// Keeps loaded decoders for reuse: loading a model takes far longer than decoding a short file, so
-/// `speechgraph transcribe` over many files loads it once. Thread-safe.
+/// Keeps loaded decoders for reuse: loading a model takes far longer than decoding a short file. Each
+/// running graph has one (its recognizers find it in the graph's resources); `speechgraph transcribe`
+/// hands one pool to the graph of every file, so the model is loaded once for many files. A decoder
+/// handed out again is reset first, so what one graph heard never changes what the next computes.
+/// Thread-safe.
 public final class SphinxDecoderPool: Sendable {
-    public static let shared = SphinxDecoderPool()
     /// Decoders are kept apart by use, so a whole-utterance decoder never inherits a live mean.
     private struct Key: Hashable {
         var model: SphinxModel
@@ -228,7 +243,10 @@ public final class SphinxDecoderPool: Sendable {
     /// stream; in streaming mode a reused decoder keeps its live cepstral mean from earlier audio.
     public func checkout(_ model: SphinxModel, streaming: Bool = true) throws -> SphinxDecoder {
         let key = Key(model: model, streaming: streaming)
-        if let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[key]?.popLast() }) { return decoder }
+        if let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[key]?.popLast() }) {
+            decoder.reset()
+            return decoder
+        }
         let decoder = try SphinxDecoder(model: model)
         decoder.isStreaming = streaming
         return decoder

@@ -32,32 +32,32 @@ extension SpeechgraphCommand {
         func run() throws {
             let registry = BuiltinNodes.registry()
             let plan = try loadPlan(path: graph, overrides: overrides, results: results, registry: registry, negotiate: true)
-            let signals = SignalHandling()
-            let progress = Progress()
-            if let duration {
-                let stop = signals.stop
-                DispatchQueue.global().asyncAfter(deadline: .now() + duration) { stop.request() }
-            }
+            let status = StatusLine()
+            let signals = SignalHandling(status: status)
+            let progress = Progress(status: status)
             do {
                 var settings = ["jack.name": name]
                 if exitOnServerLoss { settings["jack.exitOnServerLoss"] = "1" }
                 if stats { settings["jack.measure"] = "1" }
-                let resources = GraphResources(settings: settings)
+                let resources = GraphResources(settings: settings, providing: [status])
                 defer {
-                    if stats, let session = resources.existing("jack.session") as? JackSession {
-                        printError(session.statisticsLine)
-                    }
+                    if stats, let session = resources.existing(JackSession.self) { printError(session.statisticsLine) }
                 }
-                let runner = try GraphRunner(plan: plan, registry: registry, resources: resources)
-                try runner.run(stop: signals.stop, realtime: realtime) { fraction in
-                    progress.update(String(format: "%@: %3.0f%%", graph, fraction * 100))
+                let label = graph
+                let options = RunningGraph.Options(realtime: realtime) { fraction in
+                    progress.update(String(format: "%@: %3.0f%%", label, fraction * 100))
                 }
+                let running = try RunningGraph(plan: plan, registry: registry, resources: resources, options: options)
+                if let duration {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + duration) { running.stop() }
+                }
+                try signals.run(running)
                 progress.clear()
-                let warnings = runner.warnings
+                let warnings = running.warnings
                 for w in warnings { printError("speechgraph: warning: \(w)") }
                 if !warnings.isEmpty { throw Reported(code: Exit.failure) }
             } catch let error as SpeechGraphError {
-                reportFailure(error)
+                reportFailure(error, status: status)
                 throw Reported(code: Exit.failure)
             }
         }

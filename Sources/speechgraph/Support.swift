@@ -1,49 +1,74 @@
 import Dispatch
 import Foundation
 import SpeechGraphNodes
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Turns Ctrl-C and SIGTERM into a graceful stop: the first asks the graph to stop (results made so far
-/// are finished and written); a second one exits at once.
-final class SignalHandling: Sendable {
-    let stop = StopSignal()
-    nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
+/// Turns Ctrl-C and SIGTERM into a graceful stop: the first asks the running graph to stop (results made
+/// so far are finished and written); a second one exits at once.
+final class SignalHandling {
+    /// What a signal acts on: handed to the signal handlers, which run on a dispatch queue.
+    private final class Target: Sendable {
+        let stop = StopSignal()
+        let running = Mutex<RunningGraph?>(nil)
+    }
 
-    init() {
+    let status: StatusLine
+    private let target = Target()
+    private var sources: [DispatchSourceSignal] = []
+
+    var stop: StopSignal { target.stop }
+
+    init(status: StatusLine) {
+        self.status = status
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            let stop = self.stop
-            source.setEventHandler {
-                StatusLine.shared.clear()
-                if stop.isRequested {
+            source.setEventHandler { [target] in
+                status.clear()
+                if target.stop.isRequested {
                     printError("speechgraph: stopping now")
                     _exit(128 + sig)
                 }
                 printError("speechgraph: stopping (finishing the results in flight; again to stop at once)")
-                stop.request()
+                target.stop.request()
+                target.running.withLock { $0?.stop() }
             }
             source.resume()
             sources.append(source)
         }
     }
+
+    /// Runs `graph` to its end; a signal meanwhile stops it.
+    func run(_ graph: RunningGraph) throws {
+        target.running.withLock { $0 = graph }
+        defer { target.running.withLock { $0 = nil } }
+        if stop.isRequested { graph.stop() }
+        try graph.run()
+    }
 }
 
 /// Progress on standard error, only when it is a terminal; redrawn at most ten times a second.
-final class Progress {
-    private var last = 0.0
+final class Progress: Sendable {
+    private let last = Mutex(0.0)
+    let status: StatusLine
+
+    init(status: StatusLine) { self.status = status }
 
     func update(_ text: String) {
         let now = Date().timeIntervalSince1970
-        guard now - last >= 0.1 else { return }
-        last = now
-        StatusLine.shared.show(text)
+        guard last.withLock({ last in
+            guard now - last >= 0.1 else { return false }
+            last = now
+            return true
+        }) else { return }
+        status.show(text)
     }
 
-    func clear() { StatusLine.shared.clear() }
+    func clear() { status.clear() }
 }
 
 /// Reads, validates and plans a graph file, reporting problems the way the CLI promises:
@@ -80,7 +105,7 @@ func loadPlan(path: String, overrides: [String], results: String? = nil, registr
         printError("\(errors) error\(errors == 1 ? "" : "s") in \(path)")
         throw Reported(code: Exit.usage)
     } catch let error as SpeechGraphError {
-        reportFailure(error)
+        reportFailure(error, status: nil)
         throw Reported(code: Exit.failure)
     }
 }
@@ -98,8 +123,8 @@ func parseOverrides(_ texts: [String], node: String? = nil) throws -> [GraphPlan
 }
 
 /// A runtime failure, as one line: `file:line:col: error: ...` when the graph file says where.
-func reportFailure(_ error: SpeechGraphError) {
-    StatusLine.shared.clear()
+func reportFailure(_ error: SpeechGraphError, status: StatusLine?) {
+    status?.clear()
     if let location = error.location, !location.file.hasPrefix("<") {
         printError("\(location): error: \(error.message)")
     } else {
@@ -136,13 +161,13 @@ struct SyntheticGraph {
 }
 
 /// Reports what stopped one file of a many-file command; `false` for errors that are not about the file.
-func reportFileFailure(_ error: any Error) -> Bool {
+func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
     switch error {
     case let error as SpeechGraphError:
-        reportFailure(error)
+        reportFailure(error, status: status)
         return true
     case let error as GraphError:
-        StatusLine.shared.clear()
+        status.clear()
         for d in error.diagnostics { printError("speechgraph: error: \(d.message)") }
         return true
     default:
@@ -154,25 +179,37 @@ func reportFileFailure(_ error: any Error) -> Bool {
 /// turn, with progress on a terminal; `handle` reads the finished runner. A file that fails, or warns, is
 /// reported and counted, the others still run; a stop request ends the loop after the file in flight.
 /// Throws `Reported(code: 1)` at the end when any file failed.
+///
+/// Every file's graph gets the same decoder pool, so the model is loaded once (a reused decoder is reset:
+/// the results are those of a fresh process). `started` is called once a file's graph runs (to feed a
+/// pushed input), `handle` once it has ended.
 func runEachFile(_ files: [String], registry: NodeRegistry, signals: SignalHandling, realtime: Bool = false,
-                 plan: (String) throws -> GraphPlan, handle: (String, GraphRunner) throws -> Void) throws {
-    let progress = Progress()
+                 plan: (String) throws -> GraphPlan, started: (String, RunningGraph) -> Void = { _, _ in },
+                 handle: (String, RunningGraph) throws -> Void) throws {
+    let progress = Progress(status: signals.status)
+    let pool = SphinxDecoderPool()
     var failures = 0
     for (index, file) in files.enumerated() {
         if signals.stop.isRequested { break }
         do {
-            let runner = try GraphRunner(plan: plan(file), registry: registry)
-            try runner.run(stop: signals.stop, realtime: realtime) { fraction in
-                progress.update(String(format: "[%d/%d] %@ %3.0f%%", index + 1, files.count, file, fraction * 100))
+            let label = file == "-" ? "standard input" : file
+            let options = RunningGraph.Options(realtime: realtime) { fraction in
+                progress.update(String(format: "[%d/%d] %@ %3.0f%%", index + 1, files.count, label, fraction * 100))
             }
+            let graph = try RunningGraph(
+                plan: plan(file), registry: registry,
+                resources: GraphResources(providing: [pool, signals.status]), options: options)
+            graph.start()
+            started(file, graph)
+            try signals.run(graph)
             progress.clear()
-            for w in runner.warnings {
+            for w in graph.warnings {
                 printError("speechgraph: warning: \(w)")
                 failures += 1
             }
-            try handle(file, runner)
+            try handle(file, graph)
         } catch {
-            guard reportFileFailure(error) else { throw error }
+            guard reportFileFailure(error, status: signals.status) else { throw error }
             failures += 1
         }
     }

@@ -12,13 +12,18 @@ extension SpeechgraphCommand {
                 that cannot be read is reported and skipped; the others are still transcribed, and the exit \
                 status is then 1.
 
+                '-' reads standard input: a WAV stream (as 'arecord -f S16_LE -r 16000' or 'sox FILE -t wav -' \
+                write it), or raw signed 16-bit little-endian samples with --rate. Results come as the audio \
+                arrives: 'arecord -f S16_LE -r 16000 | speechgraph transcribe --format jsonl -' transcribes live.
+
                 Formats: text (the transcript; 'file: transcript' for several files), \
                 tsv ('file<TAB>transcript' per file, for wer.py), jsonl (every event, see docs/events.md).
                 """)
 
         enum Format: String, ExpressibleByArgument, CaseIterable { case text, tsv, jsonl }
 
-        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count).") var files: [String]
+        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count); '-' for standard input.")
+        var files: [String]
         @Option(help: "Output format: text, tsv or jsonl.") var format: Format = .text
         @Option(help: "Model name or directory (default: en-us).") var model: String?
         @Option(help: "Acoustic model directory.") var hmm: String?
@@ -31,6 +36,10 @@ extension SpeechgraphCommand {
         @Option(help: "Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), on, off.")
         var vad: VADUse = .auto
         @Option(help: "VAD preset when the VAD is on: sensitive, normal, strict.") var vadPreset: String?
+        @Option(help: ArgumentHelp("With '-': standard input is raw signed 16-bit little-endian samples at this rate "
+                                   + "(Hz), not WAV.", valueName: "hz"))
+        var rate: Int?
+        @Option(help: "With '-' and --rate: channels of the raw samples (interleaved).") var channels = 1
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
@@ -38,11 +47,13 @@ extension SpeechgraphCommand {
         /// Long files are cut into utterances by the vad node; short ones are one utterance each.
         static let vadThresholdSeconds = 30.0
 
-        private func usesVAD(_ file: String) -> Bool {
+        private func usesVAD(_ file: String, stdin: StandardInputAudio?) -> Bool {
             switch vad {
             case .on: return true
             case .off: return false
             case .auto:
+                // Standard input of unknown length is a live stream: cut it into utterances.
+                if let stdin { return (stdin.duration ?? .infinity) > Self.vadThresholdSeconds }
                 guard let f = try? AudioFile(path: file) else { return false }
                 return Double(f.frameCount) / Double(f.sampleRate) > Self.vadThresholdSeconds
             }
@@ -50,16 +61,32 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
+            if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("'-' (standard input) can be given once") }
+            if let rate, !(1000...384_000).contains(rate) { throw ValidationError("--rate: 1000 to 384000 Hz") }
+            if !(1...64).contains(channels) { throw ValidationError("--channels: 1 to 64") }
         }
 
         func run() throws {
             var registry = BuiltinNodes.registry()
             try registry.register(EventCollector.type)
             let planner = GraphPlanner(registry: registry)
-            let signals = SignalHandling()
-            let out = TextOutput.standardOutput()
+            let status = StatusLine()
+            let signals = SignalHandling(status: status)
+            let out = TextOutput.standardOutput(statusLine: status)
+            var stdin: StandardInputAudio?
+            if files.contains("-") {
+                do {
+                    stdin = try StandardInputAudio(rate: rate, channels: channels)
+                } catch let error as StandardInputAudio.Failure {
+                    printError("speechgraph: error: \(error.description)")
+                    throw Reported(code: Exit.failure)
+                }
+            }
             try runEachFile(files, registry: registry, signals: signals, realtime: realtime,
-                            plan: { try planner.plan(graph(for: $0)) }) { file, runner in
+                            plan: { try planner.plan(graph(for: $0, stdin: $0 == "-" ? stdin : nil)) },
+                            started: { file, graph in
+                                if file == "-", let stdin, let pusher = graph.input(named: "src") { stdin.feed(pusher) }
+                            }) { file, runner in
                 guard format != .jsonl, let collector = runner.node(named: "out") as? EventCollector else { return }
                 let text = collector.finalResults.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
                 out.write(format == .tsv ? "\(file)\t\(text)\n" : files.count > 1 ? "\(file): \(text)\n" : "\(text)\n")
@@ -67,7 +94,7 @@ extension SpeechgraphCommand {
             }
         }
 
-        private func graph(for file: String) -> GraphSpec {
+        private func graph(for file: String, stdin: StandardInputAudio?) -> GraphSpec {
             // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
             var asr: [(String, ValueLiteral)] = [("mode", .word(mode.rawValue))]
             // Only JSON Lines shows word timings; the other formats skip their cost.
@@ -78,10 +105,20 @@ extension SpeechgraphCommand {
             if let dict { asr.append(("dict", .string(dict))) }
             if let jsgf { asr.append(("jsgf", .string(jsgf))) }
             var g = SyntheticGraph(command: "transcribe")
-            g.node("src", "file.input", [("path", .string(file))])
+            if let stdin {
+                g.node("src", "push.input", [("rate", .number(Double(stdin.sampleRate), unit: "Hz")),
+                                             ("channels", .number(Double(stdin.channelCount), unit: nil)),
+                                             ("buffer", .number(10, unit: "s"))])
+            } else {
+                g.node("src", "file.input", [("path", .string(file))])
+            }
             g.node("asr", "recognizer", asr)
-            if format == .jsonl { g.node("out", "jsonl", [("source", .string(file))]) } else { g.node("out", "collect") }
-            if usesVAD(file) {
+            if format == .jsonl {
+                g.node("out", "jsonl", [("source", .string(file))])
+            } else {
+                g.node("out", "collect")
+            }
+            if usesVAD(file, stdin: stdin) {
                 g.node("vad", "vad", vadPreset.map { [("preset", .word($0))] } ?? [])
                 g.edge("src", to: "vad")
                 g.edge("vad", to: "asr")

@@ -46,8 +46,9 @@ extension SpeechgraphCommand {
                 throw Reported(code: Exit.usage)
             }
 
-            let out = TextOutput.standardOutput()
-            try runEachFile(files, registry: registry, signals: SignalHandling(),
+            let status = StatusLine()
+            let out = TextOutput.standardOutput(statusLine: status)
+            try runEachFile(files, registry: registry, signals: SignalHandling(status: status),
                             plan: { try planner.plan(graph(for: $0), overrides: overrides) }) { file, runner in
                 guard let collector = runner.node(named: "out") as? EventCollector else { return }
                 switch format {

@@ -158,16 +158,9 @@ import Testing
             """, file: "alloc.graph", environment: [:])
         let plan = try GraphPlanner(registry: registry).plan(spec)
         let resources = GraphResources(settings: ["jack.name": "speechgraph-alloc"])
-        let runner = try GraphRunner(plan: plan, registry: registry, resources: resources)
-        let stop = StopSignal()
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) let unsafeRunner = runner
-        nonisolated(unsafe) var failure: (any Error)?
-        Thread.detachNewThread {
-            do { try unsafeRunner.run(stop: stop) } catch { failure = error }
-            done.signal()
-        }
-        let session = resources.shared("jack.session") { JackSession(name: "unused", sampleRate: 48000) }
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        runner.start()
+        let session = try #require(resources.existing(JackSession.self))
         let ready = Date().addingTimeInterval(5)
         while session.processThread == nil && Date() < ready { usleep(10_000) }
         let thread = try #require(session.processThread)
@@ -176,9 +169,8 @@ import Testing
         Thread.sleep(forTimeInterval: 10)
         let allocations = sg_malloc_counter_count()
         sg_malloc_counter_unwatch()
-        stop.request()
-        done.wait()
-        #expect(failure == nil)
+        runner.stop()
+        #expect(throws: Never.self) { try runner.wait() }
         print("allocations on the JACK process thread over 10 s: \(allocations)")
         #expect(allocations == 0)
         let collector = runner.node(named: "out") as! EventCollector
@@ -201,11 +193,10 @@ import Testing
             mic.events -> out
             """, file: "slow.graph", environment: [:])
         let plan = try GraphPlanner(registry: registry).plan(spec)
-        let runner = try GraphRunner(plan: plan, registry: registry,
-                                     resources: GraphResources(settings: ["jack.name": "speechgraph-slow"]))
-        let stop = StopSignal()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { stop.request() }
-        try runner.run(stop: stop)
+        let runner = try RunningGraph(plan: plan, registry: registry,
+                                      resources: GraphResources(settings: ["jack.name": "speechgraph-slow"]))
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { runner.stop() }
+        try runner.run()
         let gaps = (runner.node(named: "out") as! EventCollector).events.compactMap { e -> TimeRange? in
             if case .gap(_, let r, let reason) = e, reason.hasPrefix("overrun") { return r }
             return nil

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import SpeechGraphNodes
 import SpeechGraphTestSupport
 
@@ -17,10 +18,11 @@ enum Harness {
 
     /// Runs the graph; returns the events the node named `collector` received.
     static func run(_ text: String, collector: String = "out", environment: [String: String] = [:],
-                    stop: StopSignal = StopSignal()) throws -> (events: [GraphEvent], runner: GraphRunner) {
-        let runner = try GraphRunner(plan: plan(text, environment: environment), registry: registry)
-        try runner.run(stop: stop)
-        let c = runner.node(named: collector) as! EventCollector
+                    stop: StopSignal = StopSignal()) throws -> (events: [GraphEvent], runner: RunningGraph) {
+        let runner = try RunningGraph(plan: plan(text, environment: environment), registry: registry,
+                                      options: .init(stop: stop))
+        try runner.run()
+        let c = try #require(runner.node(named: collector) as? EventCollector)
         return (c.events, runner)
     }
 

@@ -199,7 +199,7 @@ enum VADHarness {
 
     /// file.input { block } -> vad { parameters } -> events to `collect` (and audio to `test.gated`).
     static func run(file: String, block: Int = 1024, parameters: String = "") throws
-        -> (events: [GraphEvent], audio: GatedAudio, runner: GraphRunner) {
+        -> (events: [GraphEvent], audio: GatedAudio, runner: RunningGraph) {
         let text = """
             node src = file.input { path: "\(file)", block: \(block) }
             node v = vad { \(parameters) }
@@ -209,7 +209,7 @@ enum VADHarness {
             v.events -> ev
             v.out -> au
             """
-        let runner = try GraphRunner(plan: plan(text), registry: registry)
+        let runner = try RunningGraph(plan: plan(text), registry: registry)
         try runner.run()
         let events = (runner.node(named: "ev") as! EventCollector).events
         return (events, runner.node(named: "au") as! GatedAudio, runner)

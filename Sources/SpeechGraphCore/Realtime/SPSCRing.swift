@@ -389,3 +389,15 @@ extension SPSCRing {
 
 /// The ring that carries float32 audio samples from the real-time thread to the recognition threads.
 public typealias AudioRing = SPSCRing<Float>
+
+/// Audio lost on the way into a ring: the ring had no room for a whole write (a JACK period, a pushed
+/// chunk). `ringIndex` is the ring's written count, in frames, when it happened; `frames` how many frames
+/// were dropped there.
+public struct GapRecord: BitwiseCopyable, Sendable {
+    public var ringIndex: Int
+    public var frames: Int
+    public init(ringIndex: Int, frames: Int) {
+        self.ringIndex = ringIndex
+        self.frames = frames
+    }
+}

@@ -85,49 +85,6 @@ public struct NodeContext: Sendable {
     }
 }
 
-/// Shared objects and settings of one running graph. Used on the graph thread while nodes are made and
-/// prepared; thread-safe all the same.
-public final class GraphResources: @unchecked Sendable {
-    private let lock = NSLock()
-    private var objects: [String: AnyObject] = [:]
-    /// Settings from the command line (`--name` sets "jack.name").
-    public let settings: [String: String]
-    private var epoch: Double?
-
-    /// When the graph is paced like live audio: the wall-clock time (seconds since 1970) at which audio
-    /// time 0 was due. Set once, by the runner or a self-pacing source.
-    public var audioEpoch: Double? {
-        lock.lock()
-        defer { lock.unlock() }
-        return epoch
-    }
-
-    public func setAudioEpochIfUnset(_ value: Double) {
-        lock.lock()
-        defer { lock.unlock() }
-        if epoch == nil { epoch = value }
-    }
-
-    public init(settings: [String: String] = [:]) { self.settings = settings }
-
-    /// The object stored under `key`, if one was made.
-    public func existing(_ key: String) -> AnyObject? {
-        lock.lock()
-        defer { lock.unlock() }
-        return objects[key]
-    }
-
-    /// The object stored under `key`, made by `create` the first time.
-    public func shared<T: AnyObject>(_ key: String, create: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        if let existing = objects[key] as? T { return existing }
-        let made = try create()
-        objects[key] = made
-        return made
-    }
-}
-
 /// A node type: its descriptor, how its output formats follow from its inputs, and how to make one.
 public struct NodeType: Sendable {
     public var descriptor: NodeDescriptor

@@ -51,27 +51,33 @@ extension GraphNode {
 
 /// A node with no inputs that produces audio or events: a file, a live input.
 public protocol SourceNode: GraphNode {
-    /// Emit the next block. Returns `false` once the stream has ended (nothing was emitted).
+    /// Emit the next block (a source that reads on demand), or whatever has arrived since the last call
+    /// (a live source; it must not wait for more). Returns `false` once the stream has ended.
     func pull(output: NodeOutput) throws -> Bool
     /// Seconds of audio emitted so far: `--realtime` paces on this.
     var position: Double { get }
     /// Fraction of the input consumed, when the input has a known length; shown as progress.
     var progress: Double? { get }
+    /// Audio arrives on its own time (JACK ports, pushed audio): the graph's live driver calls `pull` when
+    /// the graph's wake signal (``GraphResources/wake``) is posted, which the source arranges for its
+    /// producer to do. `false` (the default): the offline driver pulls it as fast as the graph runs.
+    var isLive: Bool { get }
 }
 
 extension SourceNode {
     public var progress: Double? { nil }
+    public var isLive: Bool { false }
 }
 
 /// How a node hands audio and events on to the nodes connected to its outputs.
 public struct NodeOutput {
-    unowned let runner: GraphRunner
+    unowned let engine: GraphEngine
     let node: Int
     /// Set for a node running on a worker thread: its events are queued for the graph thread.
     let deferred: WorkerNode?
 
-    init(runner: GraphRunner, node: Int, deferred: WorkerNode? = nil) {
-        self.runner = runner
+    init(engine: GraphEngine, node: Int, deferred: WorkerNode? = nil) {
+        self.engine = engine
         self.node = node
         self.deferred = deferred
     }
@@ -80,18 +86,18 @@ public struct NodeOutput {
     /// downstream node has processed it.
     public func emit(_ block: AudioBlock, port: Int = 0) throws {
         precondition(deferred == nil, "a node on a worker thread emits events only")
-        try runner.deliver(block, from: node, port: port)
+        try engine.deliver(block, from: node, port: port)
     }
 
     public func emit(_ event: GraphEvent, port: Int = 0) throws {
         if let deferred { deferred.queueOutbound(event, port: port); return }
-        try runner.deliver(event, from: node, port: port)
+        try engine.deliver(event, from: node, port: port)
     }
 
     /// Tells every node downstream of this node's audio outputs that the audio is interrupted.
     public func emitDiscontinuity() throws {
         if deferred != nil { return }  // event-only nodes have no audio outputs
-        try runner.deliverDiscontinuity(from: node)
+        try engine.deliverDiscontinuity(from: node)
     }
 
 }

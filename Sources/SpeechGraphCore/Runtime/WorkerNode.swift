@@ -1,35 +1,54 @@
 import Foundation
+import Synchronization
 
 /// Runs a costly node (a recognizer) on a thread of its own, so that several of them use several cores.
-/// The graph thread hands it copies of its input through a bounded queue and delivers the events it
-/// makes, in order, on the graph thread. When the queue is full the graph thread waits (so with live
-/// input, audio is dropped on the JACK side and reported as gaps, never buffered without bound).
 ///
-/// The runner puts nodes whose descriptor says `prefersWorkerThread` on workers when a graph has two
-/// or more of them; a single one runs on the graph thread (nothing to gain).
+/// The graph thread hands it its input through two preallocated single-producer single-consumer rings
+/// (the same audited ``SPSCRing`` as the JACK edge): the samples, and a command per block, event,
+/// discontinuity or finish, in order. No block is copied into an `Array`. Events for the node (rare:
+/// utterance boundaries) wait in a small locked queue beside their command. The events the node makes are
+/// queued for the graph thread, which delivers them in order. When a ring is full the graph thread waits
+/// for room (so with live input, audio is dropped on the JACK side and reported as gaps, never buffered
+/// without bound).
+///
+/// The runner puts nodes whose descriptor says `prefersWorkerThread` on workers when a graph has two or
+/// more of them; a single one runs on the graph thread (nothing to gain).
 final class WorkerNode: GraphNode {
-    private enum Command {
-        case audio([Float], AudioFormat, Int64, port: Int)
-        case event(GraphEvent, port: Int)
-        case discontinuity(port: Int)
-        case finish
+    private struct Command: BitwiseCopyable {
+        enum Kind: UInt8 { case audio, event, discontinuity, finish }
+        var kind: Kind
+        var port: Int32
+        /// Audio: the block's frames (their samples are next in the sample ring) and first frame.
+        var frames: Int
+        var startFrame: Int64
     }
 
     let inner: any GraphNode
-    private let condition = NSCondition()
-    private var inbound: [Command] = []
-    private var inboundFrames = 0
-    private let maxInboundFrames: Int
-    private var outbound: [(GraphEvent, Int)] = []
-    private var failure: (any Error)?
-    private var finished = false
+    private let format: AudioFormat
+    private let samples: AudioRing
+    private let commands = SPSCRing<Command>(minimumCapacity: 1024)
+    /// Events for the node, in the order of their commands.
+    private let inboundEvents = Mutex<[GraphEvent]>([])
+    /// Events the node made, for the graph thread.
+    private let outbound = Mutex<[(GraphEvent, Int)]>([])
+    private let failure = Mutex<(any Error)?>(nil)
+    private let finished = Atomic<Bool>(false)
+    /// Posted by the graph thread after each command; the worker sleeps on it.
+    private let work = WakeSignal()
+    /// Posted by the worker after each command it took, and when it ends; the graph thread sleeps on it.
+    private let room = WakeSignal()
+    private let scratch: UnsafeMutableBufferPointer<Float>
     private var thread: Thread?
-    private var output: NodeOutput?
 
-    init(_ inner: any GraphNode, maxQueuedFrames: Int) {
+    init(_ inner: any GraphNode, maxQueuedFrames: Int, format: AudioFormat) {
         self.inner = inner
-        self.maxInboundFrames = maxQueuedFrames
+        self.format = format
+        samples = AudioRing(minimumCapacity: maxQueuedFrames * format.channelCount)
+        scratch = .allocate(capacity: samples.capacity)
+        scratch.initialize(repeating: 0)
     }
+
+    deinit { scratch.deallocate() }
 
     func prepare() throws {
         try inner.prepare()
@@ -37,90 +56,112 @@ final class WorkerNode: GraphNode {
 
     /// Starts the worker; `output` is its deferred output (events queue here).
     func start(output: NodeOutput) {
-        self.output = output
-        nonisolated(unsafe) let me = self
-        let t = Thread { me.work() }
+        // The worker thread is the only user of `inner` (and of `output`) from here until `finished`,
+        // which it sets last; the graph thread waits for `finished` before it touches `inner` again.
+        nonisolated(unsafe) let job = (self, output)
+        let t = Thread { job.0.work(output: job.1) }
         t.name = "speechgraph worker"
         thread = t
         t.start()
     }
 
-    private func work() {
+    private func work(output: NodeOutput) {
+        var command = Command(kind: .finish, port: 0, frames: 0, startFrame: 0)
         while true {
-            condition.lock()
-            while inbound.isEmpty { condition.wait() }
-            let command = inbound.removeFirst()
-            if case .audio(let samples, let format, _, _) = command { inboundFrames -= samples.count / format.channelCount }
-            condition.broadcast()
-            condition.unlock()
-            guard let output else { return }
+            guard commands.endpoint.read(into: &command, maxCount: 1) == 1 else {
+                _ = work.wait(timeout: 1)
+                continue
+            }
             do {
-                switch command {
-                case .audio(let samples, let format, let start, let port):
-                    try samples.withUnsafeBufferPointer {
-                        try inner.process(AudioBlock(samples: $0, format: format, startFrame: start), port: port, output: output)
-                    }
-                case .event(let event, let port): try inner.handle(event, port: port, output: output)
-                case .discontinuity(let port): try inner.discontinuity(port: port, output: output)
-                case .finish: try inner.finish(output: output)
+                switch command.kind {
+                case .audio:
+                    let count = command.frames * format.channelCount
+                    _ = samples.endpoint.readExactly(into: scratch.baseAddress!, count: count)
+                    room.post()
+                    try inner.process(AudioBlock(samples: UnsafeBufferPointer(rebasing: scratch[0..<count]),
+                                                 format: format, startFrame: command.startFrame),
+                                      port: Int(command.port), output: output)
+                case .event:
+                    let event = inboundEvents.withLock { $0.removeFirst() }
+                    room.post()
+                    try inner.handle(event, port: Int(command.port), output: output)
+                case .discontinuity:
+                    room.post()
+                    try inner.discontinuity(port: Int(command.port), output: output)
+                case .finish:
+                    try inner.finish(output: output)
                 }
             } catch {
-                condition.lock()
-                if failure == nil { failure = error }
-                condition.unlock()
+                failure.withLock { if $0 == nil { $0 = error } }
             }
-            if case .finish = command {
-                condition.lock()
-                finished = true
-                condition.broadcast()
-                condition.unlock()
+            if command.kind == .finish {
+                finished.store(true, ordering: .releasing)
+                room.post()
                 return
             }
         }
     }
 
-    private func enqueue(_ command: Command, frames: Int = 0) throws {
-        condition.lock()
-        defer { condition.unlock() }
-        while inboundFrames + frames > maxInboundFrames && inboundFrames > 0 && failure == nil { condition.wait() }
-        if let failure { throw failure }
-        inbound.append(command)
-        inboundFrames += frames
-        condition.broadcast()
+    /// Graph thread: queues a command (and its samples), waiting for room when a ring is full.
+    private func enqueue(_ command: Command, samples block: UnsafeBufferPointer<Float>? = nil) throws {
+        var command = command
+        while true {
+            if let error = failure.withLock({ $0 }) { throw error }
+            let needed = block?.count ?? 0
+            if commands.endpoint.availableToWrite >= 1, samples.endpoint.availableToWrite >= needed {
+                if let block, let base = block.baseAddress { _ = samples.endpoint.write(base, count: needed) }
+                _ = commands.endpoint.write(&command, count: 1)
+                work.post()
+                return
+            }
+            _ = room.wait(timeout: 0.05)
+        }
     }
 
     func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
-        try enqueue(.audio(Array(block.samples), block.format, block.startFrame, port: port), frames: block.frameCount)
+        // A block larger than the ring goes in as pieces.
+        let channels = format.channelCount
+        let most = samples.capacity / channels
+        var done = 0
+        while done < block.frameCount {
+            let n = min(most, block.frameCount - done)
+            let piece = UnsafeBufferPointer(rebasing: block.samples[(done * channels)..<((done + n) * channels)])
+            try enqueue(Command(kind: .audio, port: Int32(port), frames: n, startFrame: block.startFrame + Int64(done)),
+                        samples: piece)
+            done += n
+        }
         try deliverOutbound(output)
     }
 
     func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
-        try enqueue(.event(event, port: port))
+        inboundEvents.withLock { $0.append(event) }
+        try enqueue(Command(kind: .event, port: Int32(port), frames: 0, startFrame: 0))
         try deliverOutbound(output)
     }
 
     func discontinuity(port: Int, output: NodeOutput) throws {
-        try enqueue(.discontinuity(port: port))
+        try enqueue(Command(kind: .discontinuity, port: Int32(port), frames: 0, startFrame: 0))
         try deliverOutbound(output)
     }
 
     /// Waits for everything queued to be done, then delivers the last events.
     func finish(output: NodeOutput) throws {
-        try enqueue(.finish)
-        condition.lock()
-        while !finished { condition.wait() }
-        condition.unlock()
+        try enqueue(Command(kind: .finish, port: 0, frames: 0, startFrame: 0))
+        while !finished.load(ordering: .acquiring) { _ = room.wait(timeout: 0.05) }
         try deliverOutbound(output)
-        if let failure { throw failure }
+        if let error = failure.withLock({ $0 }) { throw error }
     }
 
     func close() {
-        if thread != nil && !finished {
-            condition.lock()
-            inbound.append(.finish)
-            condition.broadcast()
-            while !finished { condition.wait() }
-            condition.unlock()
+        if thread != nil && !finished.load(ordering: .acquiring) {
+            // The graph failed before finishing this node: let the worker end before closing the node.
+            var command = Command(kind: .finish, port: 0, frames: 0, startFrame: 0)
+            while !commands.endpoint.write(&command, count: 1) {
+                if finished.load(ordering: .acquiring) { break }
+                _ = room.wait(timeout: 0.05)
+            }
+            work.post()
+            while !finished.load(ordering: .acquiring) { _ = room.wait(timeout: 0.05) }
         }
         inner.close()
     }
@@ -129,19 +170,16 @@ final class WorkerNode: GraphNode {
 
     /// Worker thread: an event for the graph thread.
     func queueOutbound(_ event: GraphEvent, port: Int) {
-        condition.lock()
-        outbound.append((event, port))
-        condition.unlock()
+        outbound.withLock { $0.append((event, port)) }
     }
 
     /// Graph thread: delivers the events the worker made since the last call, in order.
     func deliverOutbound(_ output: NodeOutput) throws {
-        condition.lock()
-        let events = outbound
-        outbound.removeAll()
-        let error = failure
-        condition.unlock()
+        let events = outbound.withLock { events in
+            defer { events.removeAll(keepingCapacity: true) }
+            return events
+        }
         for (event, port) in events { try output.emit(event, port: port) }
-        if let error { throw error }
+        if let error = failure.withLock({ $0 }) { throw error }
     }
 }

@@ -1,3 +1,6 @@
+import SpeechGraphCore
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,18 +12,24 @@ public final class TextOutput {
     private let fd: Int32
     private let ownsDescriptor: Bool
     private var buffer: [UInt8] = []
+    /// The program's status line on the same terminal, cleared before results go to standard output.
+    private let statusLine: StatusLine?
 
-    public static func standardOutput() -> TextOutput { TextOutput(fd: 1, path: "-") }
+    public static func standardOutput(statusLine: StatusLine? = nil) -> TextOutput {
+        TextOutput(fd: 1, path: "-", statusLine: statusLine)
+    }
 
-    private init(fd: Int32, path: String) {
+    private init(fd: Int32, path: String, statusLine: StatusLine?) {
         self.fd = fd
         self.path = path
         self.ownsDescriptor = false
+        self.statusLine = statusLine
     }
 
     /// Opens (creating or truncating) a file, or standard output for "-" or "".
-    public init(path: String, append: Bool = false) throws {
+    public init(path: String, append: Bool = false, statusLine: StatusLine? = nil) throws {
         self.path = path
+        self.statusLine = statusLine
         if path == "-" || path.isEmpty {
             fd = 1
             ownsDescriptor = false
@@ -48,7 +57,7 @@ public final class TextOutput {
 
     public func flush() {
         // A progress line on the same terminal goes first, so results never land on it.
-        if fd == 1, !buffer.isEmpty { StatusLine.shared.clear() }
+        if fd == 1, !buffer.isEmpty { statusLine?.clear() }
         var offset = 0
         while offset < buffer.count {
             let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
@@ -64,12 +73,15 @@ public final class TextOutput {
 
 import Synchronization
 
-/// The one-line status (progress) shown on standard error when it is a terminal. Whatever writes
-/// results to standard output clears it first, so the two never share a line.
+/// The one-line status (progress) a program shows on standard error when it is a terminal. Whatever
+/// writes results to standard output clears it first, so the two never share a line: the program makes
+/// one and hands it to its graphs in their resources (`GraphResources(providing: [statusLine])`), where the
+/// sinks find it.
 public final class StatusLine: Sendable {
-    public static let shared = StatusLine()
     private let shown = Mutex<Bool>(false)
     private let enabled = isatty(2) == 1
+
+    public init() {}
 
     public func show(_ text: String) {
         guard enabled else { return }

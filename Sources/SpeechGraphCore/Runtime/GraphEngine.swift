@@ -1,0 +1,195 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The instantiated nodes of one graph and the wiring between them: delivers each block and event to
+/// the nodes connected downstream, on the calling thread, in order, and finishes nodes front to back.
+///
+/// Thread contract: everything but `observe`/`endObservers` runs on one thread at a time: the caller's
+/// while the graph is made, then the graph thread (``RunningGraph`` hands it over when it starts the
+/// thread and takes it back when the thread has ended).
+final class GraphEngine {
+    let plan: GraphPlan
+    var nodes: [any GraphNode] = []
+    /// routes[node][outputPort] = [(target node, target input port)]
+    private var routes: [[[(node: Int, port: Int)]]] = []
+    private var downstream: [[Int]] = []
+    private var upstreamCount: [Int] = []
+    private var finishedUpstream: [Int] = []
+    private(set) var finished: [Bool] = []
+    private var closed = false
+    /// Indices of nodes running on worker threads.
+    private(set) var workers: [Int] = []
+    private var audioOutputs: [[Bool]] = []
+    /// Streams of events handed out by `RunningGraph.events(of:)`: by node index, or all nodes (`nil`).
+    private let observers = Mutex<[Int?: [AsyncStream<GraphEvent>.Continuation]]>([:])
+    /// Set once any observer exists, so that graphs nobody watches never take the lock.
+    private let observed = Atomic<Bool>(false)
+
+    init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources) throws {
+        self.plan = plan
+        for (index, node) in plan.nodes.enumerated() {
+            guard let type = registry[node.typeName] else {
+                throw SpeechGraphError("node type '\(node.typeName)' is not registered")
+            }
+            let connected = Set(plan.edges.filter { $0.toNode == index }.map { type.descriptor.inputs[$0.toPort].name })
+            let context = NodeContext(
+                config: node.config, inputFormats: node.inputFormats, outputFormats: node.outputFormats,
+                maxBlockFrames: max(node.maxInputFrames, 1), resources: resources, connectedInputs: connected)
+            do {
+                nodes.append(try type.make(context))
+            } catch let error as SpeechGraphError {
+                closeAll()
+                throw located(error, node: index)
+            }
+        }
+        // Several costly nodes: each on a worker thread of its own (see WorkerNode).
+        let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.prefersWorkerThread }
+        if costly.count >= 2 && resources.settings["threads"] != "one" {
+            for i in costly {
+                let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
+                nodes[i] = WorkerNode(nodes[i], maxQueuedFrames: 2 * format.sampleRate, format: format)
+                workers.append(i)
+            }
+        }
+        routes = plan.nodes.indices.map { i in
+            let outputs = registry[plan.nodes[i].typeName]!.descriptor.outputs.count
+            return (0..<outputs).map { port in
+                plan.edges.filter { $0.fromNode == i && $0.fromPort == port }.map { ($0.toNode, $0.toPort) }
+            }
+        }
+        audioOutputs = plan.nodes.map { n in registry[n.typeName]!.descriptor.outputs.map { $0.kind == .audio } }
+        let upstream = plan.upstream
+        upstreamCount = upstream.map(\.count)
+        downstream = plan.nodes.indices.map { i in plan.nodes.indices.filter { upstream[$0].contains(i) } }
+        finishedUpstream = Array(repeating: 0, count: plan.nodes.count)
+        finished = Array(repeating: false, count: plan.nodes.count)
+    }
+
+    deinit { closeAll() }
+
+    /// A runtime failure of node `index`, located at the parameter or node declaration it came from.
+    func located(_ error: SpeechGraphError, node index: Int) -> SpeechGraphError {
+        let planned = plan.nodes[index]
+        return SpeechGraphError(
+            "node '\(planned.name)' (\(planned.typeName)): \(error.message)", parameter: error.parameter,
+            location: error.parameter.flatMap { planned.config.locations[$0] } ?? planned.location)
+    }
+
+    func prepareAll() throws {
+        for i in nodes.indices {
+            do {
+                try nodes[i].prepare()
+            } catch let error as SpeechGraphError {
+                throw located(error, node: i)
+            }
+        }
+        for i in workers {
+            (nodes[i] as! WorkerNode).start(output: NodeOutput(engine: self, node: i, deferred: nodes[i] as? WorkerNode))
+        }
+    }
+
+    func output(_ node: Int) -> NodeOutput { NodeOutput(engine: self, node: node) }
+
+    /// Delivers the events the worker threads made since the last call.
+    func deliverWorkerEvents() throws {
+        for i in workers where !finished[i] {
+            try (nodes[i] as! WorkerNode).deliverOutbound(output(i))
+        }
+    }
+
+    /// Node `i` and every node whose inputs have all finished because of it.
+    func finishNode(_ i: Int) throws {
+        guard !finished[i] else { return }
+        finished[i] = true
+        try nodes[i].finish(output: output(i))
+        for d in downstream[i] {
+            finishedUpstream[d] += 1
+            if finishedUpstream[d] == upstreamCount[d] { try finishNode(d) }
+        }
+    }
+
+    /// Stopped or done: finishes whatever has not finished, front to back.
+    func finishAll() throws {
+        for i in nodes.indices where !finished[i] && upstreamCount[i] == 0 { try finishNode(i) }
+        for i in nodes.indices where !finished[i] { try finishNode(i) }
+    }
+
+    /// After a failure: delivers what was already produced, ignoring further errors.
+    func finishAfterFailure() {
+        for i in nodes.indices where !finished[i] {
+            finished[i] = true
+            try? nodes[i].finish(output: output(i))
+        }
+    }
+
+    func deliver(_ block: AudioBlock, from node: Int, port: Int) throws {
+        for target in routes[node][port] where !finished[target.node] {
+            try nodes[target.node].process(block, port: target.port, output: output(target.node))
+        }
+    }
+
+    func deliverDiscontinuity(from node: Int) throws {
+        for (port, isAudio) in audioOutputs[node].enumerated() where isAudio {
+            for target in routes[node][port] where !finished[target.node] {
+                try nodes[target.node].discontinuity(port: target.port, output: output(target.node))
+            }
+        }
+    }
+
+    func deliver(_ event: GraphEvent, from node: Int, port: Int) throws {
+        if observed.load(ordering: .acquiring) {
+            observers.withLock { observers in
+                for c in observers[node] ?? [] { c.yield(event) }
+                for c in observers[nil] ?? [] { c.yield(event) }
+            }
+        }
+        for target in routes[node][port] where !finished[target.node] {
+            try nodes[target.node].handle(event, port: target.port, output: output(target.node))
+        }
+    }
+
+    /// Any thread: `continuation` receives every event node `index` emits (every node's, for `nil`).
+    func observe(_ index: Int?, _ continuation: AsyncStream<GraphEvent>.Continuation) {
+        observers.withLock { $0[index, default: []].append(continuation) }
+        observed.store(true, ordering: .releasing)
+    }
+
+    /// Any thread: ends every stream handed out; later ones end at once.
+    func endObservers() {
+        let all = observers.withLock { observers in
+            defer { observers.removeAll() }
+            return observers.values.flatMap { $0 }
+        }
+        for c in all { c.finish() }
+    }
+
+    func closeAll() {
+        guard !closed else { return }
+        closed = true
+        for node in nodes { node.close() }
+    }
+
+    var warnings: [String] {
+        nodes.indices.flatMap { i in nodes[i].warnings.map { "node '\(plan.nodes[i].name)': \($0)" } }
+    }
+
+    func node(named name: String) -> (any GraphNode)? {
+        plan.index(of: name).map { (nodes[$0] as? WorkerNode)?.inner ?? nodes[$0] }
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func sleepSeconds(_ s: Double) {
+    var request = timespec(tv_sec: Int(s), tv_nsec: Int((s - Double(Int(s))) * 1e9))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+}

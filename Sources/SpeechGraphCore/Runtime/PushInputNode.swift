@@ -1,0 +1,190 @@
+import Synchronization
+
+/// The writing end of a `push.input` node: audio fed into a running graph from outside (an app's
+/// microphone, a network stream, standard input, a test), from any thread, in chunks of any size.
+///
+/// The samples go into a preallocated single-producer ring that the graph thread reads. Writers are
+/// serialised by a lock on this side only, so several threads may write (one after the other); the
+/// graph thread never takes that lock. A write that does not fit either waits for room
+/// (`waitForRoom: true`, for a producer that may run ahead of the graph: a file, a pipe) or is dropped
+/// whole and reported as a gap event on the node's `events` port (the default, for live audio that must
+/// never block its producer).
+public final class AudioPusher: Sendable {
+    /// The format written samples must have: interleaved float32 at this rate and channel count.
+    public let format: AudioFormat
+    let ring: AudioRing
+    let gaps = SPSCRing<GapRecord>(minimumCapacity: 256)
+    /// Serialises writers; holds nothing but the right to write.
+    private let writer = Mutex<Void>(())
+    private let ended = Atomic<Bool>(false)
+    private let closed = Atomic<Bool>(false)
+    private let dropped = Atomic<Int>(0)
+    /// Posted by the graph thread after it has read: room for a waiting writer.
+    let room = WakeSignal()
+    /// The graph's wake signal: posted after every write.
+    private let wake: WakeSignal
+
+    init(format: AudioFormat, capacityFrames: Int, wake: WakeSignal) {
+        self.format = format
+        ring = AudioRing(minimumCapacity: capacityFrames * format.channelCount)
+        self.wake = wake
+    }
+
+    /// Frames dropped because the ring was full (with `waitForRoom: false`). Any thread.
+    public var droppedFrames: Int { dropped.load(ordering: .relaxed) }
+
+    /// Writes interleaved samples (a whole number of frames); returns the frames accepted: all of them,
+    /// or none when the chunk was dropped (no room, the input ended, or the graph has stopped).
+    @discardableResult
+    public func write(_ samples: UnsafeBufferPointer<Float>, waitForRoom: Bool = false) -> Int {
+        let channels = format.channelCount
+        precondition(samples.count % channels == 0, "push.input: write whole frames (\(channels) samples each)")
+        let frames = samples.count / channels
+        guard frames > 0, let base = samples.baseAddress else { return 0 }
+        return writer.withLock { _ -> Int in
+            guard !ended.load(ordering: .acquiring), !closed.load(ordering: .acquiring) else { return 0 }
+            var done = 0
+            while done < samples.count {
+                // A chunk larger than the ring goes in as pieces, each waiting for room.
+                let piece = min(samples.count - done, ring.capacity / channels * channels)
+                if ring.endpoint.availableToWrite >= piece {
+                    _ = ring.endpoint.write(base + done, count: piece)
+                    done += piece
+                    wake.post()
+                } else if waitForRoom {
+                    guard !closed.load(ordering: .acquiring) else { return done / channels }
+                    _ = room.wait(timeout: 0.05)
+                } else {
+                    let lost = (samples.count - done) / channels
+                    dropped.add(lost, ordering: .relaxed)
+                    var record = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
+                    _ = gaps.endpoint.write(&record, count: 1)
+                    wake.post()
+                    return done / channels
+                }
+            }
+            return frames
+        }
+    }
+
+    @discardableResult
+    public func write(_ samples: [Float], waitForRoom: Bool = false) -> Int {
+        samples.withUnsafeBufferPointer { write($0, waitForRoom: waitForRoom) }
+    }
+
+    /// The end of the stream: the node emits what was written, then ends, and the graph finishes once
+    /// its other inputs have ended too. Writes after this are ignored.
+    public func end() {
+        writer.withLock { _ in ended.store(true, ordering: .releasing) }
+        wake.post()
+    }
+
+    var isEnded: Bool { ended.load(ordering: .acquiring) }
+
+    /// The graph has stopped: no writer waits any longer.
+    func close() {
+        closed.store(true, ordering: .releasing)
+        room.post()
+    }
+}
+
+/// The `push.input` node: audio written into the graph from outside, through an ``AudioPusher``
+/// (`RunningGraph.input(named:)`). `speechgraph transcribe -` feeds standard input through it.
+public final class PushInputNode: SourceNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "push.input",
+        summary: "Audio pushed into the graph from outside (an app, a server, standard input).",
+        doc: """
+            Programs that embed speechgraph write audio into this node from any thread, in chunks of any size \
+            (RunningGraph.input(named:) returns its writer); 'speechgraph transcribe -' writes standard input \
+            into it. The audio crosses to the graph thread through a preallocated lock-free ring of 'buffer'; \
+            a live writer's chunk that finds no room is dropped and reported as a gap event.
+            """,
+        category: .input,
+        ports: [
+            .audioOutput("out", doc: "The pushed audio, interleaved, at 'rate' with 'channels' channels."),
+            .eventOutput("events", doc: "gap events for audio dropped because the graph fell behind."),
+        ],
+        parameters: [
+            ParameterDescriptor(
+                "rate", kind: .quantity(.frequency), default: .number(16000), range: 1000...384_000,
+                displayUnit: .kilohertz, doc: "Sample rate of the pushed audio."),
+            .integer("channels", default: 1, range: 1...64, doc: "Channels of the pushed audio (interleaved)."),
+            .quantity("buffer", default: 2, .seconds, range: 0.05...600,
+                      doc: "Audio held between the writer and the graph; a live writer's chunk that does not fit "
+                        + "is dropped (a gap event)."),
+            .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
+        ])
+
+    public static let type = NodeType(
+        descriptor,
+        formats: { config, _ in ["out": outputFormat(config)] },
+        maxOutputFrames: { config, _, _ in config.integer("block") ?? 1024 },
+        make: { try PushInputNode($0) })
+
+    static func outputFormat(_ config: NodeConfig) -> AudioFormat {
+        AudioFormat(sampleRate: Int(config.number("rate") ?? 16000), channelCount: config.integer("channels") ?? 1)
+    }
+
+    public let pusher: AudioPusher
+    private let name: String
+    private let block: Int
+    private let scratch: UnsafeMutableBufferPointer<Float>
+    /// Stream time in frames: audio emitted plus audio lost.
+    private var streamFrame: Int64 = 0
+    private var readFrames = 0
+    private var pendingGap: GapRecord?
+
+    init(_ context: NodeContext) throws {
+        let format = context.outputFormats["out"] ?? Self.outputFormat(context.config)
+        name = context.config.name
+        block = context.config.integer("block") ?? 1024
+        let seconds = context.config.number("buffer") ?? 2
+        pusher = AudioPusher(format: format, capacityFrames: max(Int(seconds * Double(format.sampleRate)), block),
+                             wake: context.resources.wake)
+        scratch = .allocate(capacity: block * format.channelCount)
+        scratch.initialize(repeating: 0)
+    }
+
+    deinit { scratch.deallocate() }
+
+    public var isLive: Bool { true }
+
+    public var position: Double { Double(streamFrame) / Double(pusher.format.sampleRate) }
+
+    public func pull(output: NodeOutput) throws -> Bool {
+        // Read `ended` before the ring: whatever was written before the end is then in the ring.
+        let ended = pusher.isEnded
+        let channels = pusher.format.channelCount
+        let rate = Double(pusher.format.sampleRate)
+        // What the ring held on entry, no more: a writer that keeps up must not keep the graph thread here.
+        var budget = pusher.ring.endpoint.availableToRead / channels
+        while true {
+            if pendingGap == nil {
+                var record = GapRecord(ringIndex: 0, frames: 0)
+                if pusher.gaps.endpoint.read(into: &record, maxCount: 1) == 1 { pendingGap = record }
+            }
+            if let gap = pendingGap, gap.ringIndex <= readFrames {
+                try output.emit(.gap(node: name, range: TimeRange(start: Double(streamFrame) / rate,
+                                                                  end: Double(streamFrame + Int64(gap.frames)) / rate),
+                                     reason: "overrun: the graph fell behind the pushed audio"), port: 1)
+                streamFrame += Int64(gap.frames)
+                pendingGap = nil
+                continue
+            }
+            var frames = min(pusher.ring.endpoint.availableToRead / channels, block, budget)
+            if let gap = pendingGap { frames = min(frames, gap.ringIndex - readFrames) }
+            guard frames > 0 else { break }
+            let n = pusher.ring.endpoint.read(into: scratch.baseAddress!, maxCount: frames * channels)
+            pusher.room.post()
+            readFrames += n / channels
+            budget -= n / channels
+            try output.emit(AudioBlock(samples: UnsafeBufferPointer(rebasing: scratch[0..<n]), format: pusher.format,
+                                       startFrame: streamFrame))
+            streamFrame += Int64(n / channels)
+        }
+        return !(ended && pusher.ring.endpoint.availableToRead == 0 && pendingGap == nil)
+    }
+
+    public func close() { pusher.close() }
+}

@@ -1,0 +1,273 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A planned graph, instantiated and run: the one object that owns a graph's nodes, its threads, its
+/// resources (decoders, the JACK session) and its events.
+///
+/// ```swift
+/// let graph = try RunningGraph(plan: plan, registry: registry)
+/// let results = graph.events(of: "asr")
+/// let mic = graph.input(named: "mic")       // a push.input node
+/// graph.start()
+/// mic?.write(samples)                       // from any thread
+/// mic?.end()
+/// for await event in results { ... }        // ends when the graph has finished
+/// try graph.wait()
+/// ```
+///
+/// Many graphs can run at once in one process; each has its own nodes, decoders and threads, and
+/// nothing one graph does changes what another computes.
+///
+/// ### Drivers
+/// The graph thread runs two drivers in turn: the offline driver pulls the sources that read on demand
+/// (files), as fast as the CPU allows or paced like live audio, on their sample clock; the live driver
+/// takes what the live sources (JACK ports, pushed inputs) have received, and when nothing is due from
+/// any source it sleeps on the graph's wake signal, which the JACK process callback and pushers post.
+///
+/// ### Thread contract
+/// Every method may be called from any thread. The nodes themselves are used by one thread at a time:
+/// by the thread that makes the graph until `start`, then only by the graph thread (and the worker
+/// threads it starts) until the graph has ended, then again by whoever has seen it end (`wait`,
+/// `drain`); the dispatch group that marks the end orders those uses.
+public final class RunningGraph: @unchecked Sendable {
+    // @unchecked: `engine` is not Sendable. It is touched by one thread at a time as the contract above
+    // says: `start` hands it to the graph thread (Thread.start happens-before the thread's body), and
+    // `done.leave()` at the thread's end happens-before `done.wait()`/`notify` returns elsewhere. Every
+    // other stored property is immutable or Sendable (Mutex, Atomic, StopSignal, DispatchGroup).
+
+    public struct Options: Sendable {
+        /// Pace sources that read on demand (files) so that their audio takes as long as it lasts.
+        public var realtime: Bool
+        /// Called on the graph thread with the sources' mean progress (0...1), when known.
+        public var progress: (@Sendable (Double) -> Void)?
+        /// A stop signal shared with the caller (one signal may stop several graphs); `stop()` sets it too.
+        public var stop: StopSignal?
+
+        public init(realtime: Bool = false, stop: StopSignal? = nil, progress: (@Sendable (Double) -> Void)? = nil) {
+            self.realtime = realtime
+            self.stop = stop
+            self.progress = progress
+        }
+    }
+
+    private enum Phase { case ready, running, ended }
+
+    public let plan: GraphPlan
+    public let resources: GraphResources
+    private let options: Options
+    private let engine: GraphEngine
+    private let stopSignal: StopSignal
+    private let draining = Atomic<Bool>(false)
+    private let phase = Mutex<Phase>(.ready)
+    private let outcome = Mutex<(any Error)?>(nil)
+    private let done = DispatchGroup()
+
+    /// Makes every node of a planned graph (opening files and models, registering JACK ports). Nothing
+    /// runs until `start`. A node that cannot be made throws, located where the graph file declared it.
+    public init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources = GraphResources(),
+                options: Options = Options()) throws {
+        self.plan = plan
+        self.resources = resources
+        self.options = options
+        stopSignal = options.stop ?? StopSignal()
+        engine = try GraphEngine(plan: plan, registry: registry, resources: resources)
+    }
+
+    /// Starts the graph thread. Events flow from here on; subscribe with `events(of:)` before, so as to
+    /// miss none. Calling it again does nothing.
+    public func start() {
+        let go = phase.withLock { phase -> Bool in
+            guard phase == .ready else { return false }
+            phase = .running
+            return true
+        }
+        guard go else { return }
+        done.enter()
+        let thread = Thread { [self] in
+            do {
+                try body()
+            } catch {
+                outcome.withLock { $0 = error }
+            }
+            engine.endObservers()
+            phase.withLock { $0 = .ended }
+            done.leave()
+        }
+        thread.name = "speechgraph graph"
+        thread.start()
+    }
+
+    /// Asks the graph to stop soon: sources stop where they are, the utterance in flight is finished, and
+    /// every result made is delivered before the graph ends. Any thread, any time.
+    public func stop() {
+        stopSignal.request()
+        resources.wake.post()
+    }
+
+    /// Ends the input: pushed inputs and live ports take no more audio, files are read to their end; the
+    /// graph ends once every result is out. Then waits for that, like `wait`.
+    public func drain() async throws {
+        endInput()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            done.notify(queue: .global()) { [self] in
+                if let error = outcome.withLock({ $0 }) {
+                    continuation.resume(throwing: error)
+                } else {
+                    continuation.resume()
+                }
+            }
+        }
+    }
+
+    /// Ends the input (see `drain`) without waiting.
+    public func endInput() {
+        start()
+        draining.store(true, ordering: .releasing)
+        resources.wake.post()
+    }
+
+    /// Starts the graph if it has not started, and blocks until it has ended; rethrows what stopped it.
+    public func wait() throws {
+        start()
+        done.wait()
+        if let error = outcome.withLock({ $0 }) { throw error }
+    }
+
+    /// Starts the graph and blocks until it has ended (`start` then `wait`).
+    public func run() throws { try wait() }
+
+    /// Every event that node `name` emits (every node's, for `nil`) from now on, in order; the sequence
+    /// ends when the graph has ended. A name that is not in the graph gives an empty sequence.
+    public func events(of name: String? = nil) -> AsyncStream<GraphEvent> {
+        let (stream, continuation) = AsyncStream<GraphEvent>.makeStream()
+        let index = name.flatMap { plan.index(of: $0) }
+        if name != nil && index == nil || phase.withLock({ $0 == .ended }) {
+            continuation.finish()
+        } else {
+            engine.observe(index, continuation)
+        }
+        return stream
+    }
+
+    /// The writing end of the `push.input` node called `name`: feed it audio from outside.
+    public func input(named name: String) -> AudioPusher? {
+        guard let index = plan.index(of: name) else { return nil }
+        return (engine.nodes[index] as? PushInputNode)?.pusher
+    }
+
+    /// Warnings the nodes raised (a truncated file, say), prefixed with the node's name. After the end.
+    public var warnings: [String] {
+        guard phase.withLock({ $0 != .running }) else { return [] }
+        return engine.warnings
+    }
+
+    /// The node called `name`, for tests and tools that look inside; only before `start` or after the end.
+    public func node(named name: String) -> (any GraphNode)? {
+        guard phase.withLock({ $0 != .running }) else { return nil }
+        return engine.node(named: name)
+    }
+
+    // MARK: - The graph thread
+
+    private func body() throws {
+        defer { engine.closeAll() }
+        try engine.prepareAll()
+        var offline = OfflineDriver(engine: engine, realtime: options.realtime, resources: resources)
+        var live = LiveDriver(engine: engine, wake: resources.wake)
+        do {
+            while !stopSignal.isRequested {
+                let pulling = try offline.cycle()
+                let listening = try live.cycle(mayWait: !pulling, ending: draining.load(ordering: .acquiring))
+                try engine.deliverWorkerEvents()
+                if let progress = options.progress, let fraction = offline.progress { progress(fraction) }
+                if !pulling && !listening { break }
+            }
+            try engine.finishAll()
+        } catch {
+            engine.finishAfterFailure()
+            throw error
+        }
+    }
+}
+
+/// Pulls the sources that read on demand (files), one block each per cycle, on their sample clock: as
+/// fast as the CPU allows, or paced so that audio takes as long as it lasts.
+struct OfflineDriver {
+    private let engine: GraphEngine
+    private let realtime: Bool
+    private var sources: [(index: Int, node: any SourceNode)]
+    private var start = 0.0
+
+    init(engine: GraphEngine, realtime: Bool, resources: GraphResources) {
+        self.engine = engine
+        self.realtime = realtime
+        sources = engine.nodes.enumerated().compactMap { i, n in
+            (n as? any SourceNode).flatMap { $0.isLive ? nil : (i, $0) }
+        }
+        start = monotonicSeconds()
+        if realtime && !sources.isEmpty { resources.setAudioEpochIfUnset(Date().timeIntervalSince1970) }
+    }
+
+    /// Pulls every active source once; returns whether any is still active.
+    mutating func cycle() throws -> Bool {
+        var k = 0
+        while k < sources.count {
+            let source = sources[k]
+            if try source.node.pull(output: engine.output(source.index)) {
+                if realtime {
+                    let due = start + source.node.position
+                    let now = monotonicSeconds()
+                    if due > now { sleepSeconds(due - now) }
+                }
+                k += 1
+            } else {
+                sources.remove(at: k)
+                try engine.finishNode(source.index)
+            }
+        }
+        return !sources.isEmpty
+    }
+
+    var progress: Double? {
+        let known = sources.compactMap(\.node.progress)
+        return known.isEmpty ? nil : known.reduce(0, +) / Double(known.count)
+    }
+}
+
+/// Takes what the live sources (JACK ports, pushed inputs) have received. When nothing else is due, it
+/// sleeps on the graph's wake signal until a source posts it (JACK's process callback after each period,
+/// a pusher after each write), or 50 ms pass (so that server changes are noticed).
+struct LiveDriver {
+    private let engine: GraphEngine
+    private let wake: WakeSignal
+    private var sources: [(index: Int, node: any SourceNode)]
+
+    init(engine: GraphEngine, wake: WakeSignal) {
+        self.engine = engine
+        self.wake = wake
+        sources = engine.nodes.enumerated().compactMap { i, n in
+            (n as? any SourceNode).flatMap { $0.isLive ? (i, $0) : nil }
+        }
+    }
+
+    /// - Parameters:
+    ///   - mayWait: nothing else is due: sleep until a source posts the wake signal.
+    ///   - ending: the input is ending: take what has arrived, then finish every live source.
+    /// - Returns: whether any live source is still active.
+    mutating func cycle(mayWait: Bool, ending: Bool) throws -> Bool {
+        guard !sources.isEmpty else { return false }
+        if mayWait && !ending { _ = wake.wait(timeout: 0.05) }
+        var k = 0
+        while k < sources.count {
+            let source = sources[k]
+            if try source.node.pull(output: engine.output(source.index)) && !ending {
+                k += 1
+            } else {
+                sources.remove(at: k)
+                try engine.finishNode(source.index)
+            }
+        }
+        return !sources.isEmpty
+    }
+}

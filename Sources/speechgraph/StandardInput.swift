@@ -1,0 +1,161 @@
+import Foundation
+import SpeechGraphNodes
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Audio on standard input (`speechgraph transcribe -`): a WAV stream (any length, also one whose header
+/// gives no length, as `arecord` and `sox ... -t wav -` write to a pipe), or raw signed 16-bit
+/// little-endian samples when `--rate` is given.
+final class StandardInputAudio: @unchecked Sendable {
+    // @unchecked: `header` and the first buffered bytes are read on the main thread before the feeder
+    // thread starts; from then on only the feeder thread reads standard input and `pending`.
+    enum Encoding { case int(bits: Int), float32 }
+
+    let sampleRate: Int
+    let channelCount: Int
+    private let encoding: Encoding
+    /// Bytes of audio the header announces, when it does (not 0 and not the 0xFFFFFFFF of a stream).
+    let dataBytes: Int?
+    /// Bytes read past the header.
+    private var pending: [UInt8]
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    /// Reads the WAV header (or takes `rate` and `channels` for raw samples).
+    init(rate: Int?, channels: Int) throws {
+        var buffer = [UInt8]()
+        func fill(_ count: Int) -> Bool {
+            while buffer.count < count {
+                var chunk = [UInt8](repeating: 0, count: max(4096, count - buffer.count))
+                let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                buffer += chunk[0..<n]
+            }
+            return true
+        }
+        func u32(_ at: Int) -> Int { Int(buffer[at]) | Int(buffer[at + 1]) << 8 | Int(buffer[at + 2]) << 16 | Int(buffer[at + 3]) << 24 }
+        func u16(_ at: Int) -> Int { Int(buffer[at]) | Int(buffer[at + 1]) << 8 }
+
+        if let rate {
+            sampleRate = rate
+            channelCount = channels
+            encoding = .int(bits: 16)
+            dataBytes = nil
+            pending = []
+            return
+        }
+        guard fill(12), buffer[0..<4] == [0x52, 0x49, 0x46, 0x46], buffer[8..<12] == [0x57, 0x41, 0x56, 0x45] else {
+            throw Failure(description: buffer.isEmpty ? "standard input is empty"
+                : "standard input is not a WAV stream (for raw signed 16-bit samples give --rate)")
+        }
+        var offset = 12
+        var format: (tag: Int, channels: Int, rate: Int, bits: Int)?
+        while true {
+            guard fill(offset + 8) else { throw Failure(description: "standard input: the WAV stream ends in its header") }
+            let id = String(decoding: buffer[offset..<offset + 4], as: UTF8.self)
+            let size = u32(offset + 4)
+            if id == "data" {
+                offset += 8
+                break
+            }
+            guard size < 1 << 20, fill(offset + 8 + size + (size & 1)) else {
+                throw Failure(description: "standard input: a damaged WAV header (chunk '\(id)')")
+            }
+            if id == "fmt " && size >= 16 {
+                var tag = u16(offset + 8)
+                if tag == 0xFFFE && size >= 26 { tag = u16(offset + 8 + 24) }  // WAVE_FORMAT_EXTENSIBLE: its subformat
+                format = (tag, u16(offset + 10), u32(offset + 12), u16(offset + 22))
+            }
+            offset += 8 + size + (size & 1)
+        }
+        guard let format else { throw Failure(description: "standard input: the WAV stream has no 'fmt ' chunk") }
+        switch (format.tag, format.bits) {
+        case (1, 8), (1, 16), (1, 24), (1, 32): encoding = .int(bits: format.bits)
+        case (3, 32): encoding = .float32
+        default:
+            throw Failure(description: "standard input: WAV encoding \(format.tag) with \(format.bits) bits is not "
+                          + "supported (16-, 24- or 32-bit PCM, 8-bit PCM, 32-bit float)")
+        }
+        guard format.channels >= 1, format.rate >= 1000 else {
+            throw Failure(description: "standard input: the WAV header says \(format.channels) channels at \(format.rate) Hz")
+        }
+        sampleRate = format.rate
+        channelCount = format.channels
+        let size = u32(offset - 4)
+        dataBytes = size == 0 || size >= 0x7FFF_F000 ? nil : size
+        pending = Array(buffer[offset...])
+    }
+
+    /// Seconds of audio the header announces, when it does.
+    var duration: Double? {
+        dataBytes.map { Double($0) / Double(bytesPerSample * channelCount * sampleRate) }
+    }
+
+    private var bytesPerSample: Int {
+        switch encoding {
+        case .int(let bits): return bits / 8
+        case .float32: return 4
+        }
+    }
+
+    /// Feeds the rest of standard input into `pusher` on a thread of its own, then ends its stream.
+    func feed(_ pusher: AudioPusher) {
+        let job = self
+        let thread = Thread { job.pump(into: pusher) }
+        thread.name = "speechgraph stdin"
+        thread.start()
+    }
+
+    private func pump(into pusher: AudioPusher) {
+        defer { pusher.end() }
+        let frameBytes = bytesPerSample * channelCount
+        var remaining = dataBytes ?? Int.max
+        var bytes = pending
+        var samples = [Float]()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let whole = min(bytes.count - bytes.count % frameBytes, remaining - remaining % frameBytes)
+            if whole > 0 {
+                convert(bytes[0..<whole], into: &samples)
+                if pusher.write(samples, waitForRoom: true) == 0 { return }  // the graph has stopped
+                bytes.removeFirst(whole)
+                remaining -= whole
+            }
+            if remaining < frameBytes { return }
+            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            bytes += chunk[0..<n]
+        }
+    }
+
+    private func convert(_ bytes: ArraySlice<UInt8>, into samples: inout [Float]) {
+        samples.removeAll(keepingCapacity: true)
+        bytes.withUnsafeBytes { raw in
+            switch encoding {
+            case .int(8):
+                for b in raw { samples.append((Float(b) - 128) / 128) }
+            case .int(16):
+                for i in stride(from: 0, to: raw.count, by: 2) {
+                    samples.append(Float(Int16(bitPattern: UInt16(raw[i]) | UInt16(raw[i + 1]) << 8)) / 32768)
+                }
+            case .int(24):
+                for i in stride(from: 0, to: raw.count, by: 3) {
+                    let v = Int32(bitPattern: UInt32(raw[i]) << 8 | UInt32(raw[i + 1]) << 16 | UInt32(raw[i + 2]) << 24)
+                    samples.append(Float(v >> 8) / 8_388_608)
+                }
+            case .int(_):
+                for i in stride(from: 0, to: raw.count, by: 4) {
+                    samples.append(Float(Int32(bitPattern: raw.loadUnaligned(fromByteOffset: i, as: UInt32.self))) / 2_147_483_648)
+                }
+            case .float32:
+                for i in stride(from: 0, to: raw.count, by: 4) {
+                    samples.append(raw.loadUnaligned(fromByteOffset: i, as: Float.self))
+                }
+            }
+        }
+    }
+}

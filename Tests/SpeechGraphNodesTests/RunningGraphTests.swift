@@ -1,0 +1,164 @@
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Synchronization
+import Testing
+
+/// RunningGraph with the real recognizer: no state shared between graphs, several graphs at once,
+/// audio pushed from outside, events read as an AsyncSequence.
+@Suite struct RunningGraphTests {
+    let dir = TemporaryDirectory()
+
+    /// A recognizer graph over `path` (mode and extra parameters as given) into a collector.
+    static func graph(_ path: String, source: String = "file.input", asr: String = "mode: streaming") -> String {
+        let src = source == "file.input" ? #"file.input { path: "\#(path)" }"# : source
+        return """
+            node src = \(src)
+            node asr = recognizer { \(asr) }
+            node out = collect
+            src -> asr -> out
+            """
+    }
+
+    static func finals(_ graph: RunningGraph) throws -> [String] {
+        let collector = try #require(graph.node(named: "out") as? EventCollector)
+        return collector.finalResults.map(\.text)
+    }
+
+    static func run(_ text: String, resources: GraphResources = GraphResources()) throws -> [String] {
+        let graph = try RunningGraph(plan: Harness.plan(text), registry: Harness.registry, resources: resources)
+        try graph.run()
+        return try finals(graph)
+    }
+
+    /// Three sentences, and a copy with its spectrum tilted and its level lowered: a decoder that kept what
+    /// it learnt from one (its cepstral mean) would decode the other differently.
+    func speech() throws -> (plain: String, tilted: String, other: String) {
+        let a = dir.path("a.wav"), b = dir.path("b.wav"), plain = dir.path("plain.wav")
+        try TestSpeech.synthesize(Sentences.call, to: a)
+        try TestSpeech.synthesize(Sentences.weather, to: b)
+        try TestSpeech.sox([a, b, plain])
+        let tilted = dir.path("tilted.wav"), other = dir.path("other.wav")
+        try TestSpeech.sox([plain, tilted, "highpass", "800", "gain", "-12"])
+        try TestSpeech.synthesize("seven windy evenings with my mother", to: other)
+        return (plain, tilted, other)
+    }
+
+    @Test("a graph after three others in the same process gets exactly the text of a fresh process")
+    func freshGraphAfterOthers() throws {
+        let (plain, tilted, other) = try speech()
+        // Three graphs first: other files, other settings.
+        _ = try Self.run(Self.graph(tilted))
+        _ = try Self.run(Self.graph(other, asr: "mode: utterance"))
+        _ = try Self.run(Self.graph(tilted, asr: "mode: streaming, words: false, results: fast"))
+        let inProcess = try Self.run(Self.graph(plain, asr: "mode: streaming, words: false"))
+        // The same graph, alone in a process of its own: speechgraph transcribe builds exactly this graph.
+        let fresh = try Run.speechgraph(["transcribe", "--mode", "streaming", "--vad", "off", "--format", "tsv", plain])
+        #expect(fresh.status == 0, "\(fresh.stderr)")
+        let freshText = try #require(fresh.stdout.split(separator: "\t", maxSplits: 1).last)
+        #expect(inProcess.joined(separator: " ") == freshText.trimmingCharacters(in: .newlines))
+        #expect(wordErrorRate(reference: Sentences.call + " " + Sentences.weather, hypothesis: String(freshText)) <= 0.3)
+    }
+
+    @Test("a decoder pool handed to several graphs resets each decoder: the text is that of a fresh pool")
+    func sharedPoolResets() throws {
+        let (plain, tilted, _) = try speech()
+        let pool = SphinxDecoderPool()
+        for _ in 0..<2 { _ = try Self.run(Self.graph(tilted), resources: GraphResources(providing: [pool])) }
+        let reused = try Self.run(Self.graph(plain), resources: GraphResources(providing: [pool]))
+        let fresh = try Self.run(Self.graph(plain))
+        #expect(reused == fresh)
+        #expect(!fresh.joined().isEmpty)
+    }
+
+    @Test("two graphs with recognizers run at once in one process, each with the text it has alone")
+    func concurrentGraphs() throws {
+        let (plain, _, other) = try speech()
+        let aloneA = try Self.run(Self.graph(plain)), aloneB = try Self.run(Self.graph(other))
+        let a = try RunningGraph(plan: Harness.plan(Self.graph(plain)), registry: Harness.registry)
+        let b = try RunningGraph(plan: Harness.plan(Self.graph(other)), registry: Harness.registry)
+        a.start()
+        b.start()
+        try a.wait()
+        try b.wait()
+        #expect(try Self.finals(a) == aloneA)
+        #expect(try Self.finals(b) == aloneB)
+        #expect(!aloneA.joined().isEmpty && !aloneB.joined().isEmpty)
+    }
+
+    @Test("audio pushed from another thread in random chunk sizes gives the text file.input gives")
+    func pushedAudio() async throws {
+        let (plain, _, _) = try speech()
+        let expected = try Self.run(Self.graph(plain))
+        let file = try AudioFile(path: plain)
+        var samples = [Float](repeating: 0, count: Int(file.frameCount) * file.channelCount)
+        let read = try samples.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: Int(file.frameCount)) }
+        #expect(read == Int(file.frameCount) && file.channelCount == 1)
+        let audio = samples
+        let graph = try RunningGraph(
+            plan: Harness.plan(Self.graph(plain, source: "push.input { rate: \(file.sampleRate) Hz }")),
+            registry: Harness.registry)
+        let results = graph.events(of: "asr")
+        let pusher = try #require(graph.input(named: "src"))
+        graph.start()
+        let feeder = Thread {
+            var offset = 0
+            while offset < audio.count {
+                let n = min(Int.random(in: 1...4096), audio.count - offset)
+                audio[offset..<(offset + n)].withUnsafeBufferPointer { _ = pusher.write($0, waitForRoom: true) }
+                offset += n
+            }
+            pusher.end()
+        }
+        feeder.start()
+        var streamed: [String] = []
+        for await event in results {
+            if case .result(let t) = event, t.isFinal { streamed.append(t.text) }
+        }
+        try graph.wait()
+        #expect(try Self.finals(graph) == expected)
+        #expect(streamed == expected, "the event stream carries the same finals as the collector")
+        #expect(pusher.droppedFrames == 0)
+    }
+
+    @Test("a live writer that outruns a small ring loses whole chunks, reported as gap events on the audio clock")
+    func pushedOverrunBecomesGaps() throws {
+        let graph = try RunningGraph(plan: Harness.plan("""
+            node src = push.input { rate: 16 kHz, buffer: 50 ms }
+            node out = collect
+            src.events -> out
+            """), registry: Harness.registry)
+        let pusher = try #require(graph.input(named: "src"))
+        // Before the graph starts nothing is read: the first 800 frames fit, the rest are dropped.
+        let chunk = [Float](repeating: 0.1, count: 400)
+        var accepted = 0
+        for _ in 0..<10 { accepted += pusher.write(chunk) }
+        pusher.end()
+        try graph.run()
+        let gaps = try #require(graph.node(named: "out") as? EventCollector).events.compactMap { e -> TimeRange? in
+            if case .gap(_, let range, _) = e { return range }
+            return nil
+        }
+        #expect(accepted + pusher.droppedFrames == 4000)
+        #expect(pusher.droppedFrames > 0)
+        let lost = gaps.map { $0.duration * 16000 }.reduce(0, +)
+        #expect(abs(lost - Double(pusher.droppedFrames)) < 1)
+        #expect(gaps.first.map { abs($0.start * 16000 - Double(accepted)) < 1 } == true)
+    }
+
+    @Test("stop() before the end finishes the utterance in flight and ends the event stream")
+    func stopEndsStreams() async throws {
+        let graph = try RunningGraph(plan: Harness.plan("""
+            node src = push.input { rate: 16 kHz }
+            node asr = recognizer
+            node out = collect
+            src -> asr -> out
+            """), registry: Harness.registry)
+        let all = graph.events()
+        graph.start()
+        graph.stop()
+        for await _ in all {}
+        try graph.wait()
+        #expect(try #require(graph.node(named: "out") as? EventCollector).isFinished)
+    }
+}
