@@ -65,6 +65,9 @@ public struct SphinxModel: Hashable, Sendable {
                 guard fm.fileExists(atPath: given) else {
                     throw SpeechGraphError("\(what) not found: \(given)", parameter: parameter)
                 }
+                guard fm.isReadableFile(atPath: given) else {
+                    throw SpeechGraphError("\(what) cannot be read: \(given)", parameter: parameter)
+                }
                 return given
             }
             let dir = modelDir!
@@ -100,6 +103,12 @@ public struct SphinxModel: Hashable, Sendable {
         let dictPath = try pick(dict, ["cmudict-\(name).dict", "\(name).dict"], suffixes: [".dict", ".dic"],
                                 what: "dictionary", parameter: "dict")
         return SphinxModel(hmm: hmmPath, lm: lmPath, jsgf: jsgf, dict: dictPath, sampleRate: sampleRate)
+    }
+
+    /// The model a recognizer node's parameters name (`model`, `hmm`, `lm`, `dict`, `jsgf`, `rate`).
+    public static func resolve(_ c: NodeConfig) throws -> SphinxModel {
+        try resolve(model: c.string("model") ?? "en-us", hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
+                    jsgf: c.string("jsgf"), sampleRate: Int(c.number("rate") ?? 16000))
     }
 
     var arguments: [String] {

@@ -202,6 +202,7 @@ public struct GraphPlanner {
                 plan.nodes[i].maxInputFrames = maxIn
                 plan.nodes[i].outputFormats = try type.formats(plan.nodes[i].config, inputs)
                 plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
+                try type.resourceCheck?(plan.nodes[i].config)
             } catch let error as SpeechGraphError {
                 let node = plan.nodes[i]
                 throw SpeechGraphError("node '\(node.name)' (\(descriptor.typeName)): \(error.message)", parameter: error.parameter,

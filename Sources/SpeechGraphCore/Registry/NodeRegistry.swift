@@ -97,14 +97,20 @@ public struct NodeType: Sendable {
     /// What an audio input accepts when that depends on more than the descriptor (jack.output takes
     /// the running server's rate). Called at plan time; `nil` keeps the descriptor's requirement.
     public var inputRequirement: (@Sendable (NodeConfig, String) throws -> AudioRequirement?)?
+    /// Checks, when the graph is planned (`speechgraph check --plan`, and before any run), that what the
+    /// node will open exists and can be read: a model, a dictionary, a file. Throws a `SpeechGraphError`
+    /// naming the parameter, so the error points at it. Must not start or open anything lasting.
+    public var resourceCheck: (@Sendable (NodeConfig) throws -> Void)?
 
     public init(
         _ descriptor: NodeDescriptor,
         formats: @escaping @Sendable (NodeConfig, [String: AudioFormat]) throws -> [String: AudioFormat] = { _, _ in [:] },
         maxOutputFrames: @escaping @Sendable (NodeConfig, [String: AudioFormat], Int) -> Int = { _, _, n in n },
         inputRequirement: (@Sendable (NodeConfig, String) throws -> AudioRequirement?)? = nil,
+        resourceCheck: (@Sendable (NodeConfig) throws -> Void)? = nil,
         make: @escaping @Sendable (NodeContext) throws -> any GraphNode
     ) {
+        self.resourceCheck = resourceCheck
         self.inputRequirement = inputRequirement
         self.descriptor = descriptor
         self.formats = formats

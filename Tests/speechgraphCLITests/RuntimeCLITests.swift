@@ -1,0 +1,66 @@
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Testing
+
+/// The runtime seam as the CLI shows it: standard input through push.input, resource checks at plan time.
+@Suite struct RuntimeCLITests {
+    let dir = TemporaryDirectory()
+
+    func speech() throws -> String {
+        let a = dir.path("a.wav"), b = dir.path("b.wav"), both = dir.path("both.wav")
+        try TestSpeech.synthesize("please call my mother at seven in the evening", to: a)
+        try TestSpeech.synthesize("the weather today is cold and windy with a chance of rain", to: b)
+        // 44.1 kHz stereo, so that standard input also goes through the converters.
+        try TestSpeech.sox([a, b, "-r", "44100", "-c", "2", both])
+        return both
+    }
+
+    @Test("sox FILE -t wav - | speechgraph transcribe - gives what speechgraph transcribe FILE gives")
+    func standardInputWAV() throws {
+        let wav = try speech()
+        for format in ["text", "jsonl"] {
+            let file = try Run.speechgraph(["transcribe", "--format", format, wav])
+            let bin = TestPaths.binary.path
+            let piped = try Run.process("/bin/bash", ["-c", "sox '\(wav)' -t wav - | '\(bin)' transcribe --format \(format) -"])
+            #expect(file.status == 0 && piped.status == 0, "\(file.stderr) \(piped.stderr)")
+            #expect(!file.stdout.isEmpty)
+            // JSON Lines name their source: the path, or "-".
+            #expect(piped.stdout == file.stdout.replacingOccurrences(of: #""source":"\#(wav)""#, with: #""source":"-""#))
+        }
+    }
+
+    @Test("raw s16le on standard input with --rate, and a clear error without it")
+    func standardInputRaw() throws {
+        let wav = try speech()
+        let bin = TestPaths.binary.path
+        let file = try Run.speechgraph(["transcribe", wav])
+        let raw = try Run.process("/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 -c 1 -r 16000 - "
+                                                   + "| '\(bin)' transcribe --rate 16000 -"])
+        #expect(raw.status == 0, "\(raw.stderr)")
+        #expect(wordErrorRate(reference: file.stdout, hypothesis: raw.stdout) <= 0.1)
+        let noRate = try Run.process("/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 - | '\(bin)' transcribe -"])
+        #expect(noRate.status == 1)
+        #expect(noRate.stderr.contains("not a WAV stream") && noRate.stderr.contains("--rate"), "\(noRate.stderr)")
+        #expect(noRate.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("check --plan: a recognizer's missing dictionary is a located error, exit 1; check alone does not look")
+    func checkPlanFindsMissingDictionary() throws {
+        let graph = dir.path("g.graph")
+        try """
+            node src = push.input
+            node asr = recognizer {
+                dict: "\(dir.path("missing.dict"))"
+            }
+            node out = console
+            src -> asr -> out
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let planned = try Run.speechgraph(["check", "--plan", graph])
+        #expect(planned.status == 1)
+        #expect(planned.stderr.hasPrefix("\(graph):3:11: error: "), "\(planned.stderr)")
+        #expect(planned.stderr.contains("dictionary not found"))
+        let checked = try Run.speechgraph(["check", graph])
+        #expect(checked.status == 0, "\(checked.stderr)")
+    }
+}
