@@ -14,7 +14,7 @@ DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx poc
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run run-offline test test-tsan bench docs clean
+.PHONY: deps build run run-offline test test-fast test-tsan bench docs clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat)
 deps:
@@ -34,7 +34,7 @@ build: deps
 ## Without one: a private dummy server, and graphs/jack-demo.graph plays the synthesised demo
 ## recording through JACK into speechgraph's input, so the whole live path runs without a sound card.
 run: build out/demo.wav
-	@if jack_lsp >/dev/null 2>&1; then \
+	@if (jack_lsp >/dev/null 2>&1) 2>/dev/null; then \
 		echo "make run: JACK server found: running graphs/live.graph (Ctrl-C to stop)" >&2; \
 		$(BIN) run graphs/live.graph; \
 	else \
@@ -55,12 +55,19 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
 
-## test-tsan: the ring and wake-signal tests under ThreadSanitizer. ignore_interceptors_accesses=0
+## test-fast: the tests that need no PocketSphinx model, no JACK server and no corpus (the core: language,
+## planner, runtime, rings; the VAD detector), in seconds after the build.
+test-fast: deps
+	$(SWIFT) build --build-tests
+	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|DetectorTests"
+
+## test-tsan: the ring and wake-signal tests, and two real recognizer graphs running at once, under
+## ThreadSanitizer. ignore_interceptors_accesses=0
 ## makes TSan check the ring's memmove copies too (by default it skips accesses inside memmove).
 test-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	TSAN_OPTIONS=ignore_interceptors_accesses=0 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan \
-		--filter "SPSCRing|WakeSignal"
+		--filter "SPSCRing|WakeSignal|concurrentGraphs|pushedAudio"
 
 ## bench: figures as 'name value unit', one per line
 bench: build

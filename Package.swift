@@ -5,8 +5,10 @@ let package = Package(
     name: "speechgraph",
     products: [
         .executable(name: "speechgraph", targets: ["speechgraph"]),
+        // For apps: the runtime and every built-in node, without the CLI (`import SpeechGraph`).
+        .library(name: "SpeechGraph", targets: ["SpeechGraph"]),
+        // For node and plugin authors: the core alone (no C library).
         .library(name: "SpeechGraphCore", targets: ["SpeechGraphCore"]),
-        .library(name: "SpeechGraphNodes", targets: ["SpeechGraphNodes"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -29,16 +31,18 @@ let package = Package(
         // Sinks: console and jsonl.
         .target(name: "SpeechGraphSinks", dependencies: ["SpeechGraphCore"]),
         // Live audio: the JACK client, jack.input, jack.output, taps.
-        .target(name: "SpeechGraphJACK", dependencies: ["SpeechGraphCore", "CJack", "CSndFile"]),
+        .target(name: "SpeechGraphJACK", dependencies: ["SpeechGraphCore", "CJack"]),
         // Voice activity detection on FFTW.
         .target(name: "SpeechGraphVAD", dependencies: ["SpeechGraphCore", "CFFTW"]),
         // Every built-in node family, registered in one place.
         .target(name: "SpeechGraphNodes",
                 dependencies: ["SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphSinks",
                                "SpeechGraphJACK", "SpeechGraphVAD"]),
+        // The library product apps depend on.
+        .target(name: "SpeechGraph", dependencies: ["SpeechGraphNodes"]),
         // The thin CLI.
         .executableTarget(name: "speechgraph", dependencies: [
-            "SpeechGraphNodes",
+            "SpeechGraph",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -52,7 +56,7 @@ let package = Package(
         .target(name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),
         .testTarget(name: "SpeechGraphNodesTests",
                     dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack"]),
-        .testTarget(name: "speechgraphCLITests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
+        .testTarget(name: "speechgraphCLITests", dependencies: ["SpeechGraph", "SpeechGraphTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

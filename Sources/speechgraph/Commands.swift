@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import SpeechGraphNodes
+import SpeechGraph
 
 extension SpeechgraphCommand {
     struct Run: ParsableCommand {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import SpeechGraphNodes
+import SpeechGraph
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-import SpeechGraphNodes
+import SpeechGraph
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import SpeechGraphNodes
+import SpeechGraph
 import Synchronization
 
 #if canImport(Glibc)

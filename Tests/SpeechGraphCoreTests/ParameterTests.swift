@@ -159,12 +159,12 @@ struct ParameterCheckTests {
 
     @Test("units parse as written")
     func units() {
-        #expect(Unit.parse("kHz") == .kilohertz)
-        #expect(Unit.parse("KHz") == .kilohertz)
-        #expect(Unit.parse("ms") == .milliseconds)
-        #expect(Unit.parse("µs") == .microseconds)
-        #expect(Unit.parse("Ms") == nil)
-        #expect(Unit.parse("MHz") == nil)
+        #expect(QuantityUnit.parse("kHz") == .kilohertz)
+        #expect(QuantityUnit.parse("KHz") == .kilohertz)
+        #expect(QuantityUnit.parse("ms") == .milliseconds)
+        #expect(QuantityUnit.parse("µs") == .microseconds)
+        #expect(QuantityUnit.parse("Ms") == nil)
+        #expect(QuantityUnit.parse("MHz") == nil)
         #expect(formatQuantity(0.3, in: .milliseconds) == "300 ms")
         #expect(formatQuantity(44100, in: .kilohertz) == "44.1 kHz")
     }

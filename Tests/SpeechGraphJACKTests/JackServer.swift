@@ -1,16 +1,27 @@
 import Foundation
+import Synchronization
 import SpeechGraphTestSupport
 
 /// A private `jackd -d dummy` server that a test starts and stops (no sound card needed).
-/// One at a time per process (libjack crashes with two); stopped with SIGTERM so that jackd frees its
-/// slot in the 8-server registry; started under `setpriv --pdeathsig KILL` so a crashed test takes it along.
+/// Each one has a name of its own (the process id, a counter and a random part), so that two test runs on
+/// one machine never meet, and each is stopped by its PID only: SIGTERM (so that jackd frees its slot in
+/// the server registry), then SIGKILL if it has not exited, and always waited for. It is started under
+/// `setpriv --pdeathsig KILL`, so a crashed test takes it along.
 final class JackServer: @unchecked Sendable {
-    /// One name for every test server: a leaked registry slot is then reused, never multiplied.
-    static let name = "speechgraph-test"
-    let name = JackServer.name
+    // @unchecked: `process` is only touched by the test that owns the server, one call at a time.
+    private static let counter = Mutex(0)
+    let name: String
     private var process: Process?
 
     struct Failure: Error, CustomStringConvertible { var description: String }
+
+    init() {
+        let n = Self.counter.withLock { n in
+            n += 1
+            return n
+        }
+        name = "sgt-\(getpid())-\(n)-\(UInt16.random(in: 0...UInt16.max))"
+    }
 
     func start(rate: Int = 48000, period: Int = 256) throws {
         stop()
@@ -22,35 +33,29 @@ final class JackServer: @unchecked Sendable {
         p.standardError = FileHandle.nullDevice
         try p.run()
         process = p
-        let deadline = Date().addingTimeInterval(10)
+        // Ready when it answers; a deadline only bounds a jackd that hangs.
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            if try Run.process("/usr/bin/jack_lsp", ["-s", name], timeout: 5).status == 0 { return }
+            if try Run.process("/usr/bin/jack_lsp", ["-s", name], timeout: 30).status == 0 { return }
             guard p.isRunning else { throw Failure(description: "jackd exited at once (status \(p.terminationStatus))") }
             usleep(20_000)
         }
         stop()
-        throw Failure(description: "jackd did not become ready in 10 s")
+        throw Failure(description: "jackd did not become ready in 60 s")
     }
 
     var isRunning: Bool { process?.isRunning ?? false }
 
-    /// SIGTERM, then SIGKILL after 5 s; waits until the server no longer answers.
+    /// SIGTERM to the server this object started, SIGKILL if it has not exited after 10 s; waits for it.
     func stop() {
-        let p = process
+        guard let p = process else { return }
         process = nil
-        if let p, p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        // Also any jackd of this name (one left by an earlier, crashed test run).
-        _ = try? Run.process("/usr/bin/pkill", ["-TERM", "-f", "jackd -n \(name) "], timeout: 5)
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
-            let alive = (p?.isRunning ?? false)
-                || (try? Run.process("/usr/bin/pgrep", ["-f", "jackd -n \(name) "], timeout: 5).status) == 0
-            if !alive { break }
-            usleep(20_000)
-        }
-        if let p, p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        _ = try? Run.process("/usr/bin/pkill", ["-KILL", "-f", "jackd -n \(name) "], timeout: 5)
-        p?.waitUntilExit()
+        guard p.isRunning else { return }
+        kill(p.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < deadline { usleep(10_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
     }
 
     deinit { stop() }

@@ -33,6 +33,7 @@ extension Decoding {
             let finals = results.filter(\.isFinal)
             #expect(finals.count == 2)
             #expect(finals.map(\.utterance) == [1, 2])
+            try #require(finals.count == 2)
             #expect(wordErrorRate(reference: Sentences.call, hypothesis: finals.first?.text ?? "") <= 0.25)
             #expect(wordErrorRate(reference: Sentences.weather, hypothesis: finals.last?.text ?? "") <= 0.25)
             // The first utterance lies around the first sentence (1 s in), the second after the pause.

@@ -97,7 +97,8 @@ extension Decoding {
         #expect(lines.count == 1)
         #expect(all.last == lines.first)
         #expect(all.dropLast().allSatisfy { $0.contains(#""isFinal":false"#) })
-        let o = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
+        let line = try #require(lines.first)
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(o["type"] as? String == "result")
         #expect(o["isFinal"] as? Bool == true)
         #expect(wordErrorRate(reference: Sentences.call, hypothesis: o["text"] as? String ?? "") <= 0.25)

@@ -41,7 +41,7 @@ import Testing
             meter.events -> out
             """)
         #expect(events.count == 4)
-        if case .level(_, _, let rms, let peak) = events[0] {
+        if case .level(_, _, let rms, let peak) = try #require(events.first) {
             #expect(rms[0] == -.infinity && peak[0] == -.infinity)
         }
         #expect(JSONLines.line(for: events[0]).contains(#""rms":[-200.00]"#))

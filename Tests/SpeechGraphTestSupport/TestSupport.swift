@@ -21,6 +21,23 @@ public enum TestPaths {
             .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("corpus").path) }
     }
 
+    /// Corpus tests run unless SPEECHGRAPH_NO_CORPUS=1 (a developer's fast loop without ../shared); when they
+    /// run, a missing corpus fails them (`requireShared`), never skips them.
+    public static var corpusTestsWanted: Bool { ProcessInfo.processInfo.environment["SPEECHGRAPH_NO_CORPUS"] != "1" }
+
+    public struct MissingCorpus: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// `shared`, or a failure that says where it was looked for.
+    public static func requireShared() throws -> URL {
+        guard let shared else {
+            throw MissingCorpus(description: "../shared/corpus not found beside \(packageRoot.path) (nor at "
+                                + "$SPEECHGRAPH_SHARED); set SPEECHGRAPH_NO_CORPUS=1 to leave the corpus tests out")
+        }
+        return shared
+    }
+
     /// The speechgraph binary that `swift build` made next to the test bundle.
     public static var binary: URL {
         if let env = ProcessInfo.processInfo.environment["SPEECHGRAPH_BIN"] { return URL(fileURLWithPath: env) }

@@ -96,18 +96,18 @@ import Testing
         return f1
     }
 
-    @Test(.enabled(if: TestPaths.shared != nil, "../shared is absent: the long-form corpus scores are not checked"),
+    @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
           arguments: ["long_clean", "long_white15db", "long_pink15db"])
     func corpusFileScores(name: String) throws {
-        let shared = try #require(TestPaths.shared)
+        let shared = try TestPaths.requireShared()
         let dir = TemporaryDirectory()
         let f1 = try Self.f1(shared.appendingPathComponent("corpus/long/\(name).wav").path, shared: shared, in: dir)
         #expect(f1 >= 0.95, "\(name): frame F1 \(f1)")
     }
 
-    @Test(.enabled(if: TestPaths.shared != nil, "../shared is absent: the noisy corpus scores are not checked"))
+    @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
     func noisyCorpusScores() throws {
-        let shared = try #require(TestPaths.shared)
+        let shared = try TestPaths.requireShared()
         let dir = TemporaryDirectory()
         let script = TestPaths.packageRoot.appendingPathComponent("scripts/vad-noise.sh").path
         let made = try Run.process("/bin/bash", [script, dir.path("noisy"), "5", "0"],

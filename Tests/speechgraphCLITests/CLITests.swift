@@ -36,7 +36,8 @@ import Testing
         #expect(rows.allSatisfy { $0.count == 2 && $0[0] == Substring(wav) })
 
         let jsonl = try Run.speechgraph(["transcribe", "--format", "jsonl", wav])
-        let o = try JSONSerialization.jsonObject(with: Data(jsonl.stdout.split(separator: "\n")[0].utf8)) as! [String: Any]
+        let first = try #require(jsonl.stdout.split(separator: "\n").first)
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])
         #expect(o["type"] as? String == "result")
         #expect(o["source"] as? String == wav)
         #expect((o["words"] as? [[String: Any]])?.isEmpty == false)
@@ -214,28 +215,35 @@ import Testing
 
     @Test(arguments: [SIGINT, SIGTERM])
     func aSignalStopsTheRunAndFlushesTheUtteranceInFlight(signal: Int32) throws {
-        // 6 s of speech played in real time; stopped after about 2 s.
+        // 12 s of speech played in real time; stopped once the first words have been recognised.
         let wav = try speech()
         let long = dir.path("long.wav")
-        try TestSpeech.sox([wav, wav, long])
+        try TestSpeech.sox([wav, wav, wav, wav, long])
+        let total = try TestSpeech.duration(long)
         let log = dir.path("log\(signal).jsonl")
-        let start = Date()
         let r = try Run.speechgraph(["run", "--realtime", "graphs/demo.graph"], environment: ["DEMO_AUDIO": long, "DEMO_LOG": log],
-                                    timeout: 30) { process in
-            Thread.sleep(forTimeInterval: 2.0)
+                                    timeout: 120) { process in
+            // A deadline only bounds a hang: the signal goes as soon as a volatile result shows "please".
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline && process.isRunning {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                if text.split(separator: "\n").contains(where: { $0.contains(#""isFinal":false"#) && $0.contains("please") }) {
+                    break
+                }
+                usleep(20_000)
+            }
             kill(process.processIdentifier, signal)
         }
-        let elapsed = Date().timeIntervalSince(start)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(elapsed < 5, "the run should stop soon after the signal, not play to the end")
         #expect(r.stderr.contains("stopping"))
         // The utterance in flight was finished and written, to the console and to the log.
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
             .filter { $0.contains(#""isFinal":true"#) }
         #expect(lines.count == 1)
-        let o = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as! [String: Any]
+        let line = try #require(lines.first)
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         let end = (o["range"] as? [String: Double])?["end"] ?? 0
-        #expect(end > 1.0 && end < 4.0, "the result covers the audio heard before the stop (end \(end))")
+        #expect(end > 0.5 && end < total - 1, "the result covers the audio heard before the stop (end \(end) of \(total))")
         #expect((o["text"] as? String)?.contains("please") == true)
         #expect(r.stdout.contains("please"))
     }
@@ -257,9 +265,9 @@ import Testing
 /// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
 /// shared scorer wer.py, as the issue measures it.
 @Suite struct CorpusTests {
-    @Test(.enabled(if: TestPaths.shared != nil, "../shared is absent: the corpus WER check cannot run here"))
+    @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
     func realSpeechWordErrorRate() throws {
-        let shared = try #require(TestPaths.shared)
+        let shared = try TestPaths.requireShared()
         let corpus = shared.appendingPathComponent("corpus/real")
         let manifest = corpus.appendingPathComponent("manifest.tsv")
         let files = try String(contentsOf: manifest, encoding: .utf8).split(separator: "\n").dropFirst()
@@ -282,10 +290,10 @@ import Testing
 /// `speechgraph transcribe` on the 148 s long-form files (the vad node cuts them into utterances), scored by
 /// wer.py against Debian's `pocketsphinx_continuous` figures on the same files.
 @Suite struct LongFormTests {
-    @Test(.enabled(if: TestPaths.shared != nil, "../shared is absent: the long-form WER checks cannot run here"),
+    @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
           arguments: [("long_clean", 29.3), ("long_white15db", 66.9), ("long_pink15db", 61.5)])
     func longFormWordErrorRate(file: String, limit: Double) throws {
-        let shared = try #require(TestPaths.shared)
+        let shared = try TestPaths.requireShared()
         let long = shared.appendingPathComponent("corpus/long")
         let r = try Run.speechgraph(["transcribe", "--format", "tsv", long.appendingPathComponent("\(file).wav").path],
                                     timeout: 600)

@@ -82,7 +82,7 @@ public struct PortDescriptor: Sendable {
 
 /// The type of a parameter; numbers with a dimension carry units in the graph file.
 public enum ParameterKind: Sendable, Equatable {
-    case quantity(Dimension)
+    case quantity(QuantityDimension)
     case number
     case integer
     case boolean
@@ -129,12 +129,12 @@ public struct ParameterDescriptor: Sendable {
     /// In the canonical unit.
     public var range: ClosedRange<Double>?
     /// The unit defaults and ranges are shown in.
-    public var displayUnit: Unit?
+    public var displayUnit: QuantityUnit?
     public var isRequired: Bool
     public var doc: String
 
     public init(_ name: String, kind: ParameterKind, default defaultValue: ParameterValue?, range: ClosedRange<Double>? = nil,
-                displayUnit: Unit? = nil, required: Bool = false, doc: String) {
+                displayUnit: QuantityUnit? = nil, required: Bool = false, doc: String) {
         self.name = name
         self.kind = kind
         self.defaultValue = defaultValue
@@ -145,7 +145,7 @@ public struct ParameterDescriptor: Sendable {
     }
 
     /// A quantity given, with its range, in `unit`: `.quantity("hangover", default: 300, .milliseconds, range: 0...3000, ...)`.
-    public static func quantity(_ name: String, default value: Double?, _ unit: Unit, range: ClosedRange<Double>,
+    public static func quantity(_ name: String, default value: Double?, _ unit: QuantityUnit, range: ClosedRange<Double>,
                                 doc: String) -> ParameterDescriptor {
         ParameterDescriptor(name, kind: .quantity(unit.dimension), default: value.map { .number($0 * unit.scale) },
                             range: (range.lowerBound * unit.scale)...(range.upperBound * unit.scale), displayUnit: unit, doc: doc)
@@ -199,7 +199,7 @@ public struct ParameterDescriptor: Sendable {
             guard let unitText else {
                 return .failure(ParameterError("missing unit for '\(name)': expected \(dimension.example)"))
             }
-            guard let unit = Unit.parse(unitText) else {
+            guard let unit = QuantityUnit.parse(unitText) else {
                 return .failure(ParameterError("unknown unit '\(unitText)' for '\(name)': expected \(dimension.example)"))
             }
             guard unit.dimension == dimension else {

@@ -1,6 +1,6 @@
 /// Units a parameter value can be written in. Values are stored in the canonical unit of their
 /// dimension: hertz, seconds, decibels.
-public enum Unit: String, Sendable, CaseIterable {
+public enum QuantityUnit: String, Sendable, CaseIterable {
     case hertz = "Hz"
     case kilohertz = "kHz"
     case seconds = "s"
@@ -8,7 +8,7 @@ public enum Unit: String, Sendable, CaseIterable {
     case microseconds = "us"
     case decibels = "dB"
 
-    public var dimension: Dimension {
+    public var dimension: QuantityDimension {
         switch self {
         case .hertz, .kilohertz: return .frequency
         case .seconds, .milliseconds, .microseconds: return .time
@@ -27,7 +27,7 @@ public enum Unit: String, Sendable, CaseIterable {
     }
 
     /// Reads a unit as written; case matters only where it must (`ms` vs `Ms` is not a thing we accept).
-    public static func parse(_ text: String) -> Unit? {
+    public static func parse(_ text: String) -> QuantityUnit? {
         switch text {
         case "Hz", "hz": return .hertz
         case "kHz", "khz", "KHz": return .kilohertz
@@ -40,10 +40,10 @@ public enum Unit: String, Sendable, CaseIterable {
     }
 }
 
-public enum Dimension: String, Sendable {
+public enum QuantityDimension: String, Sendable {
     case frequency, time, level
 
-    public var canonicalUnit: Unit {
+    public var canonicalUnit: QuantityUnit {
         switch self {
         case .frequency: return .hertz
         case .time: return .seconds
@@ -60,10 +60,10 @@ public enum Dimension: String, Sendable {
         }
     }
 
-    public var units: [Unit] { Unit.allCases.filter { $0.dimension == self } }
+    public var units: [QuantityUnit] { QuantityUnit.allCases.filter { $0.dimension == self } }
 }
 
 /// Formats a canonical value in a display unit: `0.3` seconds in ms reads `300 ms`.
-public func formatQuantity(_ canonical: Double, in unit: Unit) -> String {
+public func formatQuantity(_ canonical: Double, in unit: QuantityUnit) -> String {
     "\(formatNumber(canonical / unit.scale)) \(unit.rawValue)"
 }
