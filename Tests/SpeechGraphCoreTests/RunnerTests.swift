@@ -178,7 +178,7 @@ struct RunnerTests {
     }
 
     @Test("a stop from another thread ends a realtime run early")
-    func stopFromAnotherThread() throws {
+    func stopFromAnotherThread() async throws {
         let log = CallLog()
         let runner = try makeRunner("""
             node mic = fake.source { path: "a.wav", duration: 30 s, block: 20 ms }
@@ -189,17 +189,9 @@ struct RunnerTests {
         // Stops once the graph is seen running: when its first result arrives on the event stream.
         let results = runner.events(of: "asr")
         runner.start()
-        let thread = Thread {
-            let semaphore = DispatchSemaphore(value: 0)
-            Task {
-                for await _ in results { break }
-                runner.stop()
-                semaphore.signal()
-            }
-            semaphore.wait()
-        }
-        thread.start()
-        try runner.wait()
+        for await _ in results { break }
+        runner.stop()
+        try await runner.wait()
         #expect(log.count("mic.pull") < 1500, "the stop was not seen")
         #expect(try sinkEvents(runner, "out").last?.hasPrefix("result(final):") == true)
         expectFinishedAndClosedOnce(runner.plan, log)

@@ -115,7 +115,7 @@ import Testing
         for await event in results {
             if case .result(let t) = event, t.isFinal { streamed.append(t.text) }
         }
-        try graph.wait()
+        try await graph.wait()
         #expect(try Self.finals(graph) == expected)
         #expect(streamed == expected, "the event stream carries the same finals as the collector")
         #expect(pusher.droppedFrames == 0)
@@ -158,7 +158,7 @@ import Testing
         graph.start()
         graph.stop()
         for await _ in all {}
-        try graph.wait()
+        try await graph.wait()
         #expect(try #require(graph.node(named: "out") as? EventCollector).isFinished)
     }
 }

@@ -109,6 +109,17 @@ public final class RunningGraph: @unchecked Sendable {
     /// graph ends once every result is out. Then waits for that, like `wait`.
     public func drain() async throws {
         endInput()
+        try await ended()
+    }
+
+    /// Starts the graph if it has not started, and waits, without blocking a thread, until it has ended;
+    /// rethrows what stopped it.
+    public func wait() async throws {
+        start()
+        try await ended()
+    }
+
+    private func ended() async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             done.notify(queue: .global()) { [self] in
                 if let error = outcome.withLock({ $0 }) {
