@@ -24,7 +24,11 @@ final class JackServer: @unchecked Sendable {
     }
 
     func start(rate: Int = 48000, period: Int = 256) throws {
-        stop()
+        stop(keepingLock: true)
+        if !holdsLock {
+            try MachineLock.acquire()
+            holdsLock = true
+        }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         p.arguments = ["--pdeathsig", "KILL", "jackd", "-n", name, "--no-realtime", "-d", "dummy",
@@ -47,16 +51,25 @@ final class JackServer: @unchecked Sendable {
     var isRunning: Bool { process?.isRunning ?? false }
 
     /// SIGTERM to the server this object started, SIGKILL if it has not exited after 10 s; waits for it.
-    func stop() {
-        guard let p = process else { return }
-        process = nil
-        guard p.isRunning else { return }
-        kill(p.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(10)
-        while p.isRunning && Date() < deadline { usleep(10_000) }
-        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-        p.waitUntilExit()
+    /// Then the machine lock goes, unless the test is about to start this server again.
+    func stop(keepingLock: Bool = false) {
+        if let p = process {
+            process = nil
+            if p.isRunning {
+                kill(p.processIdentifier, SIGTERM)
+                let deadline = Date().addingTimeInterval(10)
+                while p.isRunning && Date() < deadline { usleep(10_000) }
+                if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            }
+            p.waitUntilExit()
+        }
+        if holdsLock && !keepingLock {
+            MachineLock.release()
+            holdsLock = false
+        }
     }
+
+    private var holdsLock = false
 
     deinit { stop() }
 
@@ -68,3 +81,49 @@ final class JackServer: @unchecked Sendable {
 
 /// The output a running process has written so far to the file its stdout goes to.
 func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+/// One machine-wide lock (flock(2) on a file in /tmp) held while a JACK test server runs, so that test
+/// runs on one machine take turns with their servers: JACK keeps port metadata in one database per user
+/// (/dev/shm/jack_db-UID) that every server shares, port ids repeat across servers, and the first jackd to
+/// exit deletes it. The kernel drops the lock when the process dies. Within one process it is counted,
+/// never waited for (the suite is serialized).
+enum MachineLock {
+    static let path = "/tmp/speechgraph-jack-tests.lock"
+    /// The open lock file and how many servers of this process hold the lock.
+    private static let state = Mutex<(fd: Int32, holders: Int)>((-1, 0))
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    /// Waits for the lock; the deadline (10 minutes) only bounds a hang in the other run.
+    static func acquire() throws {
+        try state.withLock { state in
+            if state.holders > 0 {
+                state.holders += 1
+                return
+            }
+            let f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
+            guard f >= 0 else { throw Failure(description: "cannot open \(path): errno \(errno)") }
+            let deadline = Date().addingTimeInterval(600)
+            while flock(f, LOCK_EX | LOCK_NB) != 0 {
+                guard Date() < deadline else {
+                    close(f)
+                    throw Failure(description: "another test run held \(path) for 10 minutes")
+                }
+                usleep(50_000)
+            }
+            state = (f, 1)
+        }
+    }
+
+    static func release() {
+        state.withLock { state in
+            guard state.holders > 0 else { return }
+            state.holders -= 1
+            if state.holders == 0 {
+                flock(state.fd, LOCK_UN)
+                close(state.fd)
+                state.fd = -1
+            }
+        }
+    }
+}
