@@ -86,7 +86,7 @@ public final class RecognizerNode: GraphNode {
     private let wholeUtterances: Bool
     /// Streaming mode with `final-pass`: the held utterance is decoded again, whole, for the final result.
     private let finalPass: Bool
-    private var wholeModel: SphinxModel
+    private let wholeModel: SphinxModel
     private var wholeDecoder: SphinxDecoder?
     private let volatileFrames: Int64
     private var framesSinceVolatile: Int64 = 0
