@@ -42,6 +42,7 @@ graph() { # chains audio -> file
       echo "node asr$i = recognizer { mode: streaming }"
       echo "node log$i = jsonl { path: \"$work/chain$i.jsonl\" }"
       echo "m$i -> vad$i -> asr$i -> log$i"
+      echo "vad$i.events -> asr$i.control"
       echo "m$i.events -> log$i"
     done
   } > "$out"
@@ -92,6 +93,7 @@ node vad = vad
 node asr = recognizer { mode: streaming }
 node log = jsonl { path: "$work/offline.jsonl" }
 src -> vad -> asr -> log
+vad.events -> asr.control
 G
 "$BIN" run "$work/offline.graph"
 python3 - "$work/offline.jsonl" > "$work/offline.tsv" <<'PY'

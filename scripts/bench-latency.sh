@@ -27,6 +27,7 @@ node vad = vad
 node asr = recognizer { mode: streaming, results: $preset }
 node log = jsonl { latency: true }
 src -> vad -> asr -> log
+vad.events -> asr.control
 vad.events -> log
 G
 echo "bench: latency ($preset results): long_clean.wav in real time (148 s)" >&2
@@ -78,6 +79,7 @@ node vad = vad
 node asr = recognizer { mode: streaming }
 node log = jsonl { path: "/dev/null" }
 src -> vad -> asr -> log
+vad.events -> asr.control
 G
   echo "bench: memory: 60 minutes of audio (long_clean looped 24 times), as fast as the CPU allows" >&2
   "$BIN" run "$work/soak.graph" > /dev/null &

@@ -9,16 +9,12 @@ public final class DownmixNode: GraphNode {
         category: .converter,
         ports: [
             .audioInput("in", .any, doc: "Audio with any number of channels."),
-            .audioOutput("out", doc: "The mean of the channels, mono."),
+            .audioOutput("out", format: .input("in", channels: 1), doc: "The mean of the channels, mono."),
         ],
         parameters: [])
 
     public static let type = NodeType(
         descriptor,
-        formats: { _, inputs in
-            guard let input = inputs["in"] else { return [:] }
-            return ["out": AudioFormat(sampleRate: input.sampleRate, channelCount: 1)]
-        },
         make: { DownmixNode($0) })
 
     private let format: AudioFormat

@@ -11,7 +11,7 @@ public final class FileInputNode: SourceNode {
             mono; 'channel' picks one instead. With 'realtime' the file plays at the pace of live audio.
             """,
         category: .input,
-        ports: [.audioOutput("out", doc: "The file's audio, float32 at the file's rate.")],
+        ports: [.audioOutput("out", format: .computed, doc: "The file's audio, float32 at the file's rate.")],
         parameters: [
             .path("path", required: true, doc: "The audio file to read."),
             .integer("channel", default: 0, range: 0...256,
@@ -23,16 +23,16 @@ public final class FileInputNode: SourceNode {
 
     public static let type = NodeType(
         descriptor,
-        formats: { config, _ in
-            let file = try AudioFile(path: config.string("path") ?? "")
-            let channel = config.integer("channel") ?? 0
+        formats: { context in
+            let file = try AudioFile(path: context.config.string(of: "path"))
+            let channel = context.config.integer(of: "channel")
             if channel > file.channelCount {
                 throw SpeechGraphError("\(file.path) has \(file.channelCount) channel(s); there is no channel \(channel)",
                                        parameter: "channel")
             }
             return ["out": AudioFormat(sampleRate: file.sampleRate, channelCount: 1)]
         },
-        maxOutputFrames: { config, _, _ in config.integer("block") ?? 1024 },
+        maxOutputFrames: { config, _, _ in config.integer(of: "block") },
         make: { try FileInputNode($0) })
 
     private let file: AudioFile
@@ -51,11 +51,11 @@ public final class FileInputNode: SourceNode {
 
     public init(_ context: NodeContext) throws {
         let c = context.config
-        file = try AudioFile(path: c.string("path") ?? "")
-        channel = c.integer("channel") ?? 0
-        block = c.integer("block") ?? 1024
-        realtime = c.bool("realtime") ?? false
-        loops = c.integer("loop") ?? 1
+        file = try AudioFile(path: c.string(of: "path"))
+        channel = c.integer(of: "channel")
+        block = c.integer(of: "block")
+        realtime = c.bool(of: "realtime")
+        loops = c.integer(of: "loop")
         resources = context.resources
         format = context.outputFormats["out"] ?? AudioFormat(sampleRate: file.sampleRate, channelCount: 1)
         interleaved = .allocate(capacity: block * file.channelCount)

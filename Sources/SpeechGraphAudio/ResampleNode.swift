@@ -12,7 +12,7 @@ public final class ResampleNode: GraphNode {
         category: .converter,
         ports: [
             .audioInput("in", .any, doc: "Audio at any rate."),
-            .audioOutput("out", doc: "The same audio at 'rate'."),
+            .audioOutput("out", format: .input("in", rate: .parameter("rate")), doc: "The same audio at 'rate'."),
         ],
         parameters: [
             .quantity("rate", default: 16, .kilohertz, range: 1...384, doc: "Output sample rate."),
@@ -21,13 +21,9 @@ public final class ResampleNode: GraphNode {
 
     public static let type = NodeType(
         descriptor,
-        formats: { config, inputs in
-            guard let input = inputs["in"] else { return [:] }
-            return ["out": AudioFormat(sampleRate: Int(config.number("rate") ?? 16000), channelCount: input.channelCount)]
-        },
         maxOutputFrames: { config, inputs, maxIn in
             guard let input = inputs["in"] else { return maxIn }
-            let ratio = (config.number("rate") ?? 16000) / Double(input.sampleRate)
+            let ratio = config.number(of: "rate") / Double(input.sampleRate)
             return Int((Double(maxIn) * ratio).rounded(.up)) + 16
         },
         make: { try ResampleNode($0) })
@@ -46,7 +42,7 @@ public final class ResampleNode: GraphNode {
         }
         inFormat = input
         outFormat = out
-        let recipe: UInt = switch context.config.string("quality") ?? "high" {
+        let recipe: UInt = switch context.config.string(of: "quality") {
         case "quick": UInt(SOXR_QQ)
         case "low": UInt(SOXR_LQ)
         case "medium": UInt(SOXR_MQ)

@@ -13,8 +13,8 @@ public final class LevelTapNode: GraphNode {
         category: .analysis,
         ports: [
             .audioInput("in", .any, doc: "Any audio."),
-            .audioOutput("out", doc: "The same audio, unchanged."),
-            .eventOutput("events", doc: "level events, one every 'interval' of audio."),
+            .audioOutput("out", format: .input("in"), doc: "The same audio, unchanged."),
+            .eventOutput("events", emits: .only([.level]), doc: "level events, one every 'interval' of audio."),
         ],
         parameters: [
             .quantity("interval", default: 100, .milliseconds, range: 1...10_000, doc: "Audio time per level event."),
@@ -22,7 +22,6 @@ public final class LevelTapNode: GraphNode {
 
     public static let type = NodeType(
         descriptor,
-        formats: { _, inputs in inputs["in"].map { ["out": $0] } ?? [:] },
         make: { LevelTapNode($0) })
 
     private let name: String
@@ -34,7 +33,7 @@ public final class LevelTapNode: GraphNode {
 
     init(_ context: NodeContext) {
         name = context.config.name
-        interval = context.config.number("interval") ?? 0.1
+        interval = context.config.number(of: "interval")
         let channels = context.inputFormats["in"]?.channelCount ?? 1
         sumSquares = Array(repeating: 0, count: channels)
         peaks = Array(repeating: 0, count: channels)
@@ -83,7 +82,7 @@ public final class RecordTapNode: GraphNode {
         category: .sink,
         ports: [
             .audioInput("in", .any, doc: "Any audio."),
-            .audioOutput("out", doc: "The same audio, unchanged."),
+            .audioOutput("out", format: .input("in"), doc: "The same audio, unchanged."),
         ],
         parameters: [
             .path("path", required: true, doc: "The file to write; .flac writes FLAC, anything else WAV."),
@@ -91,14 +90,13 @@ public final class RecordTapNode: GraphNode {
 
     public static let type = NodeType(
         descriptor,
-        formats: { _, inputs in inputs["in"].map { ["out": $0] } ?? [:] },
         make: { try RecordTapNode($0) })
 
     private var file: OpaquePointer?
     private let path: String
 
     init(_ context: NodeContext) throws {
-        path = context.config.string("path") ?? ""
+        path = context.config.string(of: "path")
         guard let format = context.inputFormats["in"] else { throw SpeechGraphError("tap.record has no input") }
         var info = SF_INFO()
         info.samplerate = Int32(format.sampleRate)

@@ -9,14 +9,24 @@ enum JackSettings {
     /// The server: JACK_DEFAULT_SERVER, as libjack itself reads it.
     static var server: String? { ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] }
 
-    /// The graph's JACK client: one per running graph, owned by its resources, made by its first jack.* node.
-    static func session(_ context: NodeContext, rate: Int) -> JackSession {
-        context.resources.shared(JackSession.self) {
-            JackSession(name: clientName(context.resources), sampleRate: rate, server: server,
-                        measureCallback: context.resources.settings["jack.measure"] != nil,
-                        inputWake: context.resources.wake)
+    /// The graph's JACK client: one per running graph, owned by its resources, made by its first jack.* node
+    /// (or by planning the graph to run).
+    static func session(_ resources: GraphResources) -> JackSession {
+        resources.shared(JackSession.self) {
+            JackSession(name: clientName(resources), server: server,
+                        measureCallback: resources.settings["jack.measure"] != nil, inputWake: resources.wake)
         }
     }
+
+    /// The rate to plan a jack.* node at: planning to run, the server's, asked through the graph's own
+    /// session (its client opens here, once); only checking, nothing is opened and 48 kHz is assumed.
+    static func planningRate(_ context: inout PlanContext) throws -> Int {
+        if let resources = context.resources { return try session(resources).openClient() }
+        context.notes.append("the JACK server is not asked for its rate when the graph is only checked: "
+                             + "\(assumedRate / 1000) kHz assumed (a run plans at the server's own rate)")
+        return assumedRate
+    }
+    static let assumedRate = 48000
 
     static func patterns(_ text: String?) -> [String] {
         (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -41,8 +51,8 @@ public final class JackInputNode: SourceNode {
             """,
         category: .input,
         ports: [
-            .audioOutput("out", doc: "The ports' audio, interleaved, at the server's rate."),
-            .eventOutput("events", doc: "gap and availability events."),
+            .audioOutput("out", format: .computed, doc: "The ports' audio, interleaved, at the server's rate."),
+            .eventOutput("events", emits: .only([.gap, .availability]), doc: "gap and availability events."),
         ],
         parameters: [
             .integer("channels", default: 1, range: 1...64, doc: "Number of input ports."),
@@ -53,15 +63,16 @@ public final class JackInputNode: SourceNode {
             .quantity("buffer", default: 2000, .milliseconds, range: 50...60_000,
                       doc: "Audio held between the JACK thread and the graph before periods are dropped."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
-        ])
+        ],
+        threading: .realtime)
 
     public static let type = NodeType(
         descriptor,
-        formats: { config, _ in
-            let rate = try JackSession.serverSampleRate(server: JackSettings.server)
-            return ["out": AudioFormat(sampleRate: rate, channelCount: config.integer("channels") ?? 1)]
+        formats: { context in
+            let rate = try JackSettings.planningRate(&context)
+            return ["out": AudioFormat(sampleRate: rate, channelCount: context.config.integer(of: "channels"))]
         },
-        maxOutputFrames: { config, _, _ in config.integer("block") ?? 1024 },
+        maxOutputFrames: { config, _, _ in config.integer(of: "block") },
         make: { try JackInputNode($0) })
 
     private let name: String
@@ -84,11 +95,12 @@ public final class JackInputNode: SourceNode {
         let c = context.config
         name = c.name
         format = context.outputFormats["out"]!
-        block = c.integer("block") ?? 1024
+        block = c.integer(of: "block")
         exitOnServerLoss = context.resources.settings["jack.exitOnServerLoss"] != nil
-        session = JackSettings.session(context, rate: format.sampleRate)
-        let frames = Int((c.number("buffer") ?? 2) * Double(format.sampleRate))
-        let base = c.string("port") ?? "in"
+        session = JackSettings.session(context.resources)
+        try session.expect(rate: format.sampleRate)
+        let frames = Int(c.number(of: "buffer") * Double(format.sampleRate))
+        let base = c.string(of: "port")
         let patterns = JackSettings.patterns(c.string("connect"))
         var rings: [AudioRing] = []
         for channel in 1...format.channelCount {
@@ -218,12 +230,13 @@ public final class JackOutputNode: GraphNode {
             .quantity("prebuffer", default: 200, .milliseconds, range: 0...10_000,
                       doc: "Audio queued before playback starts (and after an underrun)."),
             .quantity("buffer", default: 2000, .milliseconds, range: 50...60_000, doc: "Most audio queued."),
-        ])
+        ],
+        threading: .realtime)
 
     public static let type = NodeType(
         descriptor,
-        inputRequirement: { _, _ in
-            AudioRequirement(rate: .fixed(try JackSession.serverSampleRate(server: JackSettings.server)))
+        inputRequirement: { context, _ in
+            AudioRequirement(rate: .fixed(try JackSettings.planningRate(&context)))
         },
         make: { try JackOutputNode($0) })
 
@@ -237,10 +250,11 @@ public final class JackOutputNode: GraphNode {
         let c = context.config
         guard let input = context.inputFormats["in"] else { throw SpeechGraphError("jack.output has no input") }
         channels = input.channelCount
-        session = JackSettings.session(context, rate: input.sampleRate)
-        let frames = Int((c.number("buffer") ?? 2) * Double(input.sampleRate))
-        let prebuffer = Int((c.number("prebuffer") ?? 0.2) * Double(input.sampleRate))
-        let base = c.string("port") ?? "out"
+        session = JackSettings.session(context.resources)
+        try session.expect(rate: input.sampleRate)
+        let frames = Int(c.number(of: "buffer") * Double(input.sampleRate))
+        let prebuffer = Int(c.number(of: "prebuffer") * Double(input.sampleRate))
+        let base = c.string(of: "port")
         let patterns = JackSettings.patterns(c.string("connect"))
         var rings: [AudioRing] = []
         for channel in 1...channels {

@@ -89,8 +89,9 @@ public final class JackSession: @unchecked Sendable {
     public let requestedName: String
     public private(set) var clientName: String
     public let serverName: String?
-    /// The rate the graph was planned at.
-    public let sampleRate: Int
+    /// The rate the graph runs at: the server's, once the client has opened (or the rate the graph was
+    /// planned at, when it was planned without the session; the server must then run at it).
+    public private(set) var sampleRate: Int
     public private(set) var isAvailable = false
     public private(set) var bufferSize = 0
 
@@ -119,8 +120,9 @@ public final class JackSession: @unchecked Sendable {
     private let timing: UnsafeMutablePointer<CallbackTiming>
     private let timingBuckets: UnsafeMutablePointer<Int>
 
-    /// Makes the session; nothing talks to JACK until `start`.
-    public init(name: String, sampleRate: Int, server: String? = nil, measureCallback: Bool = false,
+    /// Makes the session; nothing talks to JACK until `openClient` (planning for a run) or `start`.
+    /// `sampleRate`: 0 until the server tells it.
+    public init(name: String, sampleRate: Int = 0, server: String? = nil, measureCallback: Bool = false,
                 inputWake: WakeSignal = WakeSignal()) {
         self.inputWake = inputWake
         requestedName = name
@@ -199,7 +201,25 @@ public final class JackSession: @unchecked Sendable {
         try open(initial: true)
     }
 
-    private func open(initial: Bool) throws {
+    /// Opens the graph's client (not yet active: no port, no callback) and returns the server's rate; the
+    /// planner calls it through the jack.* node types when it plans a graph to run, so the graph is planned
+    /// at the rate of the server it runs on, with its own client and no other. Idempotent.
+    public func openClient() throws -> Int {
+        if client == nil { try openClient(initial: true) }
+        return sampleRate
+    }
+
+    /// The rate a node was planned at: a session whose client is open must already run at it; otherwise the
+    /// server must run at it when the client opens.
+    func expect(rate: Int) throws {
+        if sampleRate == 0 { sampleRate = rate }
+        guard rate == sampleRate else {
+            throw SpeechGraphError("the JACK server runs at \(sampleRate) Hz but the graph was planned for \(rate) Hz "
+                                   + "(plan the graph with its resources, so that it takes the server's rate)")
+        }
+    }
+
+    private func openClient(initial: Bool) throws {
         JackSession.silenceLibjack()
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
@@ -212,6 +232,7 @@ public final class JackSession: @unchecked Sendable {
         client = c
         clientName = String(cString: jack_get_client_name(c))
         let rate = Int(jack_get_sample_rate(c))
+        if sampleRate == 0 { sampleRate = rate }
         if rate != sampleRate {
             jack_client_close(c)
             client = nil
@@ -221,6 +242,11 @@ public final class JackSession: @unchecked Sendable {
             planningRateMismatch = (sampleRate, rate)
             return
         }
+    }
+
+    private func open(initial: Bool) throws {
+        if client == nil { try openClient(initial: initial) }
+        guard let c = client else { return }
         bufferSize = Int(jack_get_buffer_size(c))
         notifications.pointee.serverGone.store(false, ordering: .releasing)
         notifications.pointee.bufferSize.store(bufferSize, ordering: .relaxed)
@@ -397,17 +423,5 @@ public final class JackSession: @unchecked Sendable {
     static func silenceLibjack() {
         jack_set_error_function { _ in }
         jack_set_info_function { _ in }
-    }
-
-    /// The running server's sample rate, for planning: opens a short-lived client.
-    public static func serverSampleRate(server: String? = nil) throws -> Int {
-        silenceLibjack()
-        var status = jack_status_t(0)
-        guard let c = speechgraph_jack_client_open("speechgraph-probe", jack_options_t(JackNoStartServer.rawValue),
-                                                   &status, server) else {
-            throw SpeechGraphError(noServerMessage(server))
-        }
-        defer { jack_client_close(c) }
-        return Int(jack_get_sample_rate(c))
     }
 }

@@ -47,6 +47,21 @@ public enum JSONLines {
             o.addRaw("rms", "[" + rms.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
             o.addRaw("peak", "[" + peak.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
             if let source { o.add("source", source) }
+        case .custom(let e):
+            // A kind a plugin added: its fields after the common ones, in name order (a field named like a
+            // common key is left out: the common key wins).
+            o.add("node", e.node)
+            if let time = e.time { o.addTime("time", time) }
+            for (key, value) in e.fields.sorted(by: { $0.key < $1.key })
+            where !["type", "node", "time", "source"].contains(key) {
+                switch value {
+                case .number(let v): o.addRaw(key, v.isFinite ? "\(v)" : "null")
+                case .integer(let v): o.add(key, v)
+                case .boolean(let v): o.add(key, v)
+                case .string(let v): o.add(key, v)
+                }
+            }
+            if let source { o.add("source", source) }
         }
         return o.text
     }
@@ -60,6 +75,7 @@ public enum JSONLines {
         case .gap(_, let r, _): return r.end
         case .level(_, let time, _, _): return time
         case .availability: return nil
+        case .custom(let e): return e.time
         }
     }
 

@@ -7,7 +7,8 @@ public final class JSONLinesSink: GraphNode {
         typeName: "jsonl",
         summary: "Writes every event as one JSON object per line (see docs/events.md).",
         category: .sink,
-        ports: [.eventInput("in", doc: "Any events: results, speech activity, gaps, availability.")],
+        ports: [.eventInput("in", accepts: .any, doc: "Any events: results, speech activity, gaps, availability, levels, "
+                             + "and kinds that plugins add.")],
         parameters: [
             .path("path", default: "-", doc: "File to write; \"-\" is standard output."),
             .boolean("volatile", default: true, doc: "Also write volatile (not yet final) results."),
@@ -26,11 +27,11 @@ public final class JSONLinesSink: GraphNode {
 
     init(_ context: NodeContext) throws {
         let config = context.config
-        out = try TextOutput(path: config.string("path") ?? "-",
+        out = try TextOutput(path: config.string(of: "path"),
                              statusLine: context.resources.existing(StatusLine.self))
-        includeVolatile = config.bool("volatile") ?? true
+        includeVolatile = config.bool(of: "volatile")
         source = config.string("source")
-        latency = config.bool("latency") ?? false
+        latency = config.bool(of: "latency")
         resources = context.resources
     }
 
@@ -59,7 +60,7 @@ public final class ConsoleSink: GraphNode {
             + "result replaces it; when standard output is not a terminal only final lines are written. Gaps and "
             + "changes of availability are shown between the lines.",
         category: .sink,
-        ports: [.eventInput("in", doc: "Result, gap and availability events.")],
+        ports: [.eventInput("in", accepts: .only([.result, .gap, .availability]), doc: "Result, gap and availability events.")],
         parameters: [
             .boolean("timestamps", default: true, doc: "Start each line with the utterance's time range."),
             .string("source", default: nil, doc: "A label printed before each line."),
@@ -78,7 +79,7 @@ public final class ConsoleSink: GraphNode {
 
     init(_ config: NodeConfig, out: TextOutput = .standardOutput(), live: Bool? = nil) {
         self.out = out
-        timestamps = config.bool("timestamps") ?? true
+        timestamps = config.bool(of: "timestamps")
         source = config.string("source")
         self.live = live ?? out.isTerminal
     }
@@ -110,8 +111,8 @@ public final class ConsoleSink: GraphNode {
                 : "-- \(reason) at \(Self.clock(r.start)) --"
         case .availability(_, let available, let reason):
             line = available ? "-- recognition available (\(reason)) --" : "-- recognition not available: \(reason) --"
-        case .speechStarted, .speechEnded, .speechPaused, .speechResumed, .level:
-            return
+        default:
+            return  // speech activity, levels and kinds added by plugins are not part of a transcript
         }
         if let source { line = "\(source): " + line }
         if tailShown {

@@ -17,11 +17,11 @@ public final class RecognizerNode: GraphNode {
         category: .recognizer,
         ports: [
             .audioInput("in", AudioRequirement(rate: .parameter("rate"), channelCount: 1), doc: "Speech, mono, at 'rate'."),
-            .eventInput("control", required: false,
+            .eventInput("control", accepts: .only(EventKind.speechActivity), required: false,
                         doc: "speechStarted / speechEnded (from a vad node) start and end utterances; without them "
                             + "the whole stream is one utterance. With 'results: fast', speechPaused ends the "
                             + "utterance and speechResumed starts the next."),
-            .eventOutput("results", doc: "Result events: volatile transcriptions while an utterance lasts (streaming "
+            .eventOutput("results", emits: .only([.result]), doc: "Result events: volatile transcriptions while an utterance lasts (streaming "
                          + "mode), then one final transcription per utterance."),
         ],
         parameters: [
@@ -68,7 +68,7 @@ public final class RecognizerNode: GraphNode {
                      + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
                      + "make word times wrong."),
         ],
-        prefersWorkerThread: true)
+        threading: .worker)
 
     public static let type = NodeType(
         descriptor, resourceCheck: { c in _ = try SphinxModel.resolve(c) }, make: { try RecognizerNode($0) })
@@ -123,29 +123,29 @@ public final class RecognizerNode: GraphNode {
     public init(_ context: NodeContext) throws {
         let c = context.config
         name = c.name
-        let rate = Int(c.number("rate") ?? 16000)
+        let rate = Int(c.number(of: "rate").rounded())
         model = try SphinxModel.resolve(c)
-        includeWords = c.bool("words") ?? true
+        includeWords = c.bool(of: "words")
         // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
         // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
         // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
         model.removesSilence = !includeWords && !context.connectedInputs.contains("control")
-        wholeUtterances = c.string("mode") == "utterance"
-        let results = Results(rawValue: c.string("results") ?? "") ?? .progressive
-        model.maxHMMs = c.integer("max-hmms") ?? model.maxHMMs
+        wholeUtterances = c.string(of: "mode") == "utterance"
+        let results = Results(rawValue: c.string(of: "results")) ?? .progressive
+        model.maxHMMs = c.integer(of: "max-hmms")
         model.secondPass = results != .fast
-        finalPass = !wholeUtterances && (c.bool("final-pass") ?? false)
+        finalPass = !wholeUtterances && c.bool(of: "final-pass")
         wholeModel = model
         // The streamed decoding only shows volatile results then: its own second pass would be wasted.
         if finalPass { model.secondPass = false }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate
-        batchSamples = Int((c.number("batch") ?? 0.1) * Double(rate))
+        batchSamples = Int(c.number(of: "batch") * Double(rate))
         pending.reserveCapacity(batchSamples + max(context.maxBlockFrames, 1))
-        maxSamples = Int((c.number("max-utterance") ?? 30) * Double(rate))
+        maxSamples = Int(c.number(of: "max-utterance") * Double(rate))
         lookbackSamples = min(5 * rate, maxSamples / 2)
         chunkSamples = rate / 100
-        let volatile = c.number("volatile") ?? 0.1
+        let volatile = c.number(of: "volatile")
         volatileFrames = wholeUtterances || volatile <= 0 || results == .finalOnly
             ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
         // The graph's own pool (or one its maker handed it on purpose): never another graph's decoders.

@@ -107,8 +107,8 @@ public struct SphinxModel: Hashable, Sendable {
 
     /// The model a recognizer node's parameters name (`model`, `hmm`, `lm`, `dict`, `jsgf`, `rate`).
     public static func resolve(_ c: NodeConfig) throws -> SphinxModel {
-        try resolve(model: c.string("model") ?? "en-us", hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
-                    jsgf: c.string("jsgf"), sampleRate: Int(c.number("rate") ?? 16000))
+        try resolve(model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
+                    jsgf: c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()))
     }
 
     var arguments: [String] {

@@ -28,9 +28,9 @@ public final class VADNode: GraphNode {
         ports: [
             .audioInput("in", AudioRequirement(rate: .fixed(VoiceActivityDetector.sampleRate), channelCount: 1),
                         doc: "Mono audio at 16 kHz (the planner converts what it gets)."),
-            .audioOutput("out", doc: "The speech: the audio of each region, from 'pre-roll' before its onset to "
+            .audioOutput("out", format: .input("in"), doc: "The speech: the audio of each region, from 'pre-roll' before its onset to "
                          + "its end, on the input's clock."),
-            .eventOutput("events", doc: "speechStarted and speechEnded, with the node's name and the time in seconds; "
+            .eventOutput("events", emits: .only(EventKind.speechActivity), doc: "speechStarted and speechEnded, with the node's name and the time in seconds; "
                          + "speechPaused and speechResumed for pauses inside speech (see 'pause')."),
         ],
         parameters: [
@@ -60,15 +60,12 @@ public final class VADNode: GraphNode {
 
     public static let type = NodeType(
         descriptor,
-        formats: { config, inputs in
-            _ = try settings(from: config)
-            return inputs["in"].map { ["out": $0] } ?? [:]
-        },
+        resourceCheck: { config in _ = try settings(from: config) },
         make: { try VADNode($0) })
 
     /// The settings a configuration asks for: the preset's, overridden by every parameter present.
     public static func settings(from config: NodeConfig) throws -> VADSettings {
-        let presetName = config.string("preset") ?? VADPreset.normal.rawValue
+        let presetName = config.string(of: "preset")
         guard let preset = VADPreset(rawValue: presetName) else {
             throw SpeechGraphError("unknown preset '\(presetName)'", parameter: "preset")
         }

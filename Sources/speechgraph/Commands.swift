@@ -31,15 +31,18 @@ extension SpeechgraphCommand {
 
         func run() throws {
             let registry = BuiltinNodes.registry()
-            let plan = try loadPlan(path: graph, overrides: overrides, results: results, registry: registry, negotiate: true)
             let status = StatusLine()
+            var settings = ["jack.name": name]
+            if exitOnServerLoss { settings["jack.exitOnServerLoss"] = "1" }
+            if stats { settings["jack.measure"] = "1" }
+            // The graph's resources exist before it is planned: a JACK graph's client (its session) opens while
+            // planning, once, and tells the server's rate.
+            let resources = GraphResources(settings: settings, providing: [status])
+            let plan = try loadPlan(path: graph, overrides: overrides, results: results, registry: registry,
+                                    negotiate: true, resources: resources)
             let signals = SignalHandling(status: status)
             let progress = Progress(status: status)
             do {
-                var settings = ["jack.name": name]
-                if exitOnServerLoss { settings["jack.exitOnServerLoss"] = "1" }
-                if stats { settings["jack.measure"] = "1" }
-                let resources = GraphResources(settings: settings, providing: [status])
                 defer {
                     if stats, let session = resources.existing(JackSession.self) { printError(session.statisticsLine) }
                 }

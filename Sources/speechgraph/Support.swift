@@ -75,8 +75,10 @@ final class Progress: Sendable {
 /// graph errors as `file:line:col: error: ...` (exit 2), runtime failures as one line (exit 1).
 ///
 /// `results`: the `results` preset for every recognizer node of the graph (`run --results`), before `overrides`.
+/// `resources`: the resources of the graph about to run (a JACK graph's client opens then, as the graph's
+/// own, and tells the server's rate); `nil` when only checking, which opens nothing.
 func loadPlan(path: String, overrides: [String], results: String? = nil, registry: NodeRegistry,
-              negotiate: Bool) throws -> GraphPlan {
+              negotiate: Bool, resources: GraphResources? = nil) throws -> GraphPlan {
     var parsedOverrides = try parseOverrides(overrides)
     let planner = GraphPlanner(registry: registry)
     do {
@@ -98,7 +100,10 @@ func loadPlan(path: String, overrides: [String], results: String? = nil, registr
         }
         let validated = try planner.validate(spec, overrides: parsedOverrides)
         for w in validated.warnings { printError(w.description) }
-        return negotiate ? try planner.negotiate(validated) : validated
+        guard negotiate else { return validated }
+        let planned = try planner.negotiate(validated, resources: resources)
+        for note in planned.warnings.dropFirst(validated.warnings.count) { printError(note.description) }
+        return planned
     } catch let error as GraphError {
         for d in error.diagnostics { printError(d.description) }
         let errors = error.diagnostics.filter { $0.severity == .error }.count

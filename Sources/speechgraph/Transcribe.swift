@@ -121,7 +121,8 @@ extension SpeechgraphCommand {
             if usesVAD(file, stdin: stdin) {
                 g.node("vad", "vad", vadPreset.map { [("preset", .word($0))] } ?? [])
                 g.edge("src", to: "vad")
-                g.edge("vad", to: "asr")
+                g.edge("vad", "out", to: "asr", "in")
+                g.edge("vad", "events", to: "asr", "control")
             } else {
                 g.edge("src", to: "asr")
             }

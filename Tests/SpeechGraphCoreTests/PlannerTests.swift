@@ -30,14 +30,14 @@ private func node(_ plan: GraphPlan, _ name: String) throws -> PlannedNode {
 /// A type with one audio input that needs `requirement`, for converter tests.
 private func requiringType(_ name: String, _ requirement: AudioRequirement) -> NodeType {
     NodeType(NodeDescriptor(typeName: name, summary: "", category: .analysis,
-                            ports: [.audioInput("in", requirement, doc: ""), .eventOutput("events", doc: "")],
+                            ports: [.audioInput("in", requirement, doc: ""), .eventOutput("events", emits: .only([.level]), doc: "")],
                             parameters: []),
              make: { _ in EventCollector() })
 }
 
 @Suite("GraphPlanner: validation")
 struct PlannerValidationTests {
-    @Test("unnamed ports: every output to the first free input of its kind")
+    @Test("unnamed ports: one pair, audio first, else the first event input that takes the output's kinds")
     func defaultPorts() throws {
         let plan = try validatePlan("""
             node mic  = fake.source { path: "a.wav" }
@@ -46,20 +46,71 @@ struct PlannerValidationTests {
             node out  = fake.sink
             node post = fake.gate
             mic -> vad -> asr -> out
-            vad -> out              # events: the only kind out takes
-            vad -> post             # both kinds: vad.out -> post.in and vad.events -> post.control
-            asr -> post             # events only: asr.results -> post.control
-            vad -> post.control     # already made by 'vad -> post': written out again, no error
+            vad -> out                  # events: the only kind out takes
+            vad -> post                 # audio only: vad.out -> post.in
+            vad.events -> post.control  # the events are written out
             """)
         #expect(edgeNames(plan) == [
             "mic.out -> vad.in", "vad.out -> asr.in", "asr.results -> out.in", "vad.events -> out.in",
-            "vad.out -> post.in", "vad.events -> post.control", "asr.results -> post.control",
+            "vad.out -> post.in", "vad.events -> post.control",
         ])
-        #expect(plan.edges.map(\.kind) == [.audio, .audio, .events, .events, .audio, .events, .events])
+        #expect(plan.edges.map(\.kind) == [.audio, .audio, .events, .events, .audio, .events])
         #expect(plan.warnings.isEmpty)
     }
 
-    @Test("a named output picks the first input of its kind")
+    @Test("an unnamed edge that leaves two joinable event ports unconnected says how to join them")
+    func unnamedEdgeWarnsAboutEvents() throws {
+        let plan = try validatePlan("""
+            node mic  = fake.source { path: "a.wav" }
+            node vad  = fake.gate
+            node asr  = fake.recognizer
+            node out  = fake.sink
+            mic -> vad -> asr -> out
+            node post = fake.gate
+            mic -> post
+            """)
+        // vad's events go nowhere, but fake.recognizer takes no events: no warning for 'vad -> asr'.
+        #expect(plan.warnings.isEmpty)
+        let warned = try validatePlan("""
+            node mic  = fake.source { path: "a.wav" }
+            node a    = fake.gate
+            node b    = fake.gate
+            node asr  = fake.recognizer
+            node out  = fake.sink
+            mic -> a -> b -> asr -> out
+            """)
+        #expect(edgeNames(warned) == ["mic.out -> a.in", "a.out -> b.in", "b.out -> asr.in", "asr.results -> out.in"])
+        #expect(warned.warnings.map(\.description) == [
+            "test.graph:6:10: warning: 'a.events' is not connected: an edge without port names connects one pair of "
+                + "ports; write 'a.events -> b.control' to carry its events (speechStarted, speechEnded)"
+        ])
+    }
+
+    @Test("an event port wired to one that accepts none of its kinds is an error at the edge")
+    func eventKindMismatch() {
+        #expect(diagnostics(of: """
+            node mic  = fake.source { path: "a.wav" }
+            node post = fake.gate
+            node asr  = fake.recognizer
+            node out  = fake.sink
+            mic -> post -> asr -> out
+            asr.results -> post.control
+            """) == [
+                "test.graph:6:13: error: 'asr.results' emits result, but 'post.control' accepts speechStarted, "
+                    + "speechEnded, speechPaused, speechResumed: none of its events could pass"
+            ])
+        // Unnamed on the target side: no input of the right kinds is found, the same error.
+        #expect(diagnostics(of: """
+            node mic  = fake.source { path: "a.wav" }
+            node post = fake.gate
+            node asr  = fake.recognizer
+            node out  = fake.sink
+            mic -> post -> asr -> out
+            asr.results -> post
+            """).first?.contains("none of its events could pass") == true)
+    }
+
+    @Test("a named output picks the first input of its kind that takes its events")
     func namedOutput() throws {
         let plan = try validatePlan("""
             node mic  = fake.source { path: "a.wav" }
@@ -70,19 +121,8 @@ struct PlannerValidationTests {
             mic -> vad -> post -> asr -> out
             vad.events -> post
             """)
-        // 'vad -> post' already connected the events; naming the output again adds nothing.
         #expect(edgeNames(plan).filter { $0 == "vad.events -> post.control" }.count == 1)
-        let single = try validatePlan("""
-            node mic  = fake.source { path: "a.wav" }
-            node vad  = fake.gate
-            node post = fake.gate
-            node out  = fake.sink
-            mic -> vad
-            vad.out -> post
-            vad.events -> post
-            post -> out
-            """)
-        #expect(edgeNames(single).contains("vad.events -> post.control"))
+        #expect(plan.warnings.isEmpty)
     }
 
     @Test("nodes come out in processing order, whatever the order of declaration")
@@ -132,6 +172,74 @@ struct PlannerValidationTests {
         #expect(plan.nodes.count == 4)
     }
 
+    @Test("a node type that states no format rule for an audio output is a check error at its node")
+    func contractFormatRule() throws {
+        var registry = Fake.registry()
+        try registry.register(NodeType(
+            NodeDescriptor(typeName: "plugin.silent", summary: "", category: .analysis,
+                           ports: [.audioInput("in", doc: ""), .audioOutput("out", format: nil, doc: "")], parameters: []),
+            make: { _ in EventCollector() }))
+        try registry.register(NodeType(
+            NodeDescriptor(typeName: "plugin.computes", summary: "", category: .input,
+                           ports: [.audioOutput("out", format: .computed, doc: "")], parameters: []),
+            make: { _ in EventCollector() }))
+        #expect(diagnostics(of: """
+            node mic = fake.source { path: "a.wav" }
+            node p   = plugin.silent
+            node q   = plugin.computes
+            node asr = fake.recognizer
+            node out = fake.sink
+            mic -> p -> asr -> out
+            q -> out
+            """, registry: registry).filter { $0.contains("error") } == [
+                "test.graph:2:12: error: node type 'plugin.silent' breaks the node contract: its audio output 'out' "
+                    + "states no format rule (how its format follows from the inputs)",
+                "test.graph:3:12: error: node type 'plugin.computes' breaks the node contract: output 'out' says its "
+                    + "format is computed, but the type has no formats function",
+                "test.graph:7:3: error: port 'q.out' (audio) cannot connect to 'out.in' (events)",
+            ])
+    }
+
+    @Test("event kinds are open: a type may add its own; a kind nobody defines is a contract error")
+    func contractEventKinds() throws {
+        var registry = Fake.registry()
+        try registry.register(NodeType(
+            NodeDescriptor(typeName: "plugin.beeper", summary: "", category: .analysis,
+                           ports: [.audioInput("in", doc: ""), .eventOutput("events", emits: .only(["beep"]), doc: "")],
+                           parameters: [], eventKinds: [EventKindDescriptor("beep", doc: "A beep was heard.")]),
+            make: { _ in EventCollector() }))
+        try registry.register(NodeType(
+            NodeDescriptor(typeName: "plugin.typo", summary: "", category: .sink,
+                           ports: [.eventInput("in", accepts: .only(["beeep"]), doc: "")], parameters: []),
+            make: { _ in EventCollector() }))
+        #expect(registry.eventKinds.contains("beep"))
+        let plan = try validatePlan("""
+            node mic  = fake.source { path: "a.wav" }
+            node b    = plugin.beeper
+            node out  = fake.sink
+            mic -> b -> out
+            """, registry: registry)
+        #expect(edgeNames(plan, registry) == ["mic.out -> b.in", "b.events -> out.in"])
+        // The gate's control takes speech activity only: a beep cannot drive it.
+        #expect(diagnostics(of: """
+            node mic  = fake.source { path: "a.wav" }
+            node b    = plugin.beeper
+            node g    = fake.gate
+            node t    = plugin.typo
+            mic -> b
+            mic -> g -> t
+            b.events -> g.control
+            """, registry: registry) == [
+                "test.graph:4:1: error: input 'in' (events) of node 't' is not connected",
+                "test.graph:4:13: error: node type 'plugin.typo' breaks the node contract: its event port 'in' names "
+                    + "kind 'beeep', which no node type defines",
+                "test.graph:6:10: error: 'g.events' emits speechStarted, speechEnded, but 't.in' accepts beeep: none of "
+                    + "its events could pass",
+                "test.graph:7:10: error: 'b.events' emits beep, but 'g.control' accepts speechStarted, speechEnded, "
+                    + "speechPaused, speechResumed: none of its events could pass",
+            ])
+    }
+
     @Test("an empty graph is an error")
     func emptyGraph() {
         #expect(diagnostics(of: "# nothing here\n") == ["test.graph:1:1: error: the graph declares no nodes"])
@@ -144,9 +252,10 @@ struct PlannerValidationTests {
             node a = fake.gate
             node b = fake.gate
             node c = fake.gate
-            mic -> a -> b -> c
+            mic -> a -> b.in
+            b.out -> c.in
             c.events -> a.control
-            """) == ["test.graph:6:10: error: cycle in the graph: a -> b -> c -> a (audio and events must flow one way)"])
+            """) == ["test.graph:7:10: error: cycle in the graph: a -> b -> c -> a (audio and events must flow one way)"])
     }
 
     @Test("a cycle with a node downstream of it is reported, not a crash")
@@ -161,14 +270,15 @@ struct PlannerValidationTests {
                 node a = fake.gate
                 node b = fake.gate
                 node out = fake.sink
-                mic -> a -> b -> out
+                mic -> a -> b.in
+                b -> out
                 b.events -> a.control
                 """) {
                 print(line)
             }
         })
         #expect(String(decoding: result.standardOutputContent, as: UTF8.self).split(separator: "\n") == [
-            "test.graph:6:10: error: cycle in the graph: a -> b -> a (audio and events must flow one way)",
+            "test.graph:7:10: error: cycle in the graph: a -> b -> a (audio and events must flow one way)",
         ])
     }
 
@@ -359,8 +469,8 @@ struct PlannerNegotiationTests {
         var registry = Fake.registry()
         try registry.register(NodeType(
             NodeDescriptor(typeName: "fake.broken", summary: "", category: .input,
-                           ports: [.audioOutput("out", doc: "")], parameters: [.path("path", doc: "")]),
-            formats: { _, _ in throw SpeechGraphError("cannot open the file", parameter: "path") },
+                           ports: [.audioOutput("out", format: .computed, doc: "")], parameters: [.path("path", doc: "")]),
+            formats: { _ in throw SpeechGraphError("cannot open the file", parameter: "path") },
             make: { _ in EventCollector() }))
         let error = #expect(throws: SpeechGraphError.self) {
             try negotiatedPlan("node b = fake.broken\nnode out = fake.sink\nnode asr = fake.recognizer\nb -> asr -> out\n",

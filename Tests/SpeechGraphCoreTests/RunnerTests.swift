@@ -316,3 +316,48 @@ struct RunnerTests {
         #expect(log.count("mic.pull") == 100)
     }
 }
+
+/// Emits a level event for every block and speechStarted for the first, on one event port.
+private final class MixedEventsNode: GraphNode {
+    static let type = NodeType(
+        NodeDescriptor(typeName: "test.mixed", summary: "", category: .analysis,
+                       ports: [.audioInput("in", doc: ""),
+                               .eventOutput("events", emits: .only([.speechStarted, .level]), doc: "")],
+                       parameters: []),
+        make: { MixedEventsNode(name: $0.config.name) })
+    let name: String
+    var blocks = 0
+    init(name: String) { self.name = name }
+    func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        blocks += 1
+        if blocks == 1 { try output.emit(.speechStarted(node: name, time: block.startTime)) }
+        try output.emit(.level(node: name, time: block.endTime, rms: [-20], peak: [-10]))
+    }
+}
+
+@Suite("RunningGraph: event kinds")
+struct EventKindDeliveryTests {
+    @Test("an input gets only the kinds it accepts; an input that accepts any kind gets all")
+    func inputsGetTheirKinds() throws {
+        let log = CallLog()
+        var registry = Fake.registry(log: log)
+        try registry.register(MixedEventsNode.type)
+        let plan = try negotiatedPlan("""
+            node mic  = fake.source { path: "a.wav", duration: 0.2 s, block: 50 ms }
+            node mix  = test.mixed
+            node gate = fake.gate
+            node out  = fake.sink
+            mic -> mix
+            mic -> gate.in
+            mix.events -> gate.control, out
+            gate.events -> out
+            """, registry: registry)
+        let graph = try RunningGraph(plan: plan, registry: registry)
+        try graph.run()
+        let gateGot = log.calls(of: "gate").filter { $0.hasPrefix("handle:") }
+        #expect(gateGot == ["handle:speech-started@0.0"])
+        let sink = try #require(graph.node(named: "out") as? FakeSinkNode)
+        #expect(sink.events.filter { $0.kind == .level }.count == 4)
+        #expect(sink.events.contains(.speechStarted(node: "mix", time: 0)))
+    }
+}

@@ -174,8 +174,8 @@ import Testing
             player -> speak
             mic -> asr -> out
             """, file: "alloc.graph", environment: [:])
-        let plan = try GraphPlanner(registry: registry).plan(spec)
         let resources = GraphResources(settings: ["jack.name": "speechgraph-alloc"])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         runner.start()
         let session = try #require(resources.existing(JackSession.self))
@@ -210,9 +210,9 @@ import Testing
             mic -> slow
             mic.events -> out
             """, file: "slow.graph", environment: [:])
-        let plan = try GraphPlanner(registry: registry).plan(spec)
-        let runner = try RunningGraph(plan: plan, registry: registry,
-                                      resources: GraphResources(settings: ["jack.name": "speechgraph-slow"]))
+        let resources = GraphResources(settings: ["jack.name": "speechgraph-slow"])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         DispatchQueue.global().asyncAfter(deadline: .now() + 3) { runner.stop() }
         try runner.run()
         let gaps = (runner.node(named: "out") as! EventCollector).events.compactMap { e -> TimeRange? in

@@ -162,8 +162,8 @@ final class AudioRecorder: GraphNode {
 final class StereoSource: SourceNode {
     static let type = NodeType(
         NodeDescriptor(typeName: "test.stereo", summary: "", category: .input,
-                       ports: [.audioOutput("out", doc: "")], parameters: []),
-        formats: { _, _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 2)] },
+                       ports: [.audioOutput("out", format: .computed, doc: "")], parameters: []),
+        formats: { _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 2)] },
         maxOutputFrames: { _, _, _ in 4 },
         make: { _ in StereoSource() })
     var done = false

@@ -27,7 +27,7 @@ extension Decoding {
                 node asr = recognizer { mode: streaming }
                 node out = collect
                 src -> vad -> asr -> out
-                vad.events -> out
+                vad.events -> asr.control, out
                 """)
             let results = events.compactMap { if case .result(let t) = $0 { t } else { nil } }
             let finals = results.filter(\.isFinal)
@@ -72,6 +72,7 @@ extension Decoding {
                     node asr = recognizer { \(settings) }
                     node out = collect
                     src -> vad -> asr -> out
+                    vad.events -> asr.control
                     """)
                 let results = events.compactMap { if case .result(let t) = $0 { t } else { nil } }
                 #expect(results.count == 2, "\(settings)")
@@ -96,7 +97,7 @@ extension Decoding {
                     node asr = recognizer { mode: streaming, results: \(results) }
                     node out = collect
                     src -> vad -> asr -> out
-                    vad.events -> out
+                    vad.events -> asr.control, out
                     """)
                 return (events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }, events)
             }

@@ -36,6 +36,21 @@ import Testing
         #expect(JSONLines.quote("\u{1}") == #""\u0001""#)
     }
 
+    @Test("a kind a plugin adds is written with its fields, by a sink that has never heard of it")
+    func customEventsAreJSON() throws {
+        let beep = GraphEvent.custom(CustomEvent(kind: "beep", node: "detector", time: 1.25, fields: [
+            "count": .integer(2), "pitch": .number(440.5), "loud": .boolean(true), "label": .string("a \"b\""),
+            "node": .string("ignored: the common key wins"),
+        ]))
+        #expect(beep.kind == "beep")
+        #expect(beep.node == "detector")
+        #expect(JSONLines.line(for: beep, source: "x.wav")
+                == #"{"type":"beep","node":"detector","time":1.250,"count":2,"label":"a \"b\"","loud":true,"pitch":440.5,"source":"x.wav"}"#)
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(JSONLines.line(for: beep).utf8)) as? [String: Any])
+        #expect(o["pitch"] as? Double == 440.5)
+        #expect(JSONLines.audioEnd(of: beep) == 1.25)
+    }
+
     @Test func jsonlSinkReportsAnUnwritablePath() throws {
         let dir = TemporaryDirectory()
         let wav = dir.path("silence.wav")

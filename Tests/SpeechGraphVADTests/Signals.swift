@@ -147,11 +147,11 @@ final class GatedAudio: GraphNode {
 /// at sample `at` it emits a discontinuity, and the audio after it comes `gap` samples later on the clock.
 final class InterruptedSource: SourceNode {
     static let descriptor = NodeDescriptor(
-        typeName: "test.interrupted", summary: "", category: .input, ports: [.audioOutput("out", doc: "")],
+        typeName: "test.interrupted", summary: "", category: .input, ports: [.audioOutput("out", format: .computed, doc: "")],
         parameters: [.path("path", required: true, doc: ""),
                      .integer("at", default: 0, range: 0...100_000_000, doc: ""),
                      .integer("gap", default: 0, range: 0...100_000_000, doc: "")])
-    static let type = NodeType(descriptor, formats: { _, _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 1)] },
+    static let type = NodeType(descriptor, formats: { _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 1)] },
                                maxOutputFrames: { _, _, _ in 256 }, make: { try InterruptedSource($0.config) })
     let samples: [Float]
     let at: Int, gap: Int

@@ -63,4 +63,19 @@ import Testing
         let checked = try Run.speechgraph(["check", graph])
         #expect(checked.status == 0, "\(checked.stderr)")
     }
+
+    @Test("check --plan of a JACK graph opens no JACK client: with no server at all it plans, assuming 48 kHz")
+    func checkPlanOpensNoJackClient() throws {
+        // A server name nobody runs: any attempt to open a client would fail and make check exit 1.
+        let server = "sgt-none-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
+        let planned = try Run.speechgraph(["check", "--plan", "graphs/live.graph"],
+                                          environment: ["JACK_DEFAULT_SERVER": server])
+        #expect(planned.status == 0, "\(planned.stderr)")
+        #expect(planned.stderr.contains("48 kHz assumed"), "\(planned.stderr)")
+        #expect(planned.stdout.contains("vad.in~resample  resample"), "\(planned.stdout)")
+        // Running it does need the server, and says so once.
+        let ran = try Run.speechgraph(["run", "graphs/live.graph"], environment: ["JACK_DEFAULT_SERVER": server])
+        #expect(ran.status == 1)
+        #expect(ran.stderr.contains("JACK"), "\(ran.stderr)")
+    }
 }

@@ -55,28 +55,164 @@ public enum PortKind: String, Sendable {
     case events
 }
 
+/// How the format of an audio output follows from the node's inputs and parameters: every audio output
+/// states one, and the planner works the formats out from it (a node type that states none is a
+/// `check` error). Plain enough to be mirrored as a C struct (a tag, a port name, a rate, a channel count).
+public enum OutputFormatRule: Sendable, Equatable {
+    /// The format of input `port`, with the rate and the channel count replaced where given (`.any`, `nil`:
+    /// unchanged). A tap: `.input("in")`; resample: `.input("in", rate: .parameter("rate"))`; downmix:
+    /// `.input("in", channels: 1)`.
+    case input(String, rate: AudioRequirement.Rate = .any, channels: Int? = nil)
+    /// The rate and the channel count are the values of two parameters (push.input).
+    case parameters(rate: String, channels: String)
+    /// Worked out when the graph is planned by the node type's `formats` function: a file's header, an
+    /// audio server's rate.
+    case computed
+
+    public var description: String {
+        switch self {
+        case .input(let port, let rate, let channels):
+            var parts: [String] = []
+            switch rate {
+            case .any: break
+            case .fixed(let hz): parts.append("at \(hz) Hz")
+            case .parameter(let p): parts.append("at the rate set by '\(p)'")
+            }
+            if let channels { parts.append(channels == 1 ? "mono" : "\(channels) channels") }
+            return parts.isEmpty ? "as '\(port)'" : "'\(port)'s, " + parts.joined(separator: ", ")
+        case .parameters(let rate, let channels): return "at '\(rate)', with '\(channels)' channels"
+        case .computed: return "worked out when the graph is planned"
+        }
+    }
+}
+
+/// The name of a kind of event: `result`, `speechStarted`, or one a plugin adds. It is the `type` of the
+/// event's JSON Lines form. Kinds are open: a node type may declare its own (``NodeDescriptor/eventKinds``)
+/// and emit them as ``GraphEvent/custom(_:)``, and sinks that write every event handle them without
+/// knowing them.
+public struct EventKind: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible,
+    Comparable
+{
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ name: String) { rawValue = name }
+    public init(stringLiteral value: String) { rawValue = value }
+    public var description: String { rawValue }
+    public static func < (a: EventKind, b: EventKind) -> Bool { a.rawValue < b.rawValue }
+
+    public static let result: EventKind = "result"
+    public static let speechStarted: EventKind = "speechStarted"
+    public static let speechEnded: EventKind = "speechEnded"
+    public static let speechPaused: EventKind = "speechPaused"
+    public static let speechResumed: EventKind = "speechResumed"
+    public static let gap: EventKind = "gap"
+    public static let availability: EventKind = "availability"
+    public static let level: EventKind = "level"
+
+    /// The kinds speechgraph itself defines (docs/events.md).
+    public static let builtIn: [EventKind] = [
+        .result, .speechStarted, .speechEnded, .speechPaused, .speechResumed, .gap, .availability, .level,
+    ]
+    /// Speech activity, as a vad node emits it.
+    public static let speechActivity: [EventKind] = [.speechStarted, .speechEnded, .speechPaused, .speechResumed]
+}
+
+/// The event kinds a port emits (an output) or accepts (an input).
+public enum EventKinds: Sendable, Equatable {
+    /// Every kind, including kinds added later (a sink that writes events out; a pass-through).
+    case any
+    case only([EventKind])
+
+    /// The kinds both sides have in common; `nil` when either side takes any kind.
+    public func common(with other: EventKinds) -> [EventKind]? {
+        switch (self, other) {
+        case (.any, .any): return nil
+        case (.any, .only(let k)), (.only(let k), .any): return k
+        case (.only(let a), .only(let b)): return a.filter(b.contains)
+        }
+    }
+
+    public func contains(_ kind: EventKind) -> Bool {
+        switch self {
+        case .any: return true
+        case .only(let kinds): return kinds.contains(kind)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .any: return "any kind"
+        case .only(let kinds): return kinds.isEmpty ? "no kind" : kinds.map(\.rawValue).joined(separator: ", ")
+        }
+    }
+}
+
+/// An event kind a node type adds to the built-in ones, with what it means (for `speechgraph nodes`).
+public struct EventKindDescriptor: Sendable {
+    public var kind: EventKind
+    public var doc: String
+    public init(_ kind: EventKind, doc: String) {
+        self.kind = kind
+        self.doc = doc
+    }
+}
+
+/// Where a node's work runs (docs/architecture.md).
+public enum ThreadingDomain: String, Sendable, CaseIterable {
+    /// Part of it runs in the audio server's real-time thread (the JACK process callback): it talks to the
+    /// graph through preallocated SPSC rings only.
+    case realtime
+    /// Costly: it gets a worker thread of its own when a graph has several such nodes (a recognizer). It
+    /// must emit events only.
+    case worker
+    /// The graph thread, in order with the other nodes.
+    case any
+}
+
 public struct PortDescriptor: Sendable {
     public var name: String
     public var direction: PortDirection
     public var kind: PortKind
-    /// Inputs only: what the port accepts.
+    /// Audio inputs only: what the port accepts.
     public var requirement: AudioRequirement
+    /// Audio outputs only: how its format follows from the inputs; `nil` means the node type states
+    /// nothing, which `check` reports as an error.
+    public var format: OutputFormatRule?
+    /// Event ports only: the kinds an output emits, or an input accepts.
+    public var eventKinds: EventKinds
     /// Inputs only: the graph is invalid while this port is unconnected.
     public var isRequired: Bool
     public var doc: String
+
+    public init(name: String, direction: PortDirection, kind: PortKind, requirement: AudioRequirement = .any,
+                format: OutputFormatRule? = nil, eventKinds: EventKinds = .only([]), isRequired: Bool = false,
+                doc: String) {
+        self.name = name
+        self.direction = direction
+        self.kind = kind
+        self.requirement = requirement
+        self.format = format
+        self.eventKinds = eventKinds
+        self.isRequired = isRequired
+        self.doc = doc
+    }
 
     public static func audioInput(_ name: String = "in", _ requirement: AudioRequirement = .any, required: Bool = true,
                                   doc: String) -> PortDescriptor {
         PortDescriptor(name: name, direction: .input, kind: .audio, requirement: requirement, isRequired: required, doc: doc)
     }
-    public static func audioOutput(_ name: String = "out", doc: String) -> PortDescriptor {
-        PortDescriptor(name: name, direction: .output, kind: .audio, requirement: .any, isRequired: false, doc: doc)
+    /// An audio output and how its format follows from the inputs (`nil`: a `check` error).
+    public static func audioOutput(_ name: String = "out", format: OutputFormatRule?, doc: String) -> PortDescriptor {
+        PortDescriptor(name: name, direction: .output, kind: .audio, format: format, doc: doc)
     }
-    public static func eventInput(_ name: String = "in", required: Bool = true, doc: String) -> PortDescriptor {
-        PortDescriptor(name: name, direction: .input, kind: .events, requirement: .any, isRequired: required, doc: doc)
+    /// An event input and the kinds it accepts.
+    public static func eventInput(_ name: String = "in", accepts: EventKinds, required: Bool = true,
+                                  doc: String) -> PortDescriptor {
+        PortDescriptor(name: name, direction: .input, kind: .events, eventKinds: accepts, isRequired: required, doc: doc)
     }
-    public static func eventOutput(_ name: String = "events", doc: String) -> PortDescriptor {
-        PortDescriptor(name: name, direction: .output, kind: .events, requirement: .any, isRequired: false, doc: doc)
+    /// An event output and the kinds it emits.
+    public static func eventOutput(_ name: String = "events", emits: EventKinds, doc: String) -> PortDescriptor {
+        PortDescriptor(name: name, direction: .output, kind: .events, eventKinds: emits, doc: doc)
     }
 }
 
@@ -267,13 +403,17 @@ public struct NodeDescriptor: Sendable {
     public var category: Category
     public var ports: [PortDescriptor]
     public var parameters: [ParameterDescriptor]
-    /// Costly enough to deserve a thread of its own when a graph has several (a recognizer). Such a node
-    /// must emit events only.
-    public var prefersWorkerThread: Bool
+    /// Where its work runs: the graph thread (`any`), a worker thread of its own (`worker`), or partly the
+    /// audio server's real-time thread (`realtime`).
+    public var threading: ThreadingDomain
+    /// Event kinds this type adds to the built-in ones (a plugin's own), with their docs.
+    public var eventKinds: [EventKindDescriptor]
 
     public init(typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
-                parameters: [ParameterDescriptor], prefersWorkerThread: Bool = false) {
-        self.prefersWorkerThread = prefersWorkerThread
+                parameters: [ParameterDescriptor], threading: ThreadingDomain = .any,
+                eventKinds: [EventKindDescriptor] = []) {
+        self.threading = threading
+        self.eventKinds = eventKinds
         self.typeName = typeName
         self.summary = summary
         self.doc = doc

@@ -78,12 +78,12 @@ extension GraphPlan {
             lines.append(line)
         }
         lines.append("")
-        let live = nodes.filter { $0.typeName.hasPrefix("jack.") }.map(\.name)
-        let costly = nodes.filter { registry[$0.typeName]?.descriptor.prefersWorkerThread == true }.map(\.name)
+        let live = nodes.filter { registry[$0.typeName]?.descriptor.threading == .realtime }.map(\.name)
+        let costly = nodes.filter { registry[$0.typeName]?.descriptor.threading == .worker }.map(\.name)
         var threads = "threads: one graph thread runs the nodes above in order"
         if costly.count >= 2 { threads += "; \(costly.joined(separator: ", ")) each on a worker thread" }
         threads += live.isEmpty ? "; no real-time rings (no JACK node)."
-            : "; JACK's real-time thread feeds \(live.joined(separator: ", ")) through one SPSC ring per port."
+            : "; the audio server's real-time thread feeds \(live.joined(separator: ", ")) through one SPSC ring per port."
         lines.append(threads)
         return lines.joined(separator: "\n") + "\n"
     }

@@ -32,6 +32,7 @@ public struct GraphPlanner {
         var diagnostics = DiagnosticList()
         var nodes: [PlannedNode] = []
         var nodeIndex: [String: Int] = [:]
+        let knownKinds = registry.eventKinds
 
         // Nodes, types and parameters.
         for decl in spec.nodes {
@@ -44,6 +45,9 @@ public struct GraphPlanner {
                 diagnostics.error("unknown node type '\(decl.type.value)'" + didYouMean(decl.type.value, registry.types.keys)
                                   + " (see 'speechgraph nodes')", at: decl.type.location)
                 continue
+            }
+            for problem in type.contractProblems(knownKinds: knownKinds) {
+                diagnostics.error("node type '\(decl.type.value)' breaks the node contract: \(problem)", at: decl.type.location)
             }
             let config = checkParameters(decl, type.descriptor, overrides.filter { $0.node == decl.name.value }, &diagnostics)
             nodeIndex[decl.name.value] = nodes.count
@@ -84,6 +88,26 @@ public struct GraphPlanner {
                     continue
                 }
                 edges.append(edge)
+            }
+        }
+
+        // An edge without port names connects one pair of ports. When it joins two nodes whose event ports
+        // could be joined too, and neither is connected anywhere, say how (`vad -> asr` carries the audio
+        // only; `vad.events -> asr.control` carries the speech events).
+        for decl in spec.edges where decl.from.port == nil && decl.to.port == nil {
+            guard let from = nodeIndex[decl.from.node.value], let to = nodeIndex[decl.to.node.value] else { continue }
+            let fromType = registry[nodes[from].typeName]!.descriptor, toType = registry[nodes[to].typeName]!.descriptor
+            for (f, o) in fromType.outputs.enumerated() where o.kind == .events {
+                guard !edges.contains(where: { $0.fromNode == from && $0.fromPort == f }) else { continue }
+                for (t, i) in toType.inputs.enumerated() where i.kind == .events && Self.canCarry(o, to: i) {
+                    guard !edges.contains(where: { $0.toNode == to && $0.toPort == t }) else { continue }
+                    diagnostics.append(Diagnostic(
+                        .warning, at: decl.location,
+                        "'\(decl.from.node.value).\(o.name)' is not connected: an edge without port names connects one "
+                            + "pair of ports; write '\(decl.from.node.value).\(o.name) -> \(decl.to.node.value).\(i.name)' "
+                            + "to carry its events (\(o.eventKinds.description))"))
+                    break
+                }
             }
         }
 
@@ -139,13 +163,17 @@ public struct GraphPlanner {
         return GraphPlan(file: spec.file, nodes: ordered, edges: renumbered, warnings: warnings)
     }
 
-    /// Validates, then fixes every audio format: asks each node type for its output formats (an input file's
-    /// header is read here) and inserts `downmix` and `resample` where a connection's formats differ.
-    public func plan(_ spec: GraphSpec, overrides: [Override] = []) throws -> GraphPlan {
-        try negotiate(validate(spec, overrides: overrides))
+    /// Validates, then fixes every audio format: applies each output's format rule (a `computed` one asks
+    /// the node type: an input file's header is read here) and inserts `downmix` and `resample` where a
+    /// connection's formats differ. `resources`: the resources of the graph about to run, when planning
+    /// for a run (a JACK graph's client is opened then, once, as the graph's own session, and tells the
+    /// server's rate); `nil` when only checking: then nothing is opened and a device's rate is assumed
+    /// (the plan's notes say so).
+    public func plan(_ spec: GraphSpec, overrides: [Override] = [], resources: GraphResources? = nil) throws -> GraphPlan {
+        try negotiate(validate(spec, overrides: overrides), resources: resources)
     }
 
-    public func negotiate(_ validated: GraphPlan) throws -> GraphPlan {
+    public func negotiate(_ validated: GraphPlan, resources: GraphResources? = nil) throws -> GraphPlan {
         var plan = validated
         var diagnostics = DiagnosticList()
         var i = 0
@@ -161,13 +189,14 @@ public struct GraphPlanner {
                 inputs[descriptor.inputs[e.toPort].name] = format
                 maxIn = max(maxIn, from.maxOutputFrames)
             }
+            var context = PlanContext(config: plan.nodes[i].config, inputFormats: inputs, resources: resources)
             // Converters: does each audio input get what it accepts?
             var inserted = false
             for (p, port) in descriptor.inputs.enumerated() where port.kind == .audio {
                 guard let have = inputs[port.name] else { continue }
                 var requirement = port.requirement
                 do {
-                    if let dynamic = try type.inputRequirement?(plan.nodes[i].config, port.name) { requirement = dynamic }
+                    if let dynamic = try type.inputRequirement?(&context, port.name) { requirement = dynamic }
                 } catch let error as SpeechGraphError {
                     let node = plan.nodes[i]
                     throw SpeechGraphError("node '\(node.name)' (\(descriptor.typeName)): \(error.message)",
@@ -200,9 +229,12 @@ public struct GraphPlanner {
             do {
                 plan.nodes[i].inputFormats = inputs
                 plan.nodes[i].maxInputFrames = maxIn
-                plan.nodes[i].outputFormats = try type.formats(plan.nodes[i].config, inputs)
+                plan.nodes[i].outputFormats = try outputFormats(type, &context)
                 plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
                 try type.resourceCheck?(plan.nodes[i].config)
+                for note in context.notes {
+                    plan.warnings.append(Diagnostic(.note, at: plan.nodes[i].location, "node '\(plan.nodes[i].name)': \(note)"))
+                }
             } catch let error as SpeechGraphError {
                 let node = plan.nodes[i]
                 throw SpeechGraphError("node '\(node.name)' (\(descriptor.typeName)): \(error.message)", parameter: error.parameter,
@@ -212,6 +244,40 @@ public struct GraphPlanner {
         }
         try diagnostics.throwIfErrors()
         return plan
+    }
+
+    /// Each audio output's format, from its rule.
+    private func outputFormats(_ type: NodeType, _ context: inout PlanContext) throws -> [String: AudioFormat] {
+        var result: [String: AudioFormat] = [:]
+        var computed: [String: AudioFormat]?
+        let config = context.config
+        for port in type.descriptor.outputs where port.kind == .audio {
+            switch port.format {
+            case .input(let name, let rate, let channels)?:
+                guard let input = context.inputFormats[name] else { continue }  // unconnected: no audio flows
+                let hz: Int
+                switch rate {
+                case .any: hz = input.sampleRate
+                case .fixed(let r): hz = r
+                case .parameter(let p): hz = Int(config.number(of: p).rounded())
+                }
+                result[port.name] = AudioFormat(sampleRate: hz, channelCount: channels ?? input.channelCount)
+            case .parameters(let rate, let channels)?:
+                result[port.name] = AudioFormat(sampleRate: Int(config.number(of: rate).rounded()),
+                                                channelCount: config.integer(of: channels))
+            case .computed?:
+                if computed == nil { computed = try type.formats?(&context) ?? [:] }
+                guard let format = computed?[port.name] else {
+                    throw SpeechGraphError("node type '\(type.descriptor.typeName)' computed no format for its output "
+                                           + "'\(port.name)'")
+                }
+                result[port.name] = format
+            case nil:
+                // Reported by validate() as a contract error; a plan never gets here with one.
+                throw SpeechGraphError("node type '\(type.descriptor.typeName)' states no format for its output '\(port.name)'")
+            }
+        }
+        return result
     }
 
     /// Puts a converter on the audio edge into (node, port); the converter takes the node's place in the order.
@@ -308,9 +374,10 @@ public struct GraphPlanner {
         return nil
     }
 
-    /// The port pairs an edge connects. With no port named on either side, every output connects to the
-    /// first input of its kind that this edge has not used yet (`vad -> asr` carries the gated audio to
-    /// `asr.in` and the speech events to `asr.control`).
+    /// The port pair an edge connects. With no port named on either side: the first audio output and the
+    /// first audio input when both nodes have audio ports, else the first event output and the first
+    /// event input that accepts some of its kinds (`vad -> asr` carries the gated audio only; the speech
+    /// events need `vad.events -> asr.control`).
     private func choosePorts(_ edge: EdgeDeclaration, _ from: NodeDescriptor, _ to: NodeDescriptor,
                              _ diagnostics: inout DiagnosticList) -> [(Int, Int)]? {
         let fromName = edge.from.node.value, toName = edge.to.node.value
@@ -347,32 +414,51 @@ public struct GraphPlanner {
             guard let p = port(ref, of: to.inputs, node: toName, type: to, direction: .input) else { return nil }
             toPort = p
         }
-        // Unnamed ports: the first of a kind that fits the other side.
+        // Unnamed ports: one pair. Audio when both sides have audio; else the first event output and the
+        // first event input that takes some of its kinds. Nothing is wired that the edge does not name or
+        // that cannot carry anything.
         switch (fromPort, toPort) {
         case (nil, nil):
-            var pairs: [(Int, Int)] = []
-            var used: Set<Int> = []
-            for (i, o) in from.outputs.enumerated() {
-                if let j = to.inputs.indices.first(where: { to.inputs[$0].kind == o.kind && !used.contains($0) }) {
-                    pairs.append((i, j))
-                    used.insert(j)
-                }
+            if let f = from.outputs.firstIndex(where: { $0.kind == .audio }),
+               let t = to.inputs.firstIndex(where: { $0.kind == .audio }) {
+                return [(f, t)]
             }
-            if !pairs.isEmpty { return pairs }
+            for (f, o) in from.outputs.enumerated() where o.kind == .events {
+                if let t = to.inputs.firstIndex(where: { $0.kind == .events && Self.canCarry(o, to: $0) }) { return [(f, t)] }
+            }
+            // Nothing fits: the first ports of a kind both sides have (or simply the first ones) show why.
+            if let f = from.outputs.firstIndex(where: { o in to.inputs.contains { $0.kind == o.kind } }) {
+                fromPort = f
+                toPort = to.inputs.firstIndex { $0.kind == from.outputs[f].kind }
+            }
         case (let f?, nil):
-            toPort = to.inputs.firstIndex { $0.kind == from.outputs[f].kind }
+            toPort = to.inputs.firstIndex { $0.kind == from.outputs[f].kind && Self.canCarry(from.outputs[f], to: $0) }
+                ?? to.inputs.firstIndex { $0.kind == from.outputs[f].kind }
         case (nil, let t?):
-            fromPort = from.outputs.firstIndex { $0.kind == to.inputs[t].kind }
+            fromPort = from.outputs.firstIndex { $0.kind == to.inputs[t].kind && Self.canCarry($0, to: to.inputs[t]) }
+                ?? from.outputs.firstIndex { $0.kind == to.inputs[t].kind }
         default: break
         }
         guard let f = fromPort ?? from.outputs.indices.first, let t = toPort ?? to.inputs.indices.first else { return nil }
         let fk = from.outputs[f].kind, tk = to.inputs[t].kind
-        if fk != tk || fromPort == nil || toPort == nil {
+        if fk != tk || (fk == .audio && (fromPort == nil || toPort == nil)) {
             diagnostics.error("port '\(fromName).\(from.outputs[f].name)' (\(fk.rawValue)) cannot connect to "
                               + "'\(toName).\(to.inputs[t].name)' (\(tk.rawValue))", at: edge.location)
             return nil
         }
+        if fk == .events, !Self.canCarry(from.outputs[f], to: to.inputs[t]) {
+            diagnostics.error("'\(fromName).\(from.outputs[f].name)' emits \(from.outputs[f].eventKinds.description), but "
+                              + "'\(toName).\(to.inputs[t].name)' accepts \(to.inputs[t].eventKinds.description): "
+                              + "none of its events could pass", at: edge.location)
+            return nil
+        }
         return [(f, t)]
+    }
+
+    /// An event output can feed an event input when the input accepts at least one kind the output emits.
+    static func canCarry(_ output: PortDescriptor, to input: PortDescriptor) -> Bool {
+        guard let common = output.eventKinds.common(with: input.eventKinds) else { return true }
+        return !common.isEmpty
     }
 
     // MARK: Order

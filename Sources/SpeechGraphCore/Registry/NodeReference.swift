@@ -25,14 +25,19 @@ public enum NodeReference {
     public static func detail(_ d: NodeDescriptor) -> String {
         var lines = ["\(d.typeName) (\(d.category.rawValue)): \(d.summary)"]
         if !d.doc.isEmpty { lines += ["", wrap(d.doc, indent: "")] }
+        lines += ["", "runs on: \(threadingText(d.threading))"]
         lines += ["", "ports:"]
         let width = d.ports.map(\.name.count).max() ?? 0
         for p in d.ports {
             var line = "  \(p.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(p.direction.rawValue), \(p.kind.rawValue)"
-            if p.direction == .input && p.kind == .audio { line += " (\(p.requirement.description))" }
+            if let what = portContract(p) { line += " (\(what))" }
             if p.direction == .input && !p.isRequired { line += ", optional" }
             lines.append(line)
             lines.append("      " + p.doc)
+        }
+        if !d.eventKinds.isEmpty {
+            lines += ["", "event kinds it adds:"]
+            for k in d.eventKinds { lines.append("  \(k.kind): \(k.doc)") }
         }
         lines += ["", "parameters:"]
         if d.parameters.isEmpty { lines.append("  (none)") }
@@ -62,13 +67,17 @@ public enum NodeReference {
             let d = t.descriptor
             out += "## `\(d.typeName)` (\(d.category.rawValue))\n\n\(d.summary)\n\n"
             if !d.doc.isEmpty { out += d.doc + "\n\n" }
-            out += "| port | direction | kind | accepts | |\n|---|---|---|---|---|\n"
+            out += "Runs on \(threadingText(d.threading)).\n\n"
+            out += "| port | direction | kind | accepts / gives | |\n|---|---|---|---|---|\n"
             for p in d.ports {
-                let accepts = p.direction == .input && p.kind == .audio ? p.requirement.description : ""
+                let contract = portContract(p) ?? ""
                 let note = p.direction == .input && !p.isRequired ? "optional. " : ""
-                out += "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(accepts) | \(note)\(p.doc) |\n"
+                out += "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(contract) | \(note)\(p.doc) |\n"
             }
             out += "\n"
+            if !d.eventKinds.isEmpty {
+                out += "Event kinds it adds: " + d.eventKinds.map { "`\($0.kind)` (\($0.doc))" }.joined(separator: ", ") + "\n\n"
+            }
             if d.parameters.isEmpty {
                 out += "No parameters.\n\n"
             } else {
@@ -81,6 +90,25 @@ public enum NodeReference {
             }
         }
         return out
+    }
+
+    /// What a port's contract says: an audio input's requirement, an audio output's format rule, the event
+    /// kinds an event port emits or accepts.
+    static func portContract(_ p: PortDescriptor) -> String? {
+        switch (p.kind, p.direction) {
+        case (.audio, .input): return p.requirement.description
+        case (.audio, .output): return p.format.map { "format: \($0.description)" } ?? "format: not stated"
+        case (.events, .input): return "accepts \(p.eventKinds.description)"
+        case (.events, .output): return "emits \(p.eventKinds.description)"
+        }
+    }
+
+    static func threadingText(_ t: ThreadingDomain) -> String {
+        switch t {
+        case .any: return "the graph thread"
+        case .worker: return "a worker thread of its own when the graph has several such nodes, else the graph thread"
+        case .realtime: return "the graph thread, fed by (or feeding) the audio server's real-time thread through SPSC rings"
+        }
     }
 
     static func wrap(_ text: String, indent: String, width: Int = 96) -> String {

@@ -58,6 +58,51 @@ public struct NodeConfig: Sendable {
         if case .string(let v)? = values[key] { return v }
         return nil
     }
+
+    // The value of a parameter that has a default: its descriptor holds the default, and the planner
+    // fills it in, so a node reads it without restating it. Asking for one that has no value is a bug in
+    // the node type (its descriptor gives the parameter no default), caught by the tests.
+
+    public func number(of key: String) -> Double {
+        guard let v = number(key) else { missing(key) }
+        return v
+    }
+    public func integer(of key: String) -> Int {
+        guard let v = integer(key) else { missing(key) }
+        return v
+    }
+    public func bool(of key: String) -> Bool {
+        guard let v = bool(key) else { missing(key) }
+        return v
+    }
+    public func string(of key: String) -> String {
+        guard let v = string(key) else { missing(key) }
+        return v
+    }
+
+    private func missing(_ key: String) -> Never {
+        preconditionFailure("parameter '\(key)' of \(typeName) node '\(name)' has no value: its descriptor needs a default")
+    }
+}
+
+/// What a node type's plan-time functions get: the node's configuration, the formats of its connected
+/// audio inputs, and, when the graph is planned to run, the graph's resources.
+public struct PlanContext: Sendable {
+    public var config: NodeConfig
+    /// The format of each connected audio input (already converted), by port name.
+    public var inputFormats: [String: AudioFormat]
+    /// The resources of the graph about to run (a device the graph will own may be opened here, once, as
+    /// a shared resource). `nil` when the graph is only checked (`speechgraph check --plan`): then nothing
+    /// may be opened, and a format a device would tell is assumed (say so in `notes`).
+    public var resources: GraphResources?
+    /// What the plan should tell the user (an assumed rate); shown by `check --plan` as notes.
+    public var notes: [String] = []
+
+    public init(config: NodeConfig, inputFormats: [String: AudioFormat], resources: GraphResources?) {
+        self.config = config
+        self.inputFormats = inputFormats
+        self.resources = resources
+    }
 }
 
 /// What a node type's factory gets when the graph is instantiated.
@@ -88,15 +133,18 @@ public struct NodeContext: Sendable {
 /// A node type: its descriptor, how its output formats follow from its inputs, and how to make one.
 public struct NodeType: Sendable {
     public var descriptor: NodeDescriptor
-    /// Output formats from the configuration and the (already converted) input formats. Called when the
-    /// graph is planned; may read a file header, but must not start anything.
-    public var formats: @Sendable (NodeConfig, [String: AudioFormat]) throws -> [String: AudioFormat]
+    /// The formats of the outputs whose rule is ``OutputFormatRule/computed``, by port name. Called when
+    /// the graph is planned; may read a file header, but must not start anything, and must open nothing
+    /// when ``PlanContext/resources`` is `nil`. Output rules other than `computed` need no function: the
+    /// planner applies them.
+    public var formats: (@Sendable (inout PlanContext) throws -> [String: AudioFormat])?
     /// The largest block, in frames, each audio output emits, given the largest block on the inputs.
     public var maxOutputFrames: @Sendable (NodeConfig, [String: AudioFormat], Int) -> Int
     public var make: @Sendable (NodeContext) throws -> any GraphNode
     /// What an audio input accepts when that depends on more than the descriptor (jack.output takes
-    /// the running server's rate). Called at plan time; `nil` keeps the descriptor's requirement.
-    public var inputRequirement: (@Sendable (NodeConfig, String) throws -> AudioRequirement?)?
+    /// the running server's rate). Called at plan time, with the same rules as `formats`; returning `nil`
+    /// keeps the descriptor's requirement.
+    public var inputRequirement: (@Sendable (inout PlanContext, String) throws -> AudioRequirement?)?
     /// Checks, when the graph is planned (`speechgraph check --plan`, and before any run), that what the
     /// node will open exists and can be read: a model, a dictionary, a file. Throws a `SpeechGraphError`
     /// naming the parameter, so the error points at it. Must not start or open anything lasting.
@@ -104,9 +152,9 @@ public struct NodeType: Sendable {
 
     public init(
         _ descriptor: NodeDescriptor,
-        formats: @escaping @Sendable (NodeConfig, [String: AudioFormat]) throws -> [String: AudioFormat] = { _, _ in [:] },
+        formats: (@Sendable (inout PlanContext) throws -> [String: AudioFormat])? = nil,
         maxOutputFrames: @escaping @Sendable (NodeConfig, [String: AudioFormat], Int) -> Int = { _, _, n in n },
-        inputRequirement: (@Sendable (NodeConfig, String) throws -> AudioRequirement?)? = nil,
+        inputRequirement: (@Sendable (inout PlanContext, String) throws -> AudioRequirement?)? = nil,
         resourceCheck: (@Sendable (NodeConfig) throws -> Void)? = nil,
         make: @escaping @Sendable (NodeContext) throws -> any GraphNode
     ) {
@@ -116,6 +164,47 @@ public struct NodeType: Sendable {
         self.formats = formats
         self.maxOutputFrames = maxOutputFrames
         self.make = make
+    }
+}
+
+extension NodeType {
+    /// Where this type breaks the node contract (docs/architecture.md): an audio output that states no
+    /// format rule, a rule naming an input it does not have, `computed` with no `formats` function, an
+    /// event port that names no kinds, a kind no registered type defines. `check` reports each as an error
+    /// at every node of this type. Empty for a sound type.
+    public func contractProblems(knownKinds: Set<EventKind>) -> [String] {
+        var problems: [String] = []
+        let d = descriptor
+        for port in d.outputs where port.kind == .audio {
+            switch port.format {
+            case nil:
+                problems.append("its audio output '\(port.name)' states no format rule (how its format follows from "
+                                + "the inputs)")
+            case .input(let name, _, _)?:
+                if !d.inputs.contains(where: { $0.name == name && $0.kind == .audio }) {
+                    problems.append("the format rule of output '\(port.name)' names '\(name)', which is not one of its "
+                                    + "audio inputs")
+                }
+            case .parameters(let rate, let channels)?:
+                for p in [rate, channels] where d.parameter(p) == nil {
+                    problems.append("the format rule of output '\(port.name)' names parameter '\(p)', which it does not have")
+                }
+            case .computed?:
+                if formats == nil {
+                    problems.append("output '\(port.name)' says its format is computed, but the type has no formats function")
+                }
+            }
+        }
+        for port in d.ports where port.kind == .events {
+            guard case .only(let kinds) = port.eventKinds else { continue }
+            if kinds.isEmpty {
+                problems.append("its event \(port.direction.rawValue) '\(port.name)' names no event kinds")
+            }
+            for kind in kinds where !knownKinds.contains(kind) {
+                problems.append("its event port '\(port.name)' names kind '\(kind)', which no node type defines")
+            }
+        }
+        return problems
     }
 }
 
@@ -135,6 +224,11 @@ public struct NodeRegistry: Sendable {
     }
 
     public subscript(typeName: String) -> NodeType? { types[typeName] }
+
+    /// Every event kind a graph may carry: the built-in ones and those the registered types add.
+    public var eventKinds: Set<EventKind> {
+        Set(EventKind.builtIn).union(types.values.flatMap { $0.descriptor.eventKinds.map(\.kind) })
+    }
 
     /// Every type, sorted by category and then name, as `speechgraph nodes` lists them.
     public var sortedTypes: [NodeType] {

@@ -5,7 +5,7 @@ public final class EventCollector: GraphNode {
         typeName: "collect",
         summary: "Keeps every event in memory (for programs and tests).",
         category: .sink,
-        ports: [.eventInput("in", doc: "Any events.")],
+        ports: [.eventInput("in", accepts: .any, doc: "Any events.")],
         parameters: [])
 
     public static let type = NodeType(descriptor, make: { _ in EventCollector() })

@@ -50,6 +50,41 @@ public struct Transcription: Sendable, Hashable {
     }
 }
 
+/// A value in a custom event's payload.
+public enum EventValue: Sendable, Hashable, CustomStringConvertible {
+    case number(Double)
+    case integer(Int)
+    case boolean(Bool)
+    case string(String)
+
+    public var description: String {
+        switch self {
+        case .number(let v): return formatNumber(v)
+        case .integer(let v): return String(v)
+        case .boolean(let v): return v ? "true" : "false"
+        case .string(let s): return s
+        }
+    }
+}
+
+/// An event of a kind speechgraph does not define itself (a plugin's): its kind, the node that emitted it,
+/// its audio time when it has one, and a flat payload. Sinks that write every event (jsonl) write it as
+/// `{"type": kind, "node": ..., "time": ..., field: value, ...}`; sinks that only show results skip it.
+public struct CustomEvent: Sendable, Hashable {
+    public var kind: EventKind
+    public var node: String
+    /// Seconds on the input's audio clock, when the event is about a moment of the audio.
+    public var time: Double?
+    public var fields: [String: EventValue]
+
+    public init(kind: EventKind, node: String, time: Double? = nil, fields: [String: EventValue] = [:]) {
+        self.kind = kind
+        self.node = node
+        self.time = time
+        self.fields = fields
+    }
+}
+
 /// Everything that flows on event ports.
 public enum GraphEvent: Sendable, Hashable {
     case result(Transcription)
@@ -67,18 +102,34 @@ public enum GraphEvent: Sendable, Hashable {
     case availability(node: String, isAvailable: Bool, reason: String)
     /// Signal level over the interval ending at `time`: RMS and peak per channel, in dBFS.
     case level(node: String, time: Double, rms: [Double], peak: [Double])
+    /// A kind added by a node type (a plugin): see ``CustomEvent``.
+    case custom(CustomEvent)
 
     /// The event's kind, as docs/events.md names it (the `type` of its JSON Lines form).
-    public var typeName: String {
+    public var kind: EventKind {
         switch self {
-        case .result: "result"
-        case .speechStarted: "speechStarted"
-        case .speechEnded: "speechEnded"
-        case .speechPaused: "speechPaused"
-        case .speechResumed: "speechResumed"
-        case .gap: "gap"
-        case .availability: "availability"
-        case .level: "level"
+        case .result: .result
+        case .speechStarted: .speechStarted
+        case .speechEnded: .speechEnded
+        case .speechPaused: .speechPaused
+        case .speechResumed: .speechResumed
+        case .gap: .gap
+        case .availability: .availability
+        case .level: .level
+        case .custom(let e): e.kind
+        }
+    }
+
+    /// The kind's name.
+    public var typeName: String { kind.rawValue }
+
+    /// The node that emitted it.
+    public var node: String {
+        switch self {
+        case .result(let t): t.node
+        case .speechStarted(let n, _), .speechEnded(let n, _), .speechPaused(let n, _), .speechResumed(let n, _): n
+        case .gap(let n, _, _), .availability(let n, _, _), .level(let n, _, _, _): n
+        case .custom(let e): e.node
         }
     }
 }

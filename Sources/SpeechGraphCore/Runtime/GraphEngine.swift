@@ -14,8 +14,8 @@ import Glibc
 final class GraphEngine {
     let plan: GraphPlan
     var nodes: [any GraphNode] = []
-    /// routes[node][outputPort] = [(target node, target input port)]
-    private var routes: [[[(node: Int, port: Int)]]] = []
+    /// routes[node][outputPort] = [(target node, target input port, the kinds that input accepts)]
+    private var routes: [[[(node: Int, port: Int, accepts: EventKinds)]]] = []
     private var downstream: [[Int]] = []
     private var upstreamCount: [Int] = []
     private var finishedUpstream: [Int] = []
@@ -47,7 +47,7 @@ final class GraphEngine {
             }
         }
         // Several costly nodes: each on a worker thread of its own (see WorkerNode).
-        let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.prefersWorkerThread }
+        let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.threading == .worker }
         if costly.count >= 2 && resources.settings["threads"] != "one" {
             for i in costly {
                 let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
@@ -58,7 +58,10 @@ final class GraphEngine {
         routes = plan.nodes.indices.map { i in
             let outputs = registry[plan.nodes[i].typeName]!.descriptor.outputs.count
             return (0..<outputs).map { port in
-                plan.edges.filter { $0.fromNode == i && $0.fromPort == port }.map { ($0.toNode, $0.toPort) }
+                plan.edges.filter { $0.fromNode == i && $0.fromPort == port }.map { e in
+                    let input = registry[plan.nodes[e.toNode].typeName]!.descriptor.inputs[e.toPort]
+                    return (e.toNode, e.toPort, input.kind == .events ? input.eventKinds : EventKinds.any)
+                }
             }
         }
         audioOutputs = plan.nodes.map { n in registry[n.typeName]!.descriptor.outputs.map { $0.kind == .audio } }
@@ -147,7 +150,9 @@ final class GraphEngine {
                 for c in observers[nil] ?? [] { c.yield(event) }
             }
         }
-        for target in routes[node][port] where !finished[target.node] {
+        // An input gets only the kinds it accepts (a port may carry more: `vad.events` into a recognizer's
+        // control and into a sink that writes every event).
+        for target in routes[node][port] where !finished[target.node] && target.accepts.contains(event.kind) {
             try nodes[target.node].handle(event, port: target.port, output: output(target.node))
         }
     }

@@ -102,8 +102,8 @@ public final class PushInputNode: SourceNode {
             """,
         category: .input,
         ports: [
-            .audioOutput("out", doc: "The pushed audio, interleaved, at 'rate' with 'channels' channels."),
-            .eventOutput("events", doc: "gap events for audio dropped because the graph fell behind."),
+            .audioOutput("out", format: .parameters(rate: "rate", channels: "channels"), doc: "The pushed audio, interleaved, at 'rate' with 'channels' channels."),
+            .eventOutput("events", emits: .only([.gap]), doc: "gap events for audio dropped because the graph fell behind."),
         ],
         parameters: [
             ParameterDescriptor(
@@ -118,12 +118,11 @@ public final class PushInputNode: SourceNode {
 
     public static let type = NodeType(
         descriptor,
-        formats: { config, _ in ["out": outputFormat(config)] },
-        maxOutputFrames: { config, _, _ in config.integer("block") ?? 1024 },
+        maxOutputFrames: { config, _, _ in config.integer(of: "block") },
         make: { try PushInputNode($0) })
 
     static func outputFormat(_ config: NodeConfig) -> AudioFormat {
-        AudioFormat(sampleRate: Int(config.number("rate") ?? 16000), channelCount: config.integer("channels") ?? 1)
+        AudioFormat(sampleRate: Int(config.number(of: "rate").rounded()), channelCount: config.integer(of: "channels"))
     }
 
     public let pusher: AudioPusher
@@ -138,8 +137,8 @@ public final class PushInputNode: SourceNode {
     init(_ context: NodeContext) throws {
         let format = context.outputFormats["out"] ?? Self.outputFormat(context.config)
         name = context.config.name
-        block = context.config.integer("block") ?? 1024
-        let seconds = context.config.number("buffer") ?? 2
+        block = context.config.integer(of: "block")
+        let seconds = context.config.number(of: "buffer")
         pusher = AudioPusher(format: format, capacityFrames: max(Int(seconds * Double(format.sampleRate)), block),
                              wake: context.resources.wake)
         scratch = .allocate(capacity: block * format.channelCount)

@@ -53,6 +53,7 @@ func describe(_ event: GraphEvent) -> String {
     case .gap(_, let range, let reason): return "gap@\(range.start):\(reason)"
     case .availability(_, let available, _): return "availability:\(available)"
     case .level(_, let time, _, _): return "level@\(time)"
+    case .custom(let e): return "\(e.kind)@\(e.time ?? -1)"
     }
 }
 
@@ -63,7 +64,7 @@ enum Fake {
         typeName: "fake.source",
         summary: "Emits 'duration' of a 440 Hz tone in blocks of 'block'.",
         category: .input,
-        ports: [.audioOutput("out", doc: "The tone.")],
+        ports: [.audioOutput("out", format: .parameters(rate: "rate", channels: "channels"), doc: "The tone.")],
         parameters: [
             .path("path", required: true, doc: "Where the audio would come from (not read)."),
             .quantity("rate", default: 16, .kilohertz, range: 8...192, doc: "Sample rate."),
@@ -79,9 +80,9 @@ enum Fake {
         category: .analysis,
         ports: [
             .audioInput("in", .any, doc: "Any audio."),
-            .eventInput("control", required: false, doc: "Optional events."),
-            .audioOutput("out", doc: "The same audio."),
-            .eventOutput("events", doc: "Speech activity."),
+            .eventInput("control", accepts: .only(EventKind.speechActivity), required: false, doc: "Optional events."),
+            .audioOutput("out", format: .input("in"), doc: "The same audio."),
+            .eventOutput("events", emits: .only([.speechStarted, .speechEnded]), doc: "Speech activity."),
         ],
         parameters: [
             .quantity("threshold", default: -40, .decibels, range: -120...0, doc: "Level."),
@@ -97,7 +98,7 @@ enum Fake {
         category: .recognizer,
         ports: [
             .audioInput("in", AudioRequirement(rate: .parameter("rate"), channelCount: 1), doc: "Mono at 'rate'."),
-            .eventOutput("results", doc: "Results."),
+            .eventOutput("results", emits: .only([.result]), doc: "Results."),
         ],
         parameters: [
             ParameterDescriptor("rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...48000,
@@ -113,7 +114,7 @@ enum Fake {
         typeName: "fake.sink",
         summary: "Records every event it gets.",
         category: .sink,
-        ports: [.eventInput("in", doc: "Any events.")],
+        ports: [.eventInput("in", accepts: .any, doc: "Any events.")],
         parameters: [
             .path("path", doc: "Optional path (not written)."),
             .string("label", default: nil, doc: "Optional string."),
@@ -124,12 +125,12 @@ enum Fake {
 
     static let downmixDescriptor = NodeDescriptor(
         typeName: "downmix", summary: "Mean of the channels.", category: .converter,
-        ports: [.audioInput("in", .any, doc: "Any channels."), .audioOutput("out", doc: "Mono.")],
+        ports: [.audioInput("in", .any, doc: "Any channels."), .audioOutput("out", format: .input("in", channels: 1), doc: "Mono.")],
         parameters: [])
 
     static let resampleDescriptor = NodeDescriptor(
         typeName: "resample", summary: "Naive sample-rate conversion.", category: .converter,
-        ports: [.audioInput("in", .any, doc: "Any rate."), .audioOutput("out", doc: "At 'rate'.")],
+        ports: [.audioInput("in", .any, doc: "Any rate."), .audioOutput("out", format: .input("in", rate: .parameter("rate")), doc: "At 'rate'.")],
         parameters: [
             .quantity("rate", default: 16, .kilohertz, range: 1...384, doc: "Output rate."),
             .choice("quality", ["quick", "low", "medium", "high", "very-high"], default: "high", doc: "Quality."),
@@ -143,11 +144,9 @@ enum Fake {
         var registry = NodeRegistry()
         var types = [
             NodeType(sourceDescriptor,
-                     formats: { config, _ in ["out": sourceFormat(config)] },
                      maxOutputFrames: { config, _, _ in sourceBlockFrames(config) },
                      make: { FakeSourceNode($0, log: log) }),
             NodeType(gateDescriptor,
-                     formats: { _, inputs in inputs["in"].map { ["out": $0] } ?? [:] },
                      make: { FakeGateNode($0, log: log) }),
             NodeType(recognizerDescriptor, make: { FakeRecognizerNode($0, log: log) }),
             NodeType(sinkDescriptor, make: { FakeSinkNode($0, log: log, stop: stop) }),
@@ -155,21 +154,12 @@ enum Fake {
         if converters {
             types.append(NodeType(
                 downmixDescriptor,
-                formats: { _, inputs in
-                    guard let input = inputs["in"] else { return [:] }
-                    return ["out": AudioFormat(sampleRate: input.sampleRate, channelCount: 1)]
-                },
                 make: { FakeDownmixNode($0, log: log) }))
             types.append(NodeType(
                 resampleDescriptor,
-                formats: { config, inputs in
-                    guard let input = inputs["in"] else { return [:] }
-                    return ["out": AudioFormat(sampleRate: Int((config.number("rate") ?? 16000).rounded()),
-                                               channelCount: input.channelCount)]
-                },
                 maxOutputFrames: { config, inputs, maxIn in
                     guard let input = inputs["in"] else { return maxIn }
-                    let ratio = (config.number("rate") ?? 16000) / Double(input.sampleRate)
+                    let ratio = config.number(of: "rate") / Double(input.sampleRate)
                     return Int((Double(maxIn) * ratio).rounded(.up)) + 16
                 },
                 make: { FakeResampleNode($0, log: log) }))
@@ -179,11 +169,11 @@ enum Fake {
     }
 
     static func sourceFormat(_ config: NodeConfig) -> AudioFormat {
-        AudioFormat(sampleRate: Int((config.number("rate") ?? 16000).rounded()), channelCount: config.integer("channels") ?? 1)
+        AudioFormat(sampleRate: Int(config.number(of: "rate").rounded()), channelCount: config.integer(of: "channels"))
     }
 
     static func sourceBlockFrames(_ config: NodeConfig) -> Int {
-        max(1, Int(((config.number("block") ?? 0.05) * (config.number("rate") ?? 16000)).rounded()))
+        max(1, Int((config.number(of: "block") * config.number(of: "rate")).rounded()))
     }
 }
 
