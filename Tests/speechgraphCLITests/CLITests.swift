@@ -262,51 +262,94 @@ import Testing
     }
 }
 
+/// One wer.py score: the percentage and the counts behind it.
+struct WERScore {
+    var percent: Double
+    var errors: Int
+    var words: Int
+
+    /// Scores `hypotheses` (a key<TAB>text file) against `references` with ../shared/tools/wer.py.
+    init(references: String, hypotheses: String, shared: URL) throws {
+        let r = try Run.process("/usr/bin/env", ["python3", shared.appendingPathComponent("tools/wer.py").path,
+                                                 references, hypotheses])
+        guard r.status == 0,
+              let m = r.stdout.firstMatch(of: /WER ([0-9.]+)% \(S=(\d+) D=(\d+) I=(\d+) N=(\d+)\)/),
+              let percent = Double(m.1), let s = Int(m.2), let d = Int(m.3), let i = Int(m.4), let n = Int(m.5)
+        else { throw TestSpeech.Failure(description: "wer.py \(hypotheses): \(r.stdout) \(r.stderr)") }
+        self.percent = percent
+        errors = s + d + i
+        words = n
+    }
+
+    /// One word's worth of WER, in points.
+    var oneWord: Double { 100 / Double(words) }
+}
+
 /// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
-/// shared scorer wer.py, as the issue measures it.
+/// shared scorer wer.py, against Debian's pocketsphinx_batch run in the same test on the same files with the
+/// same model and search width (so the bound follows the peer, not a figure written down once).
 @Suite struct CorpusTests {
     @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
     func realSpeechWordErrorRate() throws {
         let shared = try TestPaths.requireShared()
         let corpus = shared.appendingPathComponent("corpus/real")
         let manifest = corpus.appendingPathComponent("manifest.tsv")
-        let files = try String(contentsOf: manifest, encoding: .utf8).split(separator: "\n").dropFirst()
-            .map { corpus.appendingPathComponent(String($0.split(separator: "\t")[0])).path }
-        #expect(files.count == 35)
-        let r = try Run.speechgraph(["transcribe", "--format", "tsv"] + files, timeout: 600)
+        let names = try String(contentsOf: manifest, encoding: .utf8).split(separator: "\n").dropFirst()
+            .compactMap { $0.split(separator: "\t").first.map(String.init) }
+        #expect(names.count == 35)
+        let dir = TemporaryDirectory()
+        let files = names.map { corpus.appendingPathComponent($0).path }
+        let r = try Run.speechgraph(["transcribe", "--format", "tsv"] + files, timeout: 900)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.split(separator: "\n").count == 35)
-        let dir = TemporaryDirectory()
-        try r.stdout.write(toFile: dir.path("hyps.tsv"), atomically: true, encoding: .utf8)
-        let score = try Run.process("/usr/bin/env", ["python3", shared.appendingPathComponent("tools/wer.py").path,
-                                                     manifest.path, dir.path("hyps.tsv")])
-        let wer = try #require(score.stdout.firstMatch(of: /WER ([0-9.]+)%/).flatMap { Double($0.1) }, "wer.py: \(score.stdout)")
-        print("corpus: \(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
-        // Debian's pocketsphinx_batch with the same model, WAV header skipped (-adchdr 44): 26.78%.
-        #expect(wer <= 26.8)
+        try r.stdout.write(toFile: dir.path("sg.tsv"), atomically: true, encoding: .utf8)
+        let sg = try WERScore(references: manifest.path, hypotheses: dir.path("sg.tsv"), shared: shared)
+
+        // The peer, as scripts/bench.sh runs it: WAV header skipped (-adchdr 44), and speechgraph's -maxhmmpf.
+        let model = "/usr/share/pocketsphinx/model/en-us"
+        try names.map { String($0.dropLast(4)) }.joined(separator: "\n")
+            .appending("\n").write(toFile: dir.path("ctl"), atomically: true, encoding: .utf8)
+        let batch = try Run.process("/usr/bin/pocketsphinx_batch", [
+            "-adcin", "yes", "-adchdr", "44", "-cepdir", corpus.path, "-cepext", ".wav", "-ctl", dir.path("ctl"),
+            "-hmm", "\(model)/en-us", "-lm", "\(model)/en-us.lm.bin", "-dict", "\(model)/cmudict-en-us.dict",
+            "-maxhmmpf", String(SphinxModel.defaultMaxHMMs), "-hyp", dir.path("ps.hyp"), "-logfn", "/dev/null",
+        ], timeout: 900)
+        try #require(batch.status == 0, "pocketsphinx_batch (Debian package pocketsphinx): \(batch.stderr)")
+        // Its lines are 'text (file score)'.
+        let peerRows = try String(contentsOfFile: dir.path("ps.hyp"), encoding: .utf8).split(separator: "\n")
+            .compactMap { $0.wholeMatch(of: /(.*) \(([^ ]+) -?[0-9]+\)/).map { "\($0.2)\t\($0.1)\n" } }
+        #expect(peerRows.count == 35)
+        try peerRows.joined().write(toFile: dir.path("ps.tsv"), atomically: true, encoding: .utf8)
+        let peer = try WERScore(references: manifest.path, hypotheses: dir.path("ps.tsv"), shared: shared)
+        print("corpus: speechgraph WER \(sg.percent)% (\(sg.errors) errors), pocketsphinx_batch \(peer.percent)% "
+              + "(\(peer.errors) errors), \(sg.words) words")
+        // No worse than the peer, give or take one word.
+        #expect(sg.errors <= peer.errors + 1, "speechgraph \(sg.percent)%, pocketsphinx_batch \(peer.percent)%")
     }
 }
 
 /// `speechgraph transcribe` on the 148 s long-form files (the vad node cuts them into utterances), scored by
-/// wer.py against Debian's `pocketsphinx_continuous` figures on the same files.
+/// wer.py against the figures of Debian's `pocketsphinx_continuous` on the same files, as issue 4 measured
+/// them (239 words each, one word 0.42 points): long_clean 29.3%, long_white15db 66.9%, long_pink15db 61.5%.
+/// Those are measured figures, so each limit allows one word more than the peer's. speechgraph measured
+/// 23.85%, 65.69% and 56.07% (docs/endpointing.md).
 @Suite struct LongFormTests {
     @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
           arguments: [("long_clean", 29.3), ("long_white15db", 66.9), ("long_pink15db", 61.5)])
-    func longFormWordErrorRate(file: String, limit: Double) throws {
+    func longFormWordErrorRate(file: String, peer: Double) throws {
         let shared = try TestPaths.requireShared()
         let long = shared.appendingPathComponent("corpus/long")
         let r = try Run.speechgraph(["transcribe", "--format", "tsv", long.appendingPathComponent("\(file).wav").path],
-                                    timeout: 600)
+                                    timeout: 900)
         #expect(r.status == 0, "\(r.stderr)")
         let dir = TemporaryDirectory()
         let reference = try String(contentsOf: long.appendingPathComponent("\(file).txt"), encoding: .utf8)
         try "\(file)\t\(reference.trimmingCharacters(in: .whitespacesAndNewlines))\n"
             .write(toFile: dir.path("ref.tsv"), atomically: true, encoding: .utf8)
         try r.stdout.write(toFile: dir.path("hyp.tsv"), atomically: true, encoding: .utf8)
-        let score = try Run.process("/usr/bin/env", ["python3", shared.appendingPathComponent("tools/wer.py").path,
-                                                     dir.path("ref.tsv"), dir.path("hyp.tsv")])
-        let wer = try #require(score.stdout.firstMatch(of: /WER ([0-9.]+)%/).flatMap { Double($0.1) }, "wer.py: \(score.stdout)")
-        print("\(file): \(score.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
-        #expect(wer < limit)
+        let score = try WERScore(references: dir.path("ref.tsv"), hypotheses: dir.path("hyp.tsv"), shared: shared)
+        print("\(file): WER \(score.percent)% (\(score.errors) errors in \(score.words) words), "
+              + "pocketsphinx_continuous \(peer)%")
+        #expect(score.percent <= peer + score.oneWord, "\(file): \(score.percent)% against the peer's \(peer)%")
     }
 }
