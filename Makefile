@@ -14,7 +14,7 @@ DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx poc
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run run-offline test test-fast test-tsan bench docs clean
+.PHONY: deps build run run-offline test test-fast test-tsan bench docs format lint clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat)
 deps:
@@ -50,14 +50,22 @@ out/demo.wav: scripts/make-demo-audio.sh
 	@mkdir -p out
 	bash scripts/make-demo-audio.sh $@
 
-## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI)
-test: deps
+## format: the house style (.swift-format, lines <= 120) on every Swift file; run before each commit
+format:
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests
+
+## lint: fails when a Swift file is not in the house style (make format fixes it)
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
+
+## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI), after the style check
+test: deps lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
 
 ## test-fast: the tests that need no PocketSphinx model, no JACK server and no corpus (the core: language,
 ## planner, runtime, rings; the VAD detector), in seconds after the build.
-test-fast: deps
+test-fast: deps lint
 	$(SWIFT) build --build-tests
 	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|DetectorTests"
 

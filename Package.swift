@@ -11,12 +11,13 @@ let package = Package(
         .library(name: "SpeechGraphCore", targets: ["SpeechGraphCore"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
     ],
     targets: [
         // Thin system-library targets, one per C library (Debian -dev packages, found by pkg-config).
-        .systemLibrary(name: "CPocketSphinx", pkgConfig: "pocketsphinx",
-                       providers: [.apt(["libpocketsphinx-dev", "libsphinxbase-dev"])]),
+        .systemLibrary(
+            name: "CPocketSphinx", pkgConfig: "pocketsphinx",
+            providers: [.apt(["libpocketsphinx-dev", "libsphinxbase-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
@@ -35,27 +36,37 @@ let package = Package(
         // Voice activity detection on FFTW.
         .target(name: "SpeechGraphVAD", dependencies: ["SpeechGraphCore", "CFFTW"]),
         // Every built-in node family, registered in one place.
-        .target(name: "SpeechGraphNodes",
-                dependencies: ["SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphSinks",
-                               "SpeechGraphJACK", "SpeechGraphVAD"]),
+        .target(
+            name: "SpeechGraphNodes",
+            dependencies: [
+                "SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphSinks",
+                "SpeechGraphJACK", "SpeechGraphVAD",
+            ]),
         // The library product apps depend on.
         .target(name: "SpeechGraph", dependencies: ["SpeechGraphNodes"]),
         // The thin CLI.
-        .executableTarget(name: "speechgraph", dependencies: [
-            "SpeechGraph",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "speechgraph",
+            dependencies: [
+                "SpeechGraph",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
-        .testTarget(name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
-                    resources: [.copy("Golden")]),
+        .testTarget(
+            name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
+            resources: [.copy("Golden")]),
         // Counts allocations on one thread (the JACK process thread); linked into the test binary only.
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
-        .testTarget(name: "SpeechGraphJACKTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CMallocCounter"]),
+        .testTarget(
+            name: "SpeechGraphJACKTests",
+            dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CMallocCounter"]),
         .testTarget(name: "SpeechGraphVADTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
         // Helpers shared by the end-to-end tests: synthesised speech, processes, word error rate.
-        .target(name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),
-        .testTarget(name: "SpeechGraphNodesTests",
-                    dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack"]),
+        .target(
+            name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),
+        .testTarget(
+            name: "SpeechGraphNodesTests",
+            dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack"]),
         .testTarget(name: "speechgraphCLITests", dependencies: ["SpeechGraph", "SpeechGraphTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -35,7 +35,8 @@ public final class AudioFile {
         guard info.samplerate > 0, info.channels > 0 else {
             sf_close(h)
             handle = nil
-            throw SpeechGraphError("\(path): invalid header (rate \(info.samplerate), \(info.channels) channels)", parameter: "path")
+            throw SpeechGraphError(
+                "\(path): invalid header (rate \(info.samplerate), \(info.channels) channels)", parameter: "path")
         }
         sampleRate = Int(info.samplerate)
         channelCount = Int(info.channels)
@@ -45,7 +46,8 @@ public final class AudioFile {
         _ = sf_command(h, Int32(SFC_GET_LOG_INFO), &log, Int32(log.count))
         let text = String(cString: log)
         if text.contains("should be") || text.lowercased().contains("truncated") || text.contains("too big") {
-            truncation = "\(path): file is truncated (its header promises more audio than it holds); reading the \(String(format: "%.2f", Double(frameCount) / Double(sampleRate))) s that are there"
+            truncation =
+                "\(path): file is truncated (its header promises more audio than it holds); reading the \(String(format: "%.2f", Double(frameCount) / Double(sampleRate))) s that are there"
         } else {
             truncation = nil
         }

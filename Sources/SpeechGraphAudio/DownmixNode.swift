@@ -37,7 +37,9 @@ public final class DownmixNode: GraphNode {
             for c in 0..<channels { sum += block.samples[i * channels + c] }
             buffer[i] = sum * scale
         }
-        try output.emit(AudioBlock(samples: UnsafeBufferPointer(rebasing: buffer[0..<frames]), format: format,
-                                   startFrame: block.startFrame))
+        try output.emit(
+            AudioBlock(
+                samples: UnsafeBufferPointer(rebasing: buffer[0..<frames]), format: format,
+                startFrame: block.startFrame))
     }
 }

@@ -14,8 +14,9 @@ public final class FileInputNode: SourceNode {
         ports: [.audioOutput("out", format: .computed, doc: "The file's audio, float32 at the file's rate.")],
         parameters: [
             .path("path", required: true, doc: "The audio file to read."),
-            .integer("channel", default: 0, range: 0...256,
-                     doc: "0 mixes every channel down to mono; N takes channel N only (1 is the first)."),
+            .integer(
+                "channel", default: 0, range: 0...256,
+                doc: "0 mixes every channel down to mono; N takes channel N only (1 is the first)."),
             .integer("block", default: 1024, range: 16...65536, doc: "Frames read per block."),
             .boolean("realtime", default: false, doc: "Play at the pace of live audio instead of as fast as possible."),
             .integer("loop", default: 1, range: 1...100_000, doc: "Play the file this many times, one after another."),
@@ -27,8 +28,9 @@ public final class FileInputNode: SourceNode {
             let file = try AudioFile(path: context.config.string(of: "path"))
             let channel = context.config.integer(of: "channel")
             if channel > file.channelCount {
-                throw SpeechGraphError("\(file.path) has \(file.channelCount) channel(s); there is no channel \(channel)",
-                                       parameter: "channel")
+                throw SpeechGraphError(
+                    "\(file.path) has \(file.channelCount) channel(s); there is no channel \(channel)",
+                    parameter: "channel")
             }
             return ["out": AudioFormat(sampleRate: file.sampleRate, channelCount: 1)]
         },

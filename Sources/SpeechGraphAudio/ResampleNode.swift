@@ -42,18 +42,22 @@ public final class ResampleNode: GraphNode {
         }
         inFormat = input
         outFormat = out
-        let recipe: UInt = switch context.config.string(of: "quality") {
-        case "quick": UInt(SOXR_QQ)
-        case "low": UInt(SOXR_LQ)
-        case "medium": UInt(SOXR_MQ)
-        case "very-high": UInt(SOXR_VHQ)
-        default: UInt(SOXR_HQ)
-        }
+        let recipe: UInt =
+            switch context.config.string(of: "quality") {
+            case "quick": UInt(SOXR_QQ)
+            case "low": UInt(SOXR_LQ)
+            case "medium": UInt(SOXR_MQ)
+            case "very-high": UInt(SOXR_VHQ)
+            default: UInt(SOXR_HQ)
+            }
         var quality = soxr_quality_spec(recipe, 0)
         var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
         var error: soxr_error_t?
-        guard let s = soxr_create(Double(input.sampleRate), Double(out.sampleRate), UInt32(input.channelCount),
-                                  &error, &io, &quality, nil), error == nil else {
+        guard
+            let s = soxr_create(
+                Double(input.sampleRate), Double(out.sampleRate), UInt32(input.channelCount),
+                &error, &io, &quality, nil), error == nil
+        else {
             throw SpeechGraphError("libsoxr: \(error.map { String(cString: $0) } ?? "cannot create a resampler")")
         }
         soxr = s
@@ -71,15 +75,18 @@ public final class ResampleNode: GraphNode {
     public func process(_ block: AudioBlock, port: Int, output next: NodeOutput) throws {
         if startFrameIn == nil {
             startFrameIn = block.startFrame
-            framesOut = Int64((Double(block.startFrame) * Double(outFormat.sampleRate) / Double(inFormat.sampleRate)).rounded())
+            framesOut = Int64(
+                (Double(block.startFrame) * Double(outFormat.sampleRate) / Double(inFormat.sampleRate)).rounded())
         }
         var consumed = 0
         let total = block.frameCount
         let channels = inFormat.channelCount
         while consumed < total {
-            var done = 0, made = 0
-            let error = soxr_process(soxr, block.samples.baseAddress! + consumed * channels, total - consumed, &done,
-                                     output.baseAddress, capacityFrames, &made)
+            var done = 0
+            var made = 0
+            let error = soxr_process(
+                soxr, block.samples.baseAddress! + consumed * channels, total - consumed, &done,
+                output.baseAddress, capacityFrames, &made)
             if let error { throw SpeechGraphError("libsoxr: \(String(cString: error))") }
             consumed += done
             try emit(made, next)
@@ -108,8 +115,9 @@ public final class ResampleNode: GraphNode {
 
     private func emit(_ frames: Int, _ next: NodeOutput) throws {
         guard frames > 0 else { return }
-        let block = AudioBlock(samples: UnsafeBufferPointer(rebasing: output[0..<(frames * outFormat.channelCount)]),
-                               format: outFormat, startFrame: framesOut)
+        let block = AudioBlock(
+            samples: UnsafeBufferPointer(rebasing: output[0..<(frames * outFormat.channelCount)]),
+            format: outFormat, startFrame: framesOut)
         framesOut += Int64(frames)
         try next.emit(block)
     }

@@ -17,7 +17,7 @@ public final class LevelTapNode: GraphNode {
             .eventOutput("events", emits: .only([.level]), doc: "level events, one every 'interval' of audio."),
         ],
         parameters: [
-            .quantity("interval", default: 100, .milliseconds, range: 1...10_000, doc: "Audio time per level event."),
+            .quantity("interval", default: 100, .milliseconds, range: 1...10_000, doc: "Audio time per level event.")
         ])
 
     public static let type = NodeType(
@@ -68,7 +68,10 @@ public final class LevelTapNode: GraphNode {
         let rms = sumSquares.map { dB(($0 / Double(frames)).squareRoot()) }
         let peak = peaks.map { dB(Double($0)) }
         try output.emit(.level(node: name, time: time, rms: rms, peak: peak), port: 1)
-        for c in sumSquares.indices { sumSquares[c] = 0; peaks[c] = 0 }
+        for c in sumSquares.indices {
+            sumSquares[c] = 0
+            peaks[c] = 0
+        }
         frames = 0
     }
 }
@@ -85,7 +88,7 @@ public final class RecordTapNode: GraphNode {
             .audioOutput("out", format: .input("in"), doc: "The same audio, unchanged."),
         ],
         parameters: [
-            .path("path", required: true, doc: "The file to write; .flac writes FLAC, anything else WAV."),
+            .path("path", required: true, doc: "The file to write; .flac writes FLAC, anything else WAV.")
         ])
 
     public static let type = NodeType(
@@ -101,7 +104,8 @@ public final class RecordTapNode: GraphNode {
         var info = SF_INFO()
         info.samplerate = Int32(format.sampleRate)
         info.channels = Int32(format.channelCount)
-        info.format = path.lowercased().hasSuffix(".flac")
+        info.format =
+            path.lowercased().hasSuffix(".flac")
             ? Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_24) : Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
         guard let f = sf_open(path, Int32(SFM_WRITE), &info) else {
             throw SpeechGraphError("cannot write \(path): \(String(cString: sf_strerror(nil)))", parameter: "path")
@@ -112,7 +116,8 @@ public final class RecordTapNode: GraphNode {
     deinit { close() }
 
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
-        if let file, sf_writef_float(file, block.samples.baseAddress, sf_count_t(block.frameCount)) != block.frameCount {
+        if let file, sf_writef_float(file, block.samples.baseAddress, sf_count_t(block.frameCount)) != block.frameCount
+        {
             throw SpeechGraphError("writing \(path) failed: \(String(cString: sf_strerror(file)))")
         }
         try output.emit(block)

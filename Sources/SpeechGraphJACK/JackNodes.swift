@@ -13,8 +13,9 @@ enum JackSettings {
     /// (or by planning the graph to run).
     static func session(_ resources: GraphResources) -> JackSession {
         resources.shared(JackSession.self) {
-            JackSession(name: clientName(resources), server: server,
-                        measureCallback: resources.settings["jack.measure"] != nil, inputWake: resources.wake)
+            JackSession(
+                name: clientName(resources), server: server,
+                measureCallback: resources.settings["jack.measure"] != nil, inputWake: resources.wake)
         }
     }
 
@@ -22,8 +23,9 @@ enum JackSettings {
     /// session (its client opens here, once); only checking, nothing is opened and 48 kHz is assumed.
     static func planningRate(_ context: inout PlanContext) throws -> Int {
         if let resources = context.resources { return try session(resources).openClient() }
-        context.notes.append("the JACK server is not asked for its rate when the graph is only checked: "
-                             + "\(assumedRate / 1000) kHz assumed (a run plans at the server's own rate)")
+        context.notes.append(
+            "the JACK server is not asked for its rate when the graph is only checked: "
+                + "\(assumedRate / 1000) kHz assumed (a run plans at the server's own rate)")
         return assumedRate
     }
     static let assumedRate = 48000
@@ -57,11 +59,14 @@ public final class JackInputNode: SourceNode {
         parameters: [
             .integer("channels", default: 1, range: 1...64, doc: "Number of input ports."),
             .string("port", default: "in", doc: "Base name of the ports: in_1, in_2, ..."),
-            .string("connect", default: nil, doc: "Ports to connect to, as shell patterns separated by commas "
+            .string(
+                "connect", default: nil,
+                doc: "Ports to connect to, as shell patterns separated by commas "
                     + "(\"system:capture_*\"). With as many patterns as channels, pattern N feeds port N; otherwise "
                     + "every matching port is connected to every port of this node."),
-            .quantity("buffer", default: 2000, .milliseconds, range: 50...60_000,
-                      doc: "Audio held between the JACK thread and the graph before periods are dropped."),
+            .quantity(
+                "buffer", default: 2000, .milliseconds, range: 50...60_000,
+                doc: "Audio held between the JACK thread and the graph before periods are dropped."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
         ],
         threading: .realtime)
@@ -106,9 +111,11 @@ public final class JackInputNode: SourceNode {
         for channel in 1...format.channelCount {
             let ring = AudioRing(minimumCapacity: frames)
             // With several channels and as many patterns, pattern N feeds port N; otherwise every pattern every port.
-            let connect = patterns.count == format.channelCount && format.channelCount > 1 ? [patterns[channel - 1]] : patterns
-            try session.addPort(name: "\(base)_\(channel)", prettyName: "\(c.name) \(channel)", group: "\(c.name)",
-                                order: channel, isInput: true, connect: connect, ring: ring)
+            let connect =
+                patterns.count == format.channelCount && format.channelCount > 1 ? [patterns[channel - 1]] : patterns
+            try session.addPort(
+                name: "\(base)_\(channel)", prettyName: "\(c.name) \(channel)", group: "\(c.name)",
+                order: channel, isInput: true, connect: connect, ring: ring)
             rings.append(ring)
         }
         self.rings = rings
@@ -147,26 +154,34 @@ public final class JackInputNode: SourceNode {
                 }
             case .restored(let seconds):
                 let lost = Int64((seconds * Double(format.sampleRate)).rounded())
-                try output.emit(.gap(node: name, range: TimeRange(start: time(streamFrame), end: time(streamFrame + lost)),
-                                     reason: "JACK server unavailable"), port: 1)
+                try output.emit(
+                    .gap(
+                        node: name, range: TimeRange(start: time(streamFrame), end: time(streamFrame + lost)),
+                        reason: "JACK server unavailable"), port: 1)
                 streamFrame += lost
-                try output.emit(.availability(node: name, isAvailable: true,
-                                              reason: "JACK server is back; client '\(session.clientName)' reconnected"),
-                                port: 1)
+                try output.emit(
+                    .availability(
+                        node: name, isAvailable: true,
+                        reason: "JACK server is back; client '\(session.clientName)' reconnected"),
+                    port: 1)
             case .xruns(let count):
                 if xrunsPending == 0 { xrunsSince = streamFrame }
                 xrunsPending += count
             case .rateChanged(let from, let to):
-                try output.emit(.availability(node: name, isAvailable: false,
-                                              reason: "the JACK server came back at \(to) Hz; this graph runs at \(from) Hz: "
-                                                + "restart speechgraph"), port: 1)
+                try output.emit(
+                    .availability(
+                        node: name, isAvailable: false,
+                        reason: "the JACK server came back at \(to) Hz; this graph runs at \(from) Hz: "
+                            + "restart speechgraph"), port: 1)
             }
         }
         if xrunsPending > 0, Date().timeIntervalSince(lastXrunReport) >= 1 {
             lastXrunReport = Date()
             // JACK does not say how much audio an xrun cost: a point in time, with the count.
-            try output.emit(.gap(node: name, range: TimeRange(start: time(xrunsSince), end: time(xrunsSince)),
-                                 reason: xrunsPending == 1 ? "JACK xrun" : "\(xrunsPending) JACK xruns"), port: 1)
+            try output.emit(
+                .gap(
+                    node: name, range: TimeRange(start: time(xrunsSince), end: time(xrunsSince)),
+                    reason: xrunsPending == 1 ? "JACK xrun" : "\(xrunsPending) JACK xruns"), port: 1)
             xrunsPending = 0
         }
         try drain(output: output)
@@ -183,8 +198,11 @@ public final class JackInputNode: SourceNode {
             let readSoFar = rings[0].endpoint.readCount
             if let gap = pendingGap, gap.ringIndex <= readSoFar {
                 // Everything before the gap has been emitted: report it and move the clock past it.
-                try output.emit(.gap(node: name, range: TimeRange(start: time(streamFrame), end: time(streamFrame + Int64(gap.frames))),
-                                     reason: "overrun: the graph fell behind the audio"), port: 1)
+                try output.emit(
+                    .gap(
+                        node: name,
+                        range: TimeRange(start: time(streamFrame), end: time(streamFrame + Int64(gap.frames))),
+                        reason: "overrun: the graph fell behind the audio"), port: 1)
                 streamFrame += Int64(gap.frames)
                 pendingGap = nil
                 continue
@@ -203,8 +221,10 @@ public final class JackInputNode: SourceNode {
                     for i in 0..<n { interleaved[i * channels + c] = scratch[i] }
                 }
             }
-            try output.emit(AudioBlock(samples: UnsafeBufferPointer(start: interleaved, count: n * channels),
-                                       format: format, startFrame: streamFrame))
+            try output.emit(
+                AudioBlock(
+                    samples: UnsafeBufferPointer(start: interleaved, count: n * channels),
+                    format: format, startFrame: streamFrame))
             streamFrame += Int64(n)
         }
     }
@@ -227,8 +247,9 @@ public final class JackOutputNode: GraphNode {
         parameters: [
             .string("port", default: "out", doc: "Base name of the ports: out_1, out_2, ..."),
             .string("connect", default: nil, doc: "Ports to connect to, as shell patterns separated by commas."),
-            .quantity("prebuffer", default: 200, .milliseconds, range: 0...10_000,
-                      doc: "Audio queued before playback starts (and after an underrun)."),
+            .quantity(
+                "prebuffer", default: 200, .milliseconds, range: 0...10_000,
+                doc: "Audio queued before playback starts (and after an underrun)."),
             .quantity("buffer", default: 2000, .milliseconds, range: 50...60_000, doc: "Most audio queued."),
         ],
         threading: .realtime)
@@ -260,8 +281,9 @@ public final class JackOutputNode: GraphNode {
         for channel in 1...channels {
             let ring = AudioRing(minimumCapacity: max(frames, prebuffer * 2))
             let connect = patterns.count == channels && channels > 1 ? [patterns[channel - 1]] : patterns
-            try session.addPort(name: "\(base)_\(channel)", prettyName: "\(c.name) \(channel)", group: c.name, order: channel,
-                                isInput: false, connect: connect, ring: ring, prebufferFrames: prebuffer)
+            try session.addPort(
+                name: "\(base)_\(channel)", prettyName: "\(c.name) \(channel)", group: c.name, order: channel,
+                isInput: false, connect: connect, ring: ring, prebufferFrames: prebuffer)
             rings.append(ring)
         }
         self.rings = rings

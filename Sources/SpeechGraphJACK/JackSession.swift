@@ -33,7 +33,8 @@ private func onShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, 
 }
 
 private func onXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
-    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.xruns.add(1, ordering: .relaxed)
+    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.xruns.add(
+        1, ordering: .relaxed)
     return 0
 }
 
@@ -122,8 +123,10 @@ public final class JackSession: @unchecked Sendable {
 
     /// Makes the session; nothing talks to JACK until `openClient` (planning for a run) or `start`.
     /// `sampleRate`: 0 until the server tells it.
-    public init(name: String, sampleRate: Int = 0, server: String? = nil, measureCallback: Bool = false,
-                inputWake: WakeSignal = WakeSignal()) {
+    public init(
+        name: String, sampleRate: Int = 0, server: String? = nil, measureCallback: Bool = false,
+        inputWake: WakeSignal = WakeSignal()
+    ) {
         self.inputWake = inputWake
         requestedName = name
         clientName = name
@@ -133,8 +136,10 @@ public final class JackSession: @unchecked Sendable {
         inputPorts = .allocate(capacity: RealtimeState.maxPorts)
         outputPorts = .allocate(capacity: RealtimeState.maxPorts)
         for i in 0..<RealtimeState.maxPorts {
-            (inputPorts + i).initialize(to: RealtimePort(port: nil, ring: dummy.endpoint, isPlaying: false, prebufferFrames: 0))
-            (outputPorts + i).initialize(to: RealtimePort(port: nil, ring: dummy.endpoint, isPlaying: false, prebufferFrames: 0))
+            (inputPorts + i).initialize(
+                to: RealtimePort(port: nil, ring: dummy.endpoint, isPlaying: false, prebufferFrames: 0))
+            (outputPorts + i).initialize(
+                to: RealtimePort(port: nil, ring: dummy.endpoint, isPlaying: false, prebufferFrames: 0))
         }
         placeholderRing = dummy
         running = .allocate(capacity: 1)
@@ -148,10 +153,12 @@ public final class JackSession: @unchecked Sendable {
         timing = .allocate(capacity: 1)
         timing.initialize(to: CallbackTiming(buckets: timingBuckets, maxNanoseconds: 0, count: 0))
         realtime = .allocate(capacity: 1)
-        realtime.initialize(to: RealtimeState(
-            inputs: inputPorts, inputCount: 0, outputs: outputPorts, outputCount: 0,
-            inputWake: inputWake.endpoint, outputWake: outputWake.endpoint, gaps: gapRing.endpoint,
-            running: running, underruns: underruns, overruns: overruns, timing: timing, timingEnabled: measureCallback))
+        realtime.initialize(
+            to: RealtimeState(
+                inputs: inputPorts, inputCount: 0, outputs: outputPorts, outputCount: 0,
+                inputWake: inputWake.endpoint, outputWake: outputWake.endpoint, gaps: gapRing.endpoint,
+                running: running, underruns: underruns, overruns: overruns, timing: timing,
+                timingEnabled: measureCallback))
         notifications = .allocate(capacity: 1)
         notifications.initialize(to: Notifications())
         reason = .allocate(capacity: SessionCallbacks.reasonCapacity)
@@ -165,31 +172,44 @@ public final class JackSession: @unchecked Sendable {
     deinit {
         close()
         // Freed only after jack_client_close: the callbacks may run until then.
-        realtime.deinitialize(count: 1); realtime.deallocate()
-        notifications.deinitialize(count: 1); notifications.deallocate()
-        callbacks.deinitialize(count: 1); callbacks.deallocate()
+        realtime.deinitialize(count: 1)
+        realtime.deallocate()
+        notifications.deinitialize(count: 1)
+        notifications.deallocate()
+        callbacks.deinitialize(count: 1)
+        callbacks.deallocate()
         reason.deallocate()
-        inputPorts.deinitialize(count: RealtimeState.maxPorts); inputPorts.deallocate()
-        outputPorts.deinitialize(count: RealtimeState.maxPorts); outputPorts.deallocate()
-        running.deinitialize(count: 1); running.deallocate()
-        underruns.deinitialize(count: 1); underruns.deallocate()
-        overruns.deinitialize(count: 1); overruns.deallocate()
-        timing.deinitialize(count: 1); timing.deallocate()
+        inputPorts.deinitialize(count: RealtimeState.maxPorts)
+        inputPorts.deallocate()
+        outputPorts.deinitialize(count: RealtimeState.maxPorts)
+        outputPorts.deallocate()
+        running.deinitialize(count: 1)
+        running.deallocate()
+        underruns.deinitialize(count: 1)
+        underruns.deallocate()
+        overruns.deinitialize(count: 1)
+        overruns.deallocate()
+        timing.deinitialize(count: 1)
+        timing.deallocate()
         timingBuckets.deallocate()
     }
 
     /// Declares a port before `start`. Returns its index among the inputs or outputs.
     @discardableResult
-    func addPort(name: String, prettyName: String, group: String, order: Int, isInput: Bool, connect: [String],
-                 ring: AudioRing, prebufferFrames: Int = 0) throws -> Int {
+    func addPort(
+        name: String, prettyName: String, group: String, order: Int, isInput: Bool, connect: [String],
+        ring: AudioRing, prebufferFrames: Int = 0
+    ) throws -> Int {
         guard specs.filter({ $0.isInput == isInput }).count < RealtimeState.maxPorts else {
             throw SpeechGraphError("at most \(RealtimeState.maxPorts) JACK \(isInput ? "input" : "output") ports")
         }
         guard !specs.contains(where: { $0.name == name }) else {
             throw SpeechGraphError("two JACK ports named '\(name)': give the nodes different 'port' names")
         }
-        specs.append(PortSpec(name: name, prettyName: prettyName, group: group, order: order, isInput: isInput,
-                              connect: connect, ring: ring, prebufferFrames: prebufferFrames))
+        specs.append(
+            PortSpec(
+                name: name, prettyName: prettyName, group: group, order: order, isInput: isInput,
+                connect: connect, ring: ring, prebufferFrames: prebufferFrames))
         return specs.filter { $0.isInput == isInput }.count - 1
     }
 
@@ -214,8 +234,9 @@ public final class JackSession: @unchecked Sendable {
     func expect(rate: Int) throws {
         if sampleRate == 0 { sampleRate = rate }
         guard rate == sampleRate else {
-            throw SpeechGraphError("the JACK server runs at \(sampleRate) Hz but the graph was planned for \(rate) Hz "
-                                   + "(plan the graph with its resources, so that it takes the server's rate)")
+            throw SpeechGraphError(
+                "the JACK server runs at \(sampleRate) Hz but the graph was planned for \(rate) Hz "
+                    + "(plan the graph with its resources, so that it takes the server's rate)")
         }
     }
 
@@ -237,7 +258,8 @@ public final class JackSession: @unchecked Sendable {
             jack_client_close(c)
             client = nil
             if initial {
-                throw SpeechGraphError("the JACK server runs at \(rate) Hz but the graph was planned for \(sampleRate) Hz")
+                throw SpeechGraphError(
+                    "the JACK server runs at \(rate) Hz but the graph was planned for \(sampleRate) Hz")
             }
             planningRateMismatch = (sampleRate, rate)
             return
@@ -253,7 +275,8 @@ public final class JackSession: @unchecked Sendable {
 
         // Ports, in the real-time state before activation (the callback is not running yet).
         ports = []
-        var inputs = 0, outputs = 0
+        var inputs = 0
+        var outputs = 0
         for spec in specs {
             let flags = UInt(spec.isInput ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
             guard let port = jack_port_register(c, spec.name, JACK_DEFAULT_AUDIO_TYPE, flags, 0) else {
@@ -263,11 +286,19 @@ public final class JackSession: @unchecked Sendable {
             ports.append(port)
             let uuid = jack_port_uuid(port)
             _ = jack_set_property(c, uuid, Metadata.prettyName, spec.prettyName, "text/plain")
-            _ = jack_set_property(c, uuid, Metadata.order, String(spec.order), "http://www.w3.org/2001/XMLSchema#integer")
+            _ = jack_set_property(
+                c, uuid, Metadata.order, String(spec.order), "http://www.w3.org/2001/XMLSchema#integer")
             _ = jack_set_property(c, uuid, Metadata.portGroup, spec.group, "text/plain")
             _ = jack_set_property(c, uuid, Metadata.signalType, "AUDIO", "text/plain")
-            let rt = RealtimePort(port: port, ring: spec.ring.endpoint, isPlaying: false, prebufferFrames: spec.prebufferFrames)
-            if spec.isInput { inputPorts[inputs] = rt; inputs += 1 } else { outputPorts[outputs] = rt; outputs += 1 }
+            let rt = RealtimePort(
+                port: port, ring: spec.ring.endpoint, isPlaying: false, prebufferFrames: spec.prebufferFrames)
+            if spec.isInput {
+                inputPorts[inputs] = rt
+                inputs += 1
+            } else {
+                outputPorts[outputs] = rt
+                outputs += 1
+            }
         }
         realtime.pointee.inputCount = inputs
         realtime.pointee.outputCount = outputs
@@ -301,7 +332,9 @@ public final class JackSession: @unchecked Sendable {
             let mine = String(cString: jack_port_name(port))
             for pattern in spec.connect {
                 // JACK matches port names with a regular expression; our patterns are shell globs.
-                let regex = "^" + NSRegularExpression.escapedPattern(for: pattern)
+                let regex =
+                    "^"
+                    + NSRegularExpression.escapedPattern(for: pattern)
                     .replacingOccurrences(of: "\\*", with: ".*").replacingOccurrences(of: "\\?", with: ".") + "$"
                 let want = UInt(spec.isInput ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
                 guard let names = jack_get_ports(c, regex, JACK_DEFAULT_AUDIO_TYPE, want) else { continue }
@@ -372,10 +405,12 @@ public final class JackSession: @unchecked Sendable {
     /// One line of figures for `speechgraph run --stats`.
     public var statisticsLine: String {
         let d = callbackDurations()
-        var line = "jack: client \(clientName), \(sampleRate) Hz, period \(bufferSize) frames; overrun_frames \(overrunFrames), "
+        var line =
+            "jack: client \(clientName), \(sampleRate) Hz, period \(bufferSize) frames; overrun_frames \(overrunFrames), "
             + "xruns \(xrunCount), underruns \(underrunCount)"
         if d.count > 0 {
-            line += String(format: "; callback_us p50 %.1f p99 %.1f max %.1f over %d callbacks", d.p50, d.p99, d.max, d.count)
+            line += String(
+                format: "; callback_us p50 %.1f p99 %.1f max %.1f over %d callbacks", d.p50, d.p99, d.max, d.count)
         }
         return line
     }

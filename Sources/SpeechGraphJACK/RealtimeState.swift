@@ -3,7 +3,7 @@ import SpeechGraphCore
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One port as the process callback sees it: the JACK port and its ring.
@@ -93,7 +93,10 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
                 }
             }
         }
-        if got < n { (raw + got * MemoryLayout<Float>.stride).initializeMemory(as: UInt8.self, repeating: 0, count: (n - got) * MemoryLayout<Float>.stride) }
+        if got < n {
+            (raw + got * MemoryLayout<Float>.stride).initializeMemory(
+                as: UInt8.self, repeating: 0, count: (n - got) * MemoryLayout<Float>.stride)
+        }
     }
     if state.pointee.outputCount > 0 { state.pointee.outputWake.post() }
 

@@ -1,8 +1,8 @@
 @_exported import SpeechGraphAudio
 @_exported import SpeechGraphCore
+@_exported import SpeechGraphJACK
 @_exported import SpeechGraphSinks
 @_exported import SpeechGraphSphinx
-@_exported import SpeechGraphJACK
 @_exported import SpeechGraphVAD
 
 /// Every node type that ships with speechgraph.

@@ -13,21 +13,24 @@ public enum JSONLines {
             o.addRaw("range", range(t.range))
             o.add("text", t.text)
             if !t.words.isEmpty {
-                o.addRaw("words", "[" + t.words.map { w in
-                    var wo = JSONObject()
-                    wo.add("text", w.text)
-                    wo.addTime("start", w.range.start)
-                    wo.addTime("end", w.range.end)
-                    wo.addRaw("confidence", fixed(w.confidence, 4))
-                    return wo.text
-                }.joined(separator: ",") + "]")
+                o.addRaw(
+                    "words",
+                    "["
+                        + t.words.map { w in
+                            var wo = JSONObject()
+                            wo.add("text", w.text)
+                            wo.addTime("start", w.range.start)
+                            wo.addTime("end", w.range.end)
+                            wo.addRaw("confidence", fixed(w.confidence, 4))
+                            return wo.text
+                        }.joined(separator: ",") + "]")
             }
             if !t.alternatives.isEmpty {
                 o.addRaw("alternatives", "[" + t.alternatives.map(quote).joined(separator: ",") + "]")
             }
             if let s = t.source ?? source { o.add("source", s) }
         case .speechStarted(let node, let time), .speechEnded(let node, let time),
-             .speechPaused(let node, let time), .speechResumed(let node, let time):
+            .speechPaused(let node, let time), .speechResumed(let node, let time):
             o.add("node", node)
             o.addTime("time", time)
             if let source { o.add("source", source) }
@@ -71,7 +74,8 @@ public enum JSONLines {
         switch event {
         case .result(let t): return t.range.end
         case .speechStarted(_, let time), .speechEnded(_, let time), .speechPaused(_, let time),
-             .speechResumed(_, let time): return time
+            .speechResumed(_, let time):
+            return time
         case .gap(_, let r, _): return r.end
         case .level(_, let time, _, _): return time
         case .availability: return nil
@@ -110,7 +114,8 @@ public enum JSONLines {
         var scale = 1.0
         for _ in 0..<digits { scale *= 10 }
         let n = Int64((abs(v) * scale).rounded())
-        let whole = n / Int64(scale), frac = n % Int64(scale)
+        let whole = n / Int64(scale)
+        let frac = n % Int64(scale)
         var f = String(frac)
         f = String(repeating: "0", count: digits - f.count) + f
         return (v < 0 && n != 0 ? "-" : "") + "\(whole).\(f)"
@@ -119,7 +124,9 @@ public enum JSONLines {
 
 struct JSONObject {
     private var fields: [String] = []
-    mutating func add(_ key: String, _ value: String) { fields.append("\(JSONLines.quote(key)):\(JSONLines.quote(value))") }
+    mutating func add(_ key: String, _ value: String) {
+        fields.append("\(JSONLines.quote(key)):\(JSONLines.quote(value))")
+    }
     mutating func add(_ key: String, _ value: Int) { fields.append("\(JSONLines.quote(key)):\(value)") }
     mutating func add(_ key: String, _ value: Bool) { fields.append("\(JSONLines.quote(key)):\(value)") }
     mutating func addTime(_ key: String, _ seconds: Double) { addRaw(key, JSONLines.fixed(seconds, 3)) }

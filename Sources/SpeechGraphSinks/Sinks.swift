@@ -7,14 +7,22 @@ public final class JSONLinesSink: GraphNode {
         typeName: "jsonl",
         summary: "Writes every event as one JSON object per line (see docs/events.md).",
         category: .sink,
-        ports: [.eventInput("in", accepts: .any, doc: "Any events: results, speech activity, gaps, availability, levels, "
-                             + "and kinds that plugins add.")],
+        ports: [
+            .eventInput(
+                "in", accepts: .any,
+                doc: "Any events: results, speech activity, gaps, availability, levels, "
+                    + "and kinds that plugins add.")
+        ],
         parameters: [
             .path("path", default: "-", doc: "File to write; \"-\" is standard output."),
             .boolean("volatile", default: true, doc: "Also write volatile (not yet final) results."),
-            .string("source", default: nil, doc: "A label written as \"source\" on each event (transcribe sets the file path)."),
-            .boolean("latency", default: false, doc: "When the graph runs paced like live audio, add \"latency\": seconds "
-                     + "from the end of the audio an event describes to the moment it was written."),
+            .string(
+                "source", default: nil,
+                doc: "A label written as \"source\" on each event (transcribe sets the file path)."),
+            .boolean(
+                "latency", default: false,
+                doc: "When the graph runs paced like live audio, add \"latency\": seconds "
+                    + "from the end of the audio an event describes to the moment it was written."),
         ])
 
     public static let type = NodeType(descriptor, make: { try JSONLinesSink($0) })
@@ -27,8 +35,9 @@ public final class JSONLinesSink: GraphNode {
 
     init(_ context: NodeContext) throws {
         let config = context.config
-        out = try TextOutput(path: config.string(of: "path"),
-                             statusLine: context.resources.existing(StatusLine.self))
+        out = try TextOutput(
+            path: config.string(of: "path"),
+            statusLine: context.resources.existing(StatusLine.self))
         includeVolatile = config.bool(of: "volatile")
         source = config.string("source")
         latency = config.bool(of: "latency")
@@ -60,15 +69,20 @@ public final class ConsoleSink: GraphNode {
             + "result replaces it; when standard output is not a terminal only final lines are written. Gaps and "
             + "changes of availability are shown between the lines.",
         category: .sink,
-        ports: [.eventInput("in", accepts: .only([.result, .gap, .availability]), doc: "Result, gap and availability events.")],
+        ports: [
+            .eventInput(
+                "in", accepts: .only([.result, .gap, .availability]), doc: "Result, gap and availability events.")
+        ],
         parameters: [
             .boolean("timestamps", default: true, doc: "Start each line with the utterance's time range."),
             .string("source", default: nil, doc: "A label printed before each line."),
         ])
 
-    public static let type = NodeType(descriptor, make: {
-        ConsoleSink($0.config, out: .standardOutput(statusLine: $0.resources.existing(StatusLine.self)))
-    })
+    public static let type = NodeType(
+        descriptor,
+        make: {
+            ConsoleSink($0.config, out: .standardOutput(statusLine: $0.resources.existing(StatusLine.self)))
+        })
 
     private let out: TextOutput
     private let timestamps: Bool
@@ -86,8 +100,13 @@ public final class ConsoleSink: GraphNode {
 
     public static func clock(_ seconds: Double) -> String {
         let ms = Int((seconds * 1000).rounded())
-        let m = ms / 60000, s = (ms / 1000) % 60, frac = ms % 1000
-        func pad(_ v: Int, _ n: Int) -> String { let t = String(v); return String(repeating: "0", count: max(0, n - t.count)) + t }
+        let m = ms / 60000
+        let s = (ms / 1000) % 60
+        let frac = ms % 1000
+        func pad(_ v: Int, _ n: Int) -> String {
+            let t = String(v)
+            return String(repeating: "0", count: max(0, n - t.count)) + t
+        }
         return "\(pad(m, 2)):\(pad(s, 2)).\(pad(frac, 3))"
     }
 
@@ -106,7 +125,8 @@ public final class ConsoleSink: GraphNode {
                 return
             }
         case .gap(_, let r, let reason):
-            line = r.duration > 0
+            line =
+                r.duration > 0
                 ? "-- \(JSONLines.fixed(r.duration, 2)) s of audio lost at \(Self.clock(r.start)) (\(reason)) --"
                 : "-- \(reason) at \(Self.clock(r.start)) --"
         case .availability(_, let available, let reason):

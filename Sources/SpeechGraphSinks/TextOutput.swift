@@ -2,7 +2,7 @@ import SpeechGraphCore
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a sink writes text: standard output or a file. Written with `write(2)`, flushed per event,
@@ -70,8 +70,6 @@ public final class TextOutput {
         buffer.removeAll(keepingCapacity: true)
     }
 }
-
-import Synchronization
 
 /// The one-line status (progress) a program shows on standard error when it is a terminal. Whatever
 /// writes results to standard output clears it first, so the two never share a line: the program makes

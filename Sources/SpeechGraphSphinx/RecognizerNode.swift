@@ -16,57 +16,73 @@ public final class RecognizerNode: GraphNode {
             """,
         category: .recognizer,
         ports: [
-            .audioInput("in", AudioRequirement(rate: .parameter("rate"), channelCount: 1), doc: "Speech, mono, at 'rate'."),
-            .eventInput("control", accepts: .only(EventKind.speechActivity), required: false,
-                        doc: "speechStarted / speechEnded (from a vad node) start and end utterances; without them "
-                            + "the whole stream is one utterance. With 'results: fast', speechPaused ends the "
-                            + "utterance and speechResumed starts the next."),
-            .eventOutput("results", emits: .only([.result]), doc: "Result events: volatile transcriptions while an utterance lasts (streaming "
-                         + "mode), then one final transcription per utterance."),
+            .audioInput(
+                "in", AudioRequirement(rate: .parameter("rate"), channelCount: 1), doc: "Speech, mono, at 'rate'."),
+            .eventInput(
+                "control", accepts: .only(EventKind.speechActivity), required: false,
+                doc: "speechStarted / speechEnded (from a vad node) start and end utterances; without them "
+                    + "the whole stream is one utterance. With 'results: fast', speechPaused ends the "
+                    + "utterance and speechResumed starts the next."),
+            .eventOutput(
+                "results", emits: .only([.result]),
+                doc: "Result events: volatile transcriptions while an utterance lasts (streaming "
+                    + "mode), then one final transcription per utterance."),
         ],
         parameters: [
-            .string("model", default: "en-us", doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
+            .string(
+                "model", default: "en-us",
+                doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
                     + "/usr/share/pocketsphinx/model, /usr/local/share/pocketsphinx/model) or a model directory."),
             .path("hmm", doc: "Acoustic model directory; default: the one inside the model directory."),
             .path("lm", doc: "Language model (.lm.bin, .lm); default: the model's."),
             .path("dict", doc: "Pronunciation dictionary; default: the model's."),
             .path("jsgf", doc: "A JSGF grammar to decode with instead of the language model."),
-            ParameterDescriptor("rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...16000,
-                                displayUnit: .kilohertz, doc: "Sample rate the acoustic model was trained at."),
-            .choice("mode", ["streaming", "utterance"], default: "streaming",
-                    doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
-                        + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
-                        + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
-            .choice("results", Results.allCases.map(\.rawValue), default: Results.progressive.rawValue,
-                    doc: "Which results, and how soon. progressive: volatile results while an utterance lasts (streaming "
-                        + "mode, every 'volatile'), then one final result. final-only: final results only. fast: as "
-                        + "progressive, with the final result as early as possible: the utterance ends where the vad "
-                        + "reports a pause (speechPaused, after its 'pause' of silence, rather than the longer pause "
-                        + "that ends speech), and PocketSphinx's second pass is skipped, so the final result does not "
-                        + "wait for it. fast is a little less accurate and cuts speech into more utterances."),
-            .integer("max-hmms", default: SphinxModel.defaultMaxHMMs, range: 100...100_000,
-                     doc: "PocketSphinx's -maxhmmpf: the most HMMs searched in each 10 ms frame. Lower is faster and less "
-                        + "accurate. PocketSphinx's own default, 30000, makes the search slower than real time at the "
-                        + "start of words; 10000 gives the same transcripts on the test corpus."),
-            .quantity("max-utterance", default: 30, .seconds, range: 1...600,
-                      doc: "Longest utterance: a longer one is split at a quiet point (within its last 5 s), so "
-                        + "unbroken dictation keeps bounded memory and still gets final results."),
-            .quantity("volatile", default: 100, .milliseconds, range: 0...10_000,
-                      doc: "Streaming mode, results progressive or fast: emit a volatile result after this much audio "
-                        + "when its text changed; 0 turns volatile results off (as 'results: final-only')."),
-            .quantity("batch", default: 100, .milliseconds, range: 0...1000,
-                      doc: "Streaming mode: audio gathered before the decoder is woken. Small blocks (a JACK period) "
-                        + "decoded one by one cost up to 70% more CPU than the same audio in larger batches; the "
-                        + "batch is always decoded at once when an utterance ends, so final results do not wait for "
-                        + "it. Volatile results come at most this much later."),
-            .boolean("final-pass", default: false,
-                     doc: "Streaming mode: when an utterance ends, decode its audio again, whole, for the final "
-                        + "result, with normalisation over the whole utterance as utterance mode does. Volatile results "
-                        + "while speaking and final results as accurate as utterance mode, for about twice the CPU; the "
-                        + "final result waits for the second decoding (about a tenth of the utterance's duration)."),
-            .boolean("words", default: true, doc: "Add word timings and confidences to final results. Off, "
-                     + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
-                     + "make word times wrong."),
+            ParameterDescriptor(
+                "rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...16000,
+                displayUnit: .kilohertz, doc: "Sample rate the acoustic model was trained at."),
+            .choice(
+                "mode", ["streaming", "utterance"], default: "streaming",
+                doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
+                    + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
+                    + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
+            .choice(
+                "results", Results.allCases.map(\.rawValue), default: Results.progressive.rawValue,
+                doc: "Which results, and how soon. progressive: volatile results while an utterance lasts (streaming "
+                    + "mode, every 'volatile'), then one final result. final-only: final results only. fast: as "
+                    + "progressive, with the final result as early as possible: the utterance ends where the vad "
+                    + "reports a pause (speechPaused, after its 'pause' of silence, rather than the longer pause "
+                    + "that ends speech), and PocketSphinx's second pass is skipped, so the final result does not "
+                    + "wait for it. fast is a little less accurate and cuts speech into more utterances."),
+            .integer(
+                "max-hmms", default: SphinxModel.defaultMaxHMMs, range: 100...100_000,
+                doc: "PocketSphinx's -maxhmmpf: the most HMMs searched in each 10 ms frame. Lower is faster and less "
+                    + "accurate. PocketSphinx's own default, 30000, makes the search slower than real time at the "
+                    + "start of words; 10000 gives the same transcripts on the test corpus."),
+            .quantity(
+                "max-utterance", default: 30, .seconds, range: 1...600,
+                doc: "Longest utterance: a longer one is split at a quiet point (within its last 5 s), so "
+                    + "unbroken dictation keeps bounded memory and still gets final results."),
+            .quantity(
+                "volatile", default: 100, .milliseconds, range: 0...10_000,
+                doc: "Streaming mode, results progressive or fast: emit a volatile result after this much audio "
+                    + "when its text changed; 0 turns volatile results off (as 'results: final-only')."),
+            .quantity(
+                "batch", default: 100, .milliseconds, range: 0...1000,
+                doc: "Streaming mode: audio gathered before the decoder is woken. Small blocks (a JACK period) "
+                    + "decoded one by one cost up to 70% more CPU than the same audio in larger batches; the "
+                    + "batch is always decoded at once when an utterance ends, so final results do not wait for "
+                    + "it. Volatile results come at most this much later."),
+            .boolean(
+                "final-pass", default: false,
+                doc: "Streaming mode: when an utterance ends, decode its audio again, whole, for the final "
+                    + "result, with normalisation over the whole utterance as utterance mode does. Volatile results "
+                    + "while speaking and final results as accurate as utterance mode, for about twice the CPU; the "
+                    + "final result waits for the second decoding (about a tenth of the utterance's duration)."),
+            .boolean(
+                "words", default: true,
+                doc: "Add word timings and confidences to final results. Off, "
+                    + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
+                    + "make word times wrong."),
         ],
         threading: .worker)
 
@@ -146,7 +162,8 @@ public final class RecognizerNode: GraphNode {
         lookbackSamples = min(5 * rate, maxSamples / 2)
         chunkSamples = rate / 100
         let volatile = c.number(of: "volatile")
-        volatileFrames = wholeUtterances || volatile <= 0 || results == .finalOnly
+        volatileFrames =
+            wholeUtterances || volatile <= 0 || results == .finalOnly
             ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
         // The graph's own pool (or one its maker handed it on purpose): never another graph's decoders.
         pool = context.resources.shared(SphinxDecoderPool.self) { SphinxDecoderPool() }
@@ -214,9 +231,12 @@ public final class RecognizerNode: GraphNode {
                 if text != lastVolatile {
                     framesSinceVolatile = 0
                     lastVolatile = text
-                    try output.emit(.result(Transcription(utterance: utterance, isFinal: false,
-                                                          range: TimeRange(start: utteranceStart, end: utteranceEnd),
-                                                          text: text, node: name)))
+                    try output.emit(
+                        .result(
+                            Transcription(
+                                utterance: utterance, isFinal: false,
+                                range: TimeRange(start: utteranceStart, end: utteranceEnd),
+                                text: text, node: name)))
                 }
             }
         }
@@ -273,7 +293,8 @@ public final class RecognizerNode: GraphNode {
             let rest = Array(held[cut...])
             held.removeSubrange(cut...)
             utteranceEnd = utteranceStart + Double(cut) / Double(sampleRate)
-            let nextStart = utteranceEnd, nextEnd = utteranceStart + Double(cut + rest.count) / Double(sampleRate)
+            let nextStart = utteranceEnd
+            let nextEnd = utteranceStart + Double(cut + rest.count) / Double(sampleRate)
             let restEnergies = Array(chunkEnergies[quietest...])
             try endUtterance(output: output)
             // The rest is the beginning of the next utterance.
@@ -316,9 +337,10 @@ public final class RecognizerNode: GraphNode {
         }
         try decoder.endUtterance()
         let words = includeWords ? decoder.words(frameOffset: utteranceStart) : []
-        let result = Transcription(utterance: utterance, isFinal: true,
-                                   range: TimeRange(start: utteranceStart, end: utteranceEnd),
-                                   text: decoder.hypothesis, words: words, node: name)
+        let result = Transcription(
+            utterance: utterance, isFinal: true,
+            range: TimeRange(start: utteranceStart, end: utteranceEnd),
+            text: decoder.hypothesis, words: words, node: name)
         try output.emit(.result(result))
     }
 

@@ -35,8 +35,10 @@ public struct SphinxModel: Hashable, Sendable {
     /// Resolves a model from the recognizer's parameters. `model` is a name looked up on the search path
     /// (`en-us` finds Debian's pocketsphinx-en-us) or a directory; `hmm`, `lm`, `dict` and `jsgf` override
     /// its parts. Every file is checked here, so a missing one gives a message that names it.
-    public static func resolve(model: String, hmm: String?, lm: String?, dict: String?, jsgf: String?,
-                               sampleRate: Int) throws -> SphinxModel {
+    public static func resolve(
+        model: String, hmm: String?, lm: String?, dict: String?, jsgf: String?,
+        sampleRate: Int
+    ) throws -> SphinxModel {
         let fm = FileManager.default
         func isDirectory(_ path: String) -> Bool {
             var d: ObjCBool = false
@@ -54,13 +56,16 @@ public struct SphinxModel: Hashable, Sendable {
                 if model.contains("/") {
                     throw SpeechGraphError("model directory not found: \(model)", parameter: "model")
                 }
-                throw SpeechGraphError("model '\(model)' not found in \(searchPath.joined(separator: ", ")) "
-                                       + "(install Debian's pocketsphinx-en-us, or set 'model' to a model directory)",
-                                       parameter: "model")
+                throw SpeechGraphError(
+                    "model '\(model)' not found in \(searchPath.joined(separator: ", ")) "
+                        + "(install Debian's pocketsphinx-en-us, or set 'model' to a model directory)",
+                    parameter: "model")
             }
             modelDir = dir
         }
-        func pick(_ given: String?, _ candidates: [String], suffixes: [String], what: String, parameter: String) throws -> String {
+        func pick(_ given: String?, _ candidates: [String], suffixes: [String], what: String, parameter: String) throws
+            -> String
+        {
             if let given {
                 guard fm.fileExists(atPath: given) else {
                     throw SpeechGraphError("\(what) not found: \(given)", parameter: parameter)
@@ -71,50 +76,63 @@ public struct SphinxModel: Hashable, Sendable {
                 return given
             }
             let dir = modelDir!
-            if let found = candidates.map({ "\(dir)/\($0)" }).first(where: { fm.fileExists(atPath: $0) }) { return found }
+            if let found = candidates.map({ "\(dir)/\($0)" }).first(where: { fm.fileExists(atPath: $0) }) {
+                return found
+            }
             // Otherwise the one file of that kind in the model directory (a phone LM is not a word LM).
             let files = ((try? fm.contentsOfDirectory(atPath: dir)) ?? []).sorted()
             let kind = files.filter { f in suffixes.contains { f.hasSuffix($0) } && !f.contains("-phone") }
             if kind.count == 1 { return "\(dir)/\(kind[0])" }
-            throw SpeechGraphError("no \(what) in model directory \(dir) (looked for \(candidates.joined(separator: ", "))); "
-                                   + "set '\(parameter)'", parameter: parameter)
+            throw SpeechGraphError(
+                "no \(what) in model directory \(dir) (looked for \(candidates.joined(separator: ", "))); "
+                    + "set '\(parameter)'", parameter: parameter)
         }
         let hmmPath: String
         if let hmm {
-            guard isDirectory(hmm) else { throw SpeechGraphError("acoustic model directory not found: \(hmm)", parameter: "hmm") }
+            guard isDirectory(hmm) else {
+                throw SpeechGraphError("acoustic model directory not found: \(hmm)", parameter: "hmm")
+            }
             hmmPath = hmm
         } else {
             let dir = modelDir!
-            if let inner = [name, "hmm"].map({ "\(dir)/\($0)" }).first(where: { isDirectory($0) && fm.fileExists(atPath: "\($0)/mdef") }) {
+            if let inner = [name, "hmm"].map({ "\(dir)/\($0)" }).first(where: {
+                isDirectory($0) && fm.fileExists(atPath: "\($0)/mdef")
+            }) {
                 hmmPath = inner
             } else if fm.fileExists(atPath: "\(dir)/mdef") {
                 hmmPath = dir
             } else {
-                throw SpeechGraphError("no acoustic model in \(dir) (expected \(dir)/\(name)/mdef); set 'hmm'", parameter: "hmm")
+                throw SpeechGraphError(
+                    "no acoustic model in \(dir) (expected \(dir)/\(name)/mdef); set 'hmm'", parameter: "hmm")
             }
         }
         var lmPath: String?
         if jsgf == nil {
-            lmPath = try pick(lm, ["\(name).lm.bin", "\(name).lm", "\(name).lm.DMP"], suffixes: [".lm.bin", ".lm", ".lm.DMP"],
-                              what: "language model", parameter: "lm")
+            lmPath = try pick(
+                lm, ["\(name).lm.bin", "\(name).lm", "\(name).lm.DMP"], suffixes: [".lm.bin", ".lm", ".lm.DMP"],
+                what: "language model", parameter: "lm")
         } else if let jsgf, !fm.fileExists(atPath: jsgf) {
             throw SpeechGraphError("grammar not found: \(jsgf)", parameter: "jsgf")
         }
-        let dictPath = try pick(dict, ["cmudict-\(name).dict", "\(name).dict"], suffixes: [".dict", ".dic"],
-                                what: "dictionary", parameter: "dict")
+        let dictPath = try pick(
+            dict, ["cmudict-\(name).dict", "\(name).dict"], suffixes: [".dict", ".dic"],
+            what: "dictionary", parameter: "dict")
         return SphinxModel(hmm: hmmPath, lm: lmPath, jsgf: jsgf, dict: dictPath, sampleRate: sampleRate)
     }
 
     /// The model a recognizer node's parameters name (`model`, `hmm`, `lm`, `dict`, `jsgf`, `rate`).
     public static func resolve(_ c: NodeConfig) throws -> SphinxModel {
-        try resolve(model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
-                    jsgf: c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()))
+        try resolve(
+            model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
+            jsgf: c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()))
     }
 
     var arguments: [String] {
-        var args = ["-hmm", hmm, "-dict", dict, "-samprate", String(sampleRate),
-                    "-remove_silence", removesSilence ? "yes" : "no", "-maxhmmpf", String(maxHMMs),
-                    "-fwdflat", secondPass ? "yes" : "no"]
+        var args = [
+            "-hmm", hmm, "-dict", dict, "-samprate", String(sampleRate),
+            "-remove_silence", removesSilence ? "yes" : "no", "-maxhmmpf", String(maxHMMs),
+            "-fwdflat", secondPass ? "yes" : "no",
+        ]
         if let jsgf { args += ["-jsgf", jsgf] } else if let lm { args += ["-lm", lm] }
         return args
     }
@@ -156,7 +174,7 @@ public final class SphinxDecoder: @unchecked Sendable {
     private static func load(_ model: SphinxModel) -> OpaquePointer? {
         let args = model.arguments
         let argv = args.map { strdup($0) }
-        defer { argv.forEach { free($0) } }
+        defer { for a in argv { free(a) } }
         var pointers: [UnsafeMutablePointer<CChar>?] = argv
         let config = pointers.withUnsafeMutableBufferPointer { buffer in
             cmd_ln_parse_r(nil, ps_args(), Int32(buffer.count), buffer.baseAddress, 1)
@@ -215,15 +233,22 @@ public final class SphinxDecoder: @unchecked Sendable {
             if let w = ps_seg_word(s) {
                 let text = String(cString: w)
                 if !(text.hasPrefix("<") || text.hasPrefix("[") || text.hasPrefix("++")) {
-                    var sf: Int32 = 0, ef: Int32 = 0
+                    var sf: Int32 = 0
+                    var ef: Int32 = 0
                     ps_seg_frames(s, &sf, &ef)
-                    var a: Int32 = 0, l: Int32 = 0, b: Int32 = 0
+                    var a: Int32 = 0
+                    var l: Int32 = 0
+                    var b: Int32 = 0
                     let post = ps_seg_prob(s, &a, &l, &b)
                     let confidence = min(1, max(0, logmath_exp(logmath, post)))
                     let bare = text.replacingOccurrences(of: #"\(\d+\)$"#, with: "", options: .regularExpression)
-                    result.append(Word(text: bare, range: TimeRange(start: frameOffset + Double(sf) / 100,
-                                                                    end: frameOffset + Double(ef + 1) / 100),
-                                       confidence: confidence))
+                    result.append(
+                        Word(
+                            text: bare,
+                            range: TimeRange(
+                                start: frameOffset + Double(sf) / 100,
+                                end: frameOffset + Double(ef + 1) / 100),
+                            confidence: confidence))
                 }
             }
             seg = ps_seg_next(s)
@@ -283,7 +308,10 @@ enum SphinxLog {
 
     /// Runs `body` with the log captured; returns its error lines.
     static func capture(_ body: () -> Void) -> String {
-        guard let file = tmpfile() else { body(); return "no reason given" }
+        guard let file = tmpfile() else {
+            body()
+            return "no reason given"
+        }
         err_set_logfp(file)
         body()
         silence()

@@ -26,36 +26,48 @@ public final class VADNode: GraphNode {
             + "it. See docs/vad.md.",
         category: .analysis,
         ports: [
-            .audioInput("in", AudioRequirement(rate: .fixed(VoiceActivityDetector.sampleRate), channelCount: 1),
-                        doc: "Mono audio at 16 kHz (the planner converts what it gets)."),
-            .audioOutput("out", format: .input("in"), doc: "The speech: the audio of each region, from 'pre-roll' before its onset to "
-                         + "its end, on the input's clock."),
-            .eventOutput("events", emits: .only(EventKind.speechActivity), doc: "speechStarted and speechEnded, with the node's name and the time in seconds; "
-                         + "speechPaused and speechResumed for pauses inside speech (see 'pause')."),
+            .audioInput(
+                "in", AudioRequirement(rate: .fixed(VoiceActivityDetector.sampleRate), channelCount: 1),
+                doc: "Mono audio at 16 kHz (the planner converts what it gets)."),
+            .audioOutput(
+                "out", format: .input("in"),
+                doc: "The speech: the audio of each region, from 'pre-roll' before its onset to "
+                    + "its end, on the input's clock."),
+            .eventOutput(
+                "events", emits: .only(EventKind.speechActivity),
+                doc: "speechStarted and speechEnded, with the node's name and the time in seconds; "
+                    + "speechPaused and speechResumed for pauses inside speech (see 'pause')."),
         ],
         parameters: [
-            .choice("preset", VADPreset.allCases.map(\.rawValue), default: VADPreset.normal.rawValue,
-                    doc: "Fills in the other parameters: sensitive misses less, strict false-alarms less."),
-            .quantity("threshold", default: nil, .decibels, range: -6...20,
-                      doc: "Shift of the decision threshold: positive is stricter, negative more sensitive "
-                        + "(below -1 dB, steady noise starts to trigger). Default: the preset's ("
-                        + presetText(\.threshold, dB) + ")."),
-            .quantity("min-speech", default: nil, .milliseconds, range: 0...5000,
-                      doc: "Shorter bursts never start speech. Default: the preset's (" + presetText(\.minSpeech, ms) + ")."),
-            .quantity("min-silence", default: nil, .milliseconds, range: 0...5000,
-                      doc: "The pause that ends speech in clean audio. Default: the preset's ("
-                        + presetText(\.minSilence, ms) + ")."),
-            .quantity("hangover", default: nil, .milliseconds, range: 0...5000,
-                      doc: "The pause that ends speech in noisy audio (SNR 8 dB or less); between clean and "
-                        + "noisy the pause needed slides from 'min-silence' to this. Default: the preset's ("
-                        + presetText(\.hangover, ms) + ")."),
-            .quantity("pause", default: VADSettings.normal.pause * 1000, .milliseconds, range: 0...5000,
-                      doc: "A pause this long inside speech emits speechPaused (then speechResumed if the speech goes "
-                        + "on), when the pause that ends speech is longer: an early end-of-turn hint. A recognizer "
-                        + "with 'results: fast' ends its utterance there. 0: no pause events."),
-            .quantity("pre-roll", default: nil, .milliseconds, range: 0...5000,
-                      doc: "Audio kept before each onset on 'out' (event times do not move). Default: the preset's ("
-                        + presetText(\.preRoll, ms) + ")."),
+            .choice(
+                "preset", VADPreset.allCases.map(\.rawValue), default: VADPreset.normal.rawValue,
+                doc: "Fills in the other parameters: sensitive misses less, strict false-alarms less."),
+            .quantity(
+                "threshold", default: nil, .decibels, range: -6...20,
+                doc: "Shift of the decision threshold: positive is stricter, negative more sensitive "
+                    + "(below -1 dB, steady noise starts to trigger). Default: the preset's ("
+                    + presetText(\.threshold, dB) + ")."),
+            .quantity(
+                "min-speech", default: nil, .milliseconds, range: 0...5000,
+                doc: "Shorter bursts never start speech. Default: the preset's (" + presetText(\.minSpeech, ms) + ")."),
+            .quantity(
+                "min-silence", default: nil, .milliseconds, range: 0...5000,
+                doc: "The pause that ends speech in clean audio. Default: the preset's ("
+                    + presetText(\.minSilence, ms) + ")."),
+            .quantity(
+                "hangover", default: nil, .milliseconds, range: 0...5000,
+                doc: "The pause that ends speech in noisy audio (SNR 8 dB or less); between clean and "
+                    + "noisy the pause needed slides from 'min-silence' to this. Default: the preset's ("
+                    + presetText(\.hangover, ms) + ")."),
+            .quantity(
+                "pause", default: VADSettings.normal.pause * 1000, .milliseconds, range: 0...5000,
+                doc: "A pause this long inside speech emits speechPaused (then speechResumed if the speech goes "
+                    + "on), when the pause that ends speech is longer: an early end-of-turn hint. A recognizer "
+                    + "with 'results: fast' ends its utterance there. 0: no pause events."),
+            .quantity(
+                "pre-roll", default: nil, .milliseconds, range: 0...5000,
+                doc: "Audio kept before each onset on 'out' (event times do not move). Default: the preset's ("
+                    + presetText(\.preRoll, ms) + ")."),
         ])
 
     public static let type = NodeType(
@@ -101,7 +113,8 @@ public final class VADNode: GraphNode {
         detector = VoiceActivityDetector(settings: settings)
         maxBlock = max(context.maxBlockFrames, 1)
         // Pre-roll, the longest pause held, how far an onset may reach back, look-ahead, and one block.
-        let seconds = settings.preRoll + max(settings.hangover, settings.minSilence) + settings.minSpeech
+        let seconds =
+            settings.preRoll + max(settings.hangover, settings.minSilence) + settings.minSpeech
             + Double(VoiceActivityDetector.maxBacktrack + 16) / 100
         let capacity = Int((seconds * Double(VoiceActivityDetector.sampleRate)).rounded(.up)) + 2 * maxBlock + 1024
         ring = .allocate(capacity: capacity)
@@ -178,8 +191,9 @@ public final class VADNode: GraphNode {
     /// Emits the ring's samples from `emitCursor` to `end`, in blocks no longer than the input's.
     private func emitAudio(upTo end: Int64, _ output: NodeOutput) throws {
         guard let origin else { return }
-        precondition(end <= detector.samplesConsumed && emitCursor >= detector.samplesConsumed - Int64(ring.count),
-                     "vad: audio to emit is no longer held")
+        precondition(
+            end <= detector.samplesConsumed && emitCursor >= detector.samplesConsumed - Int64(ring.count),
+            "vad: audio to emit is no longer held")
         while emitCursor < end {
             let at = Int(emitCursor % Int64(ring.count))
             let n = min(Int(min(end - emitCursor, Int64(maxBlock))), ring.count - at)

@@ -29,8 +29,10 @@ public struct VADSettings: Sendable, Equatable {
     /// `results: fast` ends its utterance. 0 reports no pauses.
     public var pause: Double
 
-    public init(threshold: Double, minSpeech: Double, minSilence: Double, hangover: Double, preRoll: Double,
-                pause: Double = 0.15) {
+    public init(
+        threshold: Double, minSpeech: Double, minSilence: Double, hangover: Double, preRoll: Double,
+        pause: Double = 0.15
+    ) {
         self.threshold = threshold
         self.minSpeech = minSpeech
         self.minSilence = minSilence
@@ -56,8 +58,10 @@ public struct VADSettings: Sendable, Equatable {
     /// Why these settings cannot be used, or `nil`.
     public var problem: String? {
         if !threshold.isFinite || threshold < -6 || threshold > 20 { return "threshold must be within -6 dB to 20 dB" }
-        for (name, value) in [("min-speech", minSpeech), ("min-silence", minSilence), ("hangover", hangover),
-                              ("pre-roll", preRoll), ("pause", pause)] where !value.isFinite || value < 0 || value > 5 {
+        for (name, value) in [
+            ("min-speech", minSpeech), ("min-silence", minSilence), ("hangover", hangover),
+            ("pre-roll", preRoll), ("pause", pause),
+        ] where !value.isFinite || value < 0 || value > 5 {
             return "\(name) must be within 0 s to 5 s"
         }
         return nil

@@ -2,7 +2,7 @@ import CFFTW
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What the detector reports, in sample time (samples at 16 kHz from the first sample it was fed).
@@ -146,7 +146,8 @@ public final class VoiceActivityDetector {
         self.settings = settings
         thresholdScale = pow(10, settings.threshold / 10)
         let n = Self.window
-        let input = fftwf_alloc_real(n)!, output = fftwf_alloc_complex(n / 2 + 1)!
+        let input = fftwf_alloc_real(n)!
+        let output = fftwf_alloc_complex(n / 2 + 1)!
         input.initialize(repeating: 0, count: n)
         fftIn = input
         fftOut = output
@@ -172,12 +173,15 @@ public final class VoiceActivityDetector {
         for b in [power, noise, previousSpeech, presence, rawScores, rawSNRs] { b.initialize(repeating: 0) }
     }
 
-    private static func makePlan(_ n: Int, _ input: UnsafeMutablePointer<Float>,
-                                 _ output: UnsafeMutablePointer<fftwf_complex>) -> fftwf_plan {
+    private static func makePlan(
+        _ n: Int, _ input: UnsafeMutablePointer<Float>,
+        _ output: UnsafeMutablePointer<fftwf_complex>
+    ) -> fftwf_plan {
         let address = (UInt(bitPattern: input), UInt(bitPattern: output))
         let made: UInt = fftwPlanner.withLock { _ in
-            let plan = fftwf_plan_dft_r2c_1d(Int32(n), UnsafeMutablePointer(bitPattern: address.0),
-                                             UnsafeMutablePointer(bitPattern: address.1), UInt32(FFTW_ESTIMATE))!
+            let plan = fftwf_plan_dft_r2c_1d(
+                Int32(n), UnsafeMutablePointer(bitPattern: address.0),
+                UnsafeMutablePointer(bitPattern: address.1), UInt32(FFTW_ESTIMATE))!
             return UInt(bitPattern: plan)
         }
         return OpaquePointer(bitPattern: made)!
@@ -312,10 +316,14 @@ public final class VoiceActivityDetector {
             try pushFrame(score: 0, snr: 0, handler)
             return
         }
-        var llrSum = 0.0, powerSum = 0.0, noiseSum = 0.0
-        let qRatio = Self.xiH1 / (1 + Self.xiH1), logQ = log(1 + Self.xiH1)
+        var llrSum = 0.0
+        var powerSum = 0.0
+        var noiseSum = 0.0
+        let qRatio = Self.xiH1 / (1 + Self.xiH1)
+        let logQ = log(1 + Self.xiH1)
         for k in 0..<bins {
-            let p = power[k], lambda = noise[k]
+            let p = power[k]
+            let lambda = noise[k]
             let gamma = p / lambda
             var xi = Self.ddAlpha * previousSpeech[k] / lambda + (1 - Self.ddAlpha) * max(gamma - 1, 0)
             if xi < Self.xiMin { xi = Self.xiMin }
@@ -350,7 +358,8 @@ public final class VoiceActivityDetector {
         fftwf_execute(plan)
         for k in 0..<Self.bins {
             let c = fftOut[k]
-            let re = Double(c.0), im = Double(c.1)
+            let re = Double(c.0)
+            let im = Double(c.1)
             power[k] = re * re + im * im
         }
     }
@@ -359,7 +368,8 @@ public final class VoiceActivityDetector {
 
     /// Takes one frame's raw statistic; decides the frame `smoothing / 2` back, whose look-ahead is now there.
     private func pushFrame(score: Double, snr: Double, _ handler: (VADEvent) throws -> Void) rethrows {
-        let k = Self.smoothing, h = k / 2
+        let k = Self.smoothing
+        let h = k / 2
         let t = frameCount
         rawScores[t % k] = score
         rawSNRs[t % k] = snr
@@ -385,8 +395,11 @@ public final class VoiceActivityDetector {
         currentEndOffset = Self.endOffsetNoisy + (Self.endOffsetClean - Self.endOffsetNoisy) * a
         let minSpeechFrames = max(1, Int((settings.minSpeech * 100).rounded()))
         let above = x > off
-        try handler(.frame(VADFrame(start: Self.firstSample(ofFrame: c), score: x, threshold: on,
-                                    isAboveThreshold: x > on, longTermSNR: longTermSNR)))
+        try handler(
+            .frame(
+                VADFrame(
+                    start: Self.firstSample(ofFrame: c), score: x, threshold: on,
+                    isAboveThreshold: x > on, longTermSNR: longTermSNR)))
         if above {
             if runStart == nil {
                 runStart = c
@@ -418,8 +431,9 @@ public final class VoiceActivityDetector {
         let pause = Double(c + 1 - regionEnd)
         // The same test for the shorter pause that is only reported (`paused`), and for the one that ends the region.
         func long(_ needed: Double) -> Bool {
-            pause >= needed && (runStart == nil || Double(runStart! - regionEnd) >= needed
-                                || pause >= needed + Double(Self.maxBacktrack))
+            pause >= needed
+                && (runStart == nil || Double(runStart! - regionEnd) >= needed
+                    || pause >= needed + Double(Self.maxBacktrack))
         }
         if regionOpen && long(hold) {
             try closeRegion(at: nil, handler)

@@ -12,17 +12,24 @@ extension SpeechgraphCommand {
                 """)
 
         @Argument(help: "The graph file.") var graph: String
-        @Option(name: .customLong("set"), help: ArgumentHelp("Override a parameter, as node.param=value (repeatable).",
-                                                              valueName: "node.param=value"))
+        @Option(
+            name: .customLong("set"),
+            help: ArgumentHelp(
+                "Override a parameter, as node.param=value (repeatable).",
+                valueName: "node.param=value"))
         var overrides: [String] = []
-        @Option(help: ArgumentHelp("Result preset of every recognizer: progressive (volatile then final results), "
-                                   + "final-only, or fast (final results as early as possible). Same as --set "
-                                   + "<recognizer>.results=<preset>.", valueName: "preset"))
+        @Option(
+            help: ArgumentHelp(
+                "Result preset of every recognizer: progressive (volatile then final results), "
+                    + "final-only, or fast (final results as early as possible). Same as --set "
+                    + "<recognizer>.results=<preset>.", valueName: "preset"))
         var results: String?
         @Flag(help: "Pace file inputs like live audio instead of running as fast as possible.") var realtime = false
         @Option(help: "JACK client name (JACK makes it unique when it is taken).") var name = "speechgraph"
-        @Option(help: ArgumentHelp("Stop after this many seconds (results in flight are finished), as a Ctrl-C would.",
-                                   valueName: "seconds"))
+        @Option(
+            help: ArgumentHelp(
+                "Stop after this many seconds (results in flight are finished), as a Ctrl-C would.",
+                valueName: "seconds"))
         var duration: Double?
         @Flag(help: "Stop (exit status 1) when the JACK server goes away, instead of waiting for it to return.")
         var exitOnServerLoss = false
@@ -38,8 +45,9 @@ extension SpeechgraphCommand {
             // The graph's resources exist before it is planned: a JACK graph's client (its session) opens while
             // planning, once, and tells the server's rate.
             let resources = GraphResources(settings: settings, providing: [status])
-            let plan = try loadPlan(path: graph, overrides: overrides, results: results, registry: registry,
-                                    negotiate: true, resources: resources)
+            let plan = try loadPlan(
+                path: graph, overrides: overrides, results: results, registry: registry,
+                negotiate: true, resources: resources)
             let signals = SignalHandling(status: status)
             let progress = Progress(status: status)
             do {
@@ -69,13 +77,17 @@ extension SpeechgraphCommand {
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a graph file and print every problem as file:line:col: error: message.",
-            discussion: "Exit status 0 when the graph is valid, 2 when it has errors (1 when --plan cannot read an input).")
+            discussion:
+                "Exit status 0 when the graph is valid, 2 when it has errors (1 when --plan cannot read an input).")
 
         @Argument(help: "The graph file.") var graph: String
         @Flag(help: "Also plan the graph (reads input file headers) and print nodes, formats and inserted converters.")
         var plan = false
-        @Option(name: .customLong("set"), help: ArgumentHelp("Override a parameter, as node.param=value (repeatable).",
-                                                              valueName: "node.param=value"))
+        @Option(
+            name: .customLong("set"),
+            help: ArgumentHelp(
+                "Override a parameter, as node.param=value (repeatable).",
+                valueName: "node.param=value"))
         var overrides: [String] = []
 
         func run() throws {

@@ -2,7 +2,7 @@ import ArgumentParser
 import SpeechGraph
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Exit codes, documented in `speechgraph --help` and docs/cli.md.

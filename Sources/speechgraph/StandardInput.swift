@@ -2,7 +2,7 @@ import Foundation
 import SpeechGraph
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Audio on standard input (`speechgraph transcribe -`): a WAV stream (any length, also one whose header
@@ -11,7 +11,10 @@ import Glibc
 final class StandardInputAudio: @unchecked Sendable {
     // @unchecked: `header` and the first buffered bytes are read on the main thread before the feeder
     // thread starts; from then on only the feeder thread reads standard input and `pending`.
-    enum Encoding { case int(bits: Int), float32 }
+    enum Encoding {
+        case int(bits: Int)
+        case float32
+    }
 
     let sampleRate: Int
     let channelCount: Int
@@ -36,7 +39,9 @@ final class StandardInputAudio: @unchecked Sendable {
             }
             return true
         }
-        func u32(_ at: Int) -> Int { Int(buffer[at]) | Int(buffer[at + 1]) << 8 | Int(buffer[at + 2]) << 16 | Int(buffer[at + 3]) << 24 }
+        func u32(_ at: Int) -> Int {
+            Int(buffer[at]) | Int(buffer[at + 1]) << 8 | Int(buffer[at + 2]) << 16 | Int(buffer[at + 3]) << 24
+        }
         func u16(_ at: Int) -> Int { Int(buffer[at]) | Int(buffer[at + 1]) << 8 }
 
         if let rate {
@@ -48,13 +53,17 @@ final class StandardInputAudio: @unchecked Sendable {
             return
         }
         guard fill(12), buffer[0..<4] == [0x52, 0x49, 0x46, 0x46], buffer[8..<12] == [0x57, 0x41, 0x56, 0x45] else {
-            throw Failure(description: buffer.isEmpty ? "standard input is empty"
-                : "standard input is not a WAV stream (for raw signed 16-bit samples give --rate)")
+            throw Failure(
+                description: buffer.isEmpty
+                    ? "standard input is empty"
+                    : "standard input is not a WAV stream (for raw signed 16-bit samples give --rate)")
         }
         var offset = 12
         var format: (tag: Int, channels: Int, rate: Int, bits: Int)?
         while true {
-            guard fill(offset + 8) else { throw Failure(description: "standard input: the WAV stream ends in its header") }
+            guard fill(offset + 8) else {
+                throw Failure(description: "standard input: the WAV stream ends in its header")
+            }
             let id = String(decoding: buffer[offset..<offset + 4], as: UTF8.self)
             let size = u32(offset + 4)
             if id == "data" {
@@ -76,11 +85,13 @@ final class StandardInputAudio: @unchecked Sendable {
         case (1, 8), (1, 16), (1, 24), (1, 32): encoding = .int(bits: format.bits)
         case (3, 32): encoding = .float32
         default:
-            throw Failure(description: "standard input: WAV encoding \(format.tag) with \(format.bits) bits is not "
-                          + "supported (16-, 24- or 32-bit PCM, 8-bit PCM, 32-bit float)")
+            throw Failure(
+                description: "standard input: WAV encoding \(format.tag) with \(format.bits) bits is not "
+                    + "supported (16-, 24- or 32-bit PCM, 8-bit PCM, 32-bit float)")
         }
         guard format.channels >= 1, format.rate >= 1000 else {
-            throw Failure(description: "standard input: the WAV header says \(format.channels) channels at \(format.rate) Hz")
+            throw Failure(
+                description: "standard input: the WAV header says \(format.channels) channels at \(format.rate) Hz")
         }
         sampleRate = format.rate
         channelCount = format.channels
@@ -149,7 +160,8 @@ final class StandardInputAudio: @unchecked Sendable {
                 }
             case .int(_):
                 for i in stride(from: 0, to: raw.count, by: 4) {
-                    samples.append(Float(Int32(bitPattern: raw.loadUnaligned(fromByteOffset: i, as: UInt32.self))) / 2_147_483_648)
+                    samples.append(
+                        Float(Int32(bitPattern: raw.loadUnaligned(fromByteOffset: i, as: UInt32.self))) / 2_147_483_648)
                 }
             case .float32:
                 for i in stride(from: 0, to: raw.count, by: 4) {

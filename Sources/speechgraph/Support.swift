@@ -4,7 +4,7 @@ import SpeechGraph
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Turns Ctrl-C and SIGTERM into a graceful stop: the first asks the running graph to stop (results made
@@ -60,11 +60,13 @@ final class Progress: Sendable {
 
     func update(_ text: String) {
         let now = Date().timeIntervalSince1970
-        guard last.withLock({ last in
-            guard now - last >= 0.1 else { return false }
-            last = now
-            return true
-        }) else { return }
+        guard
+            last.withLock({ last in
+                guard now - last >= 0.1 else { return false }
+                last = now
+                return true
+            })
+        else { return }
         status.show(text)
     }
 
@@ -77,8 +79,10 @@ final class Progress: Sendable {
 /// `results`: the `results` preset for every recognizer node of the graph (`run --results`), before `overrides`.
 /// `resources`: the resources of the graph about to run (a JACK graph's client opens then, as the graph's
 /// own, and tells the server's rate); `nil` when only checking, which opens nothing.
-func loadPlan(path: String, overrides: [String], results: String? = nil, registry: NodeRegistry,
-              negotiate: Bool, resources: GraphResources? = nil) throws -> GraphPlan {
+func loadPlan(
+    path: String, overrides: [String], results: String? = nil, registry: NodeRegistry,
+    negotiate: Bool, resources: GraphResources? = nil
+) throws -> GraphPlan {
     var parsedOverrides = try parseOverrides(overrides)
     let planner = GraphPlanner(registry: registry)
     do {
@@ -94,9 +98,10 @@ func loadPlan(path: String, overrides: [String], results: String? = nil, registr
                 printError("speechgraph: error: --results: \(path) has no recognizer node")
                 throw Reported(code: Exit.usage)
             }
-            parsedOverrides.insert(contentsOf: recognizers.map {
-                GraphPlanner.Override(node: $0.name.value, parameter: "results", value: .word(results))
-            }, at: 0)
+            parsedOverrides.insert(
+                contentsOf: recognizers.map {
+                    GraphPlanner.Override(node: $0.name.value, parameter: "results", value: .word(results))
+                }, at: 0)
         }
         let validated = try planner.validate(spec, overrides: parsedOverrides)
         for w in validated.warnings { printError(w.description) }
@@ -120,7 +125,8 @@ func loadPlan(path: String, overrides: [String], results: String? = nil, registr
 func parseOverrides(_ texts: [String], node: String? = nil) throws -> [GraphPlanner.Override] {
     try texts.map { text in
         guard let o = GraphPlanner.Override.parse(node.map { "\($0).\(text)" } ?? text) else {
-            printError("speechgraph: error: --set expects \(node == nil ? "node.parameter" : "param")=value, got '\(text)'")
+            printError(
+                "speechgraph: error: --set expects \(node == nil ? "node.parameter" : "param")=value, got '\(text)'")
             throw Reported(code: Exit.usage)
         }
         return o
@@ -152,16 +158,19 @@ struct SyntheticGraph {
     private func located(_ s: String) -> Located<String> { Located(s, at: here) }
 
     mutating func node(_ name: String, _ type: String, _ parameters: [(String, ValueLiteral)] = []) {
-        spec.nodes.append(NodeDeclaration(
-            name: located(name), type: located(type),
-            parameters: parameters.map { ParameterAssignment(name: located($0.0), value: Located($0.1, at: here)) },
-            location: here))
+        spec.nodes.append(
+            NodeDeclaration(
+                name: located(name), type: located(type),
+                parameters: parameters.map { ParameterAssignment(name: located($0.0), value: Located($0.1, at: here)) },
+                location: here))
     }
 
     /// `from -> to`, with optional port names on either side.
     mutating func edge(_ from: String, _ fromPort: String? = nil, to: String, _ toPort: String? = nil) {
-        spec.edges.append(EdgeDeclaration(from: Endpoint(node: located(from), port: fromPort.map(located)),
-                                          to: Endpoint(node: located(to), port: toPort.map(located)), location: here))
+        spec.edges.append(
+            EdgeDeclaration(
+                from: Endpoint(node: located(from), port: fromPort.map(located)),
+                to: Endpoint(node: located(to), port: toPort.map(located)), location: here))
     }
 }
 
@@ -188,9 +197,11 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
 /// Every file's graph gets the same decoder pool, so the model is loaded once (a reused decoder is reset:
 /// the results are those of a fresh process). `started` is called once a file's graph runs (to feed a
 /// pushed input), `handle` once it has ended.
-func runEachFile(_ files: [String], registry: NodeRegistry, signals: SignalHandling, realtime: Bool = false,
-                 plan: (String) throws -> GraphPlan, started: (String, RunningGraph) -> Void = { _, _ in },
-                 handle: (String, RunningGraph) throws -> Void) throws {
+func runEachFile(
+    _ files: [String], registry: NodeRegistry, signals: SignalHandling, realtime: Bool = false,
+    plan: (String) throws -> GraphPlan, started: (String, RunningGraph) -> Void = { _, _ in },
+    handle: (String, RunningGraph) throws -> Void
+) throws {
     let progress = Progress(status: signals.status)
     let pool = SphinxDecoderPool()
     var failures = 0

@@ -33,11 +33,16 @@ extension SpeechgraphCommand {
         @Flag(help: "Play each file at the pace of live audio.") var realtime = false
         @Option(help: "Recognizer mode: utterance (decode each utterance whole: most accurate) or streaming.")
         var mode: Mode = .utterance
-        @Option(help: "Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), on, off.")
+        @Option(
+            help:
+                "Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), on, off."
+        )
         var vad: VADUse = .auto
         @Option(help: "VAD preset when the VAD is on: sensitive, normal, strict.") var vadPreset: String?
-        @Option(help: ArgumentHelp("With '-': standard input is raw signed 16-bit little-endian samples at this rate "
-                                   + "(Hz), not WAV.", valueName: "hz"))
+        @Option(
+            help: ArgumentHelp(
+                "With '-': standard input is raw signed 16-bit little-endian samples at this rate "
+                    + "(Hz), not WAV.", valueName: "hz"))
         var rate: Int?
         @Option(help: "With '-' and --rate: channels of the raw samples (interleaved).") var channels = 1
 
@@ -82,16 +87,19 @@ extension SpeechgraphCommand {
                     throw Reported(code: Exit.failure)
                 }
             }
-            try runEachFile(files, registry: registry, signals: signals, realtime: realtime,
-                            plan: { try planner.plan(graph(for: $0, stdin: $0 == "-" ? stdin : nil)) },
-                            started: { file, graph in
-                                if file == "-", let stdin, let pusher = graph.input(named: "src") { stdin.feed(pusher) }
-                            }) { file, runner in
-                guard format != .jsonl, let collector = runner.node(named: "out") as? EventCollector else { return }
-                let text = collector.finalResults.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
-                out.write(format == .tsv ? "\(file)\t\(text)\n" : files.count > 1 ? "\(file): \(text)\n" : "\(text)\n")
-                out.flush()
-            }
+            try runEachFile(
+                files, registry: registry, signals: signals, realtime: realtime,
+                plan: { try planner.plan(graph(for: $0, stdin: $0 == "-" ? stdin : nil)) },
+                started: { file, graph in
+                    if file == "-", let stdin, let pusher = graph.input(named: "src") { stdin.feed(pusher) }
+                },
+                handle: { file, runner in
+                    guard format != .jsonl, let collector = runner.node(named: "out") as? EventCollector else { return }
+                    let text = collector.finalResults.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
+                    out.write(
+                        format == .tsv ? "\(file)\t\(text)\n" : files.count > 1 ? "\(file): \(text)\n" : "\(text)\n")
+                    out.flush()
+                })
         }
 
         private func graph(for file: String, stdin: StandardInputAudio?) -> GraphSpec {
@@ -106,9 +114,13 @@ extension SpeechgraphCommand {
             if let jsgf { asr.append(("jsgf", .string(jsgf))) }
             var g = SyntheticGraph(command: "transcribe")
             if let stdin {
-                g.node("src", "push.input", [("rate", .number(Double(stdin.sampleRate), unit: "Hz")),
-                                             ("channels", .number(Double(stdin.channelCount), unit: nil)),
-                                             ("buffer", .number(10, unit: "s"))])
+                g.node(
+                    "src", "push.input",
+                    [
+                        ("rate", .number(Double(stdin.sampleRate), unit: "Hz")),
+                        ("channels", .number(Double(stdin.channelCount), unit: nil)),
+                        ("buffer", .number(10, unit: "s")),
+                    ])
             } else {
                 g.node("src", "file.input", [("path", .string(file))])
             }

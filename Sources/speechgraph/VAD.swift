@@ -24,9 +24,11 @@ extension SpeechgraphCommand {
         @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count).") var files: [String]
         @Option(help: "Output format: tsv or jsonl.") var format: Format = .tsv
         @Option(help: "Detector preset: sensitive, normal or strict.") var preset: VADPreset?
-        @Option(name: .customLong("set"),
-                help: ArgumentHelp("Set a vad parameter, as param=value (repeatable): threshold=2dB, hangover=400ms, "
-                                   + "min-speech, min-silence, pause, pre-roll.", valueName: "param=value"))
+        @Option(
+            name: .customLong("set"),
+            help: ArgumentHelp(
+                "Set a vad parameter, as param=value (repeatable): threshold=2dB, hangover=400ms, "
+                    + "min-speech, min-silence, pause, pre-roll.", valueName: "param=value"))
         var parameters: [String] = []
 
         func validate() throws {
@@ -48,27 +50,30 @@ extension SpeechgraphCommand {
 
             let status = StatusLine()
             let out = TextOutput.standardOutput(statusLine: status)
-            try runEachFile(files, registry: registry, signals: SignalHandling(status: status),
-                            plan: { try planner.plan(graph(for: $0), overrides: overrides) }) { file, runner in
-                guard let collector = runner.node(named: "out") as? EventCollector else { return }
-                switch format {
-                case .jsonl:
-                    for event in collector.events { out.write(JSONLines.line(for: event, source: file) + "\n") }
-                case .tsv:
-                    var start: Double?
-                    for event in collector.events {
-                        switch event {
-                        case .speechStarted(_, let time): start = time
-                        case .speechEnded(_, let time):
-                            guard let s = start else { continue }
-                            out.write(String(format: "%.3f\t%.3f", s, time) + (files.count > 1 ? "\t\(file)\n" : "\n"))
-                            start = nil
-                        default: break
+            try runEachFile(
+                files, registry: registry, signals: SignalHandling(status: status),
+                plan: { try planner.plan(graph(for: $0), overrides: overrides) },
+                handle: { file, runner in
+                    guard let collector = runner.node(named: "out") as? EventCollector else { return }
+                    switch format {
+                    case .jsonl:
+                        for event in collector.events { out.write(JSONLines.line(for: event, source: file) + "\n") }
+                    case .tsv:
+                        var start: Double?
+                        for event in collector.events {
+                            switch event {
+                            case .speechStarted(_, let time): start = time
+                            case .speechEnded(_, let time):
+                                guard let s = start else { continue }
+                                out.write(
+                                    String(format: "%.3f\t%.3f", s, time) + (files.count > 1 ? "\t\(file)\n" : "\n"))
+                                start = nil
+                            default: break
+                            }
                         }
                     }
-                }
-                out.flush()
-            }
+                    out.flush()
+                })
         }
 
         private func graph(for file: String) -> GraphSpec {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SpeechGraphCore
 
 /// Golden diagnostics: every `Golden/NAME.graph` is parsed and validated with the fake registry, and its
@@ -15,13 +16,15 @@ struct GoldenDiagnosticsTests {
     static let bundleFolder: URL? = Bundle.module.url(forResource: "Golden", withExtension: nil)
 
     /// Where the sources are (what UPDATE_GOLDEN=1 writes).
-    static let sourceFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+    static let sourceFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Golden")
 
     static let updating = ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1"
 
     static let graphNames: [String] = {
         guard let folder = bundleFolder,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
+            let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path)
+        else { return [] }
         return names.filter { $0.hasSuffix(".graph") }.sorted()
     }()
 
@@ -53,8 +56,9 @@ struct GoldenDiagnosticsTests {
         let folder = try #require(Self.bundleFolder, "Golden/ is not in Bundle.module")
         #expect(Self.graphNames.count >= 25, "found only \(Self.graphNames.count) .graph files in \(folder.path)")
         for name in Self.graphNames where !Self.updating {
-            #expect(FileManager.default.fileExists(atPath: Self.expectedURL(name, in: folder).path),
-                    "\(name) has no .expected file (run once with UPDATE_GOLDEN=1, then read it)")
+            #expect(
+                FileManager.default.fileExists(atPath: Self.expectedURL(name, in: folder).path),
+                "\(name) has no .expected file (run once with UPDATE_GOLDEN=1, then read it)")
         }
         for name in Self.knownIssues.keys {
             #expect(Self.graphNames.contains(name), "known issue listed for a missing file \(name)")
@@ -79,13 +83,18 @@ struct GoldenDiagnosticsTests {
         let expected = expectedText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             .reversed().drop { $0.isEmpty }.reversed().map { $0 }
         let compare = {
-            #expect(actual == expected, "\(name): diagnostics differ from \(expectedURL.lastPathComponent)\n\(lineDiff(expected: expected, actual: actual))")
+            #expect(
+                actual == expected,
+                "\(name): diagnostics differ from \(expectedURL.lastPathComponent)\n\(lineDiff(expected: expected, actual: actual))"
+            )
         }
         if let issue = Self.knownIssues[name] {
             withKnownIssue(Comment(rawValue: issue.reason)) { compare() }
             if issue.expectedLinesPresent {
                 for line in expected {
-                    #expect(actual.contains(line), "\(name): missing \(line)\n\(lineDiff(expected: expected, actual: actual))")
+                    #expect(
+                        actual.contains(line),
+                        "\(name): missing \(line)\n\(lineDiff(expected: expected, actual: actual))")
                 }
             }
         } else {
@@ -117,7 +126,8 @@ struct GoldenDiagnosticsTests {
 
 /// A small line diff (longest common subsequence): "  same", "- expected only", "+ actual only".
 func lineDiff(expected: [String], actual: [String]) -> String {
-    let n = expected.count, m = actual.count
+    let n = expected.count
+    let m = actual.count
     var lcs = [[Int]](repeating: [Int](repeating: 0, count: m + 1), count: n + 1)
     for i in stride(from: n - 1, through: 0, by: -1) {
         for j in stride(from: m - 1, through: 0, by: -1) {
@@ -125,14 +135,19 @@ func lineDiff(expected: [String], actual: [String]) -> String {
         }
     }
     var out: [String] = ["--- expected", "+++ actual"]
-    var i = 0, j = 0
+    var i = 0
+    var j = 0
     while i < n || j < m {
         if i < n, j < m, expected[i] == actual[j] {
-            out.append("  " + expected[i]); i += 1; j += 1
+            out.append("  " + expected[i])
+            i += 1
+            j += 1
         } else if j < m, i == n || lcs[i][j + 1] >= lcs[i + 1][j] {
-            out.append("+ " + actual[j]); j += 1
+            out.append("+ " + actual[j])
+            j += 1
         } else {
-            out.append("- " + expected[i]); i += 1
+            out.append("- " + expected[i])
+            i += 1
         }
     }
     return out.joined(separator: "\n")

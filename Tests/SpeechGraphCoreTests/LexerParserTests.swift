@@ -1,4 +1,5 @@
 import Testing
+
 @testable import SpeechGraphCore
 
 private func tokens(_ text: String) -> (kinds: [Token.Kind], tokens: [Token], errors: [String]) {
@@ -24,7 +25,9 @@ private func parseErrors(_ text: String, environment: [String: String] = testEnv
 }
 
 /// The value written for `parameter` of the first node.
-private func value(_ text: String, _ parameter: String, environment: [String: String] = testEnvironment) throws -> ValueLiteral {
+private func value(_ text: String, _ parameter: String, environment: [String: String] = testEnvironment) throws
+    -> ValueLiteral
+{
     let spec = try parse(text, environment: environment)
     let node = try #require(spec.nodes.first)
     return try #require(node.parameters.first { $0.name.value == parameter }).value.value
@@ -41,13 +44,14 @@ struct LexerTests {
         let (_, toks, errors) = tokens("node mic = fake.source {\n  rate: 16 kHz }\nmic -> out\n")
         #expect(errors.isEmpty)
         let placed = toks.map { "\($0.location.line):\($0.location.column) \($0.display)" }
-        #expect(placed == [
-            "1:1 'node'", "1:6 'mic'", "1:10 '='", "1:12 'fake'", "1:16 '.'", "1:17 'source'", "1:24 '{'",
-            "1:25 end of line",
-            "2:3 'rate'", "2:7 ':'", "2:9 number '16'", "2:12 'kHz'", "2:16 '}'", "2:17 end of line",
-            "3:1 'mic'", "3:5 '->'", "3:8 'out'", "3:11 end of line",
-            "4:1 end of file",
-        ])
+        #expect(
+            placed == [
+                "1:1 'node'", "1:6 'mic'", "1:10 '='", "1:12 'fake'", "1:16 '.'", "1:17 'source'", "1:24 '{'",
+                "1:25 end of line",
+                "2:3 'rate'", "2:7 ':'", "2:9 number '16'", "2:12 'kHz'", "2:16 '}'", "2:17 end of line",
+                "3:1 'mic'", "3:5 '->'", "3:8 'out'", "3:11 end of line",
+                "4:1 end of file",
+            ])
         #expect(toks.allSatisfy { $0.location.file == "t.graph" })
     }
 
@@ -60,12 +64,14 @@ struct LexerTests {
         #expect(toks[2].location.line == 2 && toks[2].location.column == 2)
     }
 
-    @Test("numbers, with and without a space before the unit", arguments: [
-        ("16 kHz", 16.0, "16", "kHz"), ("16kHz", 16, "16", "kHz"), ("-40 dB", -40, "-40", "dB"),
-        ("-40dB", -40, "-40", "dB"), ("1.5 s", 1.5, "1.5", "s"), ("300ms", 300, "300", "ms"),
-        ("+3 dB", 3, "+3", "dB"), ("16_000 Hz", 16000, "16000", "Hz"), ("1e-3 s", 0.001, "1e-3", "s"),
-        ("2.5E3 Hz", 2500, "2.5E3", "Hz"), ("-.5 dB", -0.5, "-.5", "dB"),
-    ])
+    @Test(
+        "numbers, with and without a space before the unit",
+        arguments: [
+            ("16 kHz", 16.0, "16", "kHz"), ("16kHz", 16, "16", "kHz"), ("-40 dB", -40, "-40", "dB"),
+            ("-40dB", -40, "-40", "dB"), ("1.5 s", 1.5, "1.5", "s"), ("300ms", 300, "300", "ms"),
+            ("+3 dB", 3, "+3", "dB"), ("16_000 Hz", 16000, "16000", "Hz"), ("1e-3 s", 0.001, "1e-3", "s"),
+            ("2.5E3 Hz", 2500, "2.5E3", "Hz"), ("-.5 dB", -0.5, "-.5", "dB"),
+        ])
     func numbers(text: String, value: Double, numberText: String, unit: String) {
         let (kinds, _, errors) = tokens(text)
         #expect(errors.isEmpty)
@@ -96,7 +102,8 @@ struct LexerTests {
 
     @Test("an unknown escape is reported at the escaped character")
     func unknownEscape() {
-        #expect(tokens(#"x: "C:\speech""#).errors
+        #expect(
+            tokens(#"x: "C:\speech""#).errors
                 == [#"t.graph:1:8: error: unknown escape '\s' in string (use \\, \", \n, \t or \$)"#])
     }
 
@@ -112,8 +119,13 @@ struct LexerTests {
     func variablesInStrings() {
         let (kinds, _, errors) = tokens(#""${DIR:-/tmp/a b}/x-${N}.wav""#)
         #expect(errors.isEmpty)
-        #expect(kinds == [.string([.variable(name: "DIR", fallback: "/tmp/a b"), .literal("/x-"),
-                                   .variable(name: "N", fallback: nil), .literal(".wav")]), .end])
+        #expect(
+            kinds == [
+                .string([
+                    .variable(name: "DIR", fallback: "/tmp/a b"), .literal("/x-"),
+                    .variable(name: "N", fallback: nil), .literal(".wav"),
+                ]), .end,
+            ])
     }
 
     @Test("${VAR} as a value on its own")
@@ -149,7 +161,8 @@ struct LexerTests {
 struct ParserTests {
     @Test("nodes, types with dots, parameters and their locations")
     func nodes() throws {
-        let spec = try parse("""
+        let spec = try parse(
+            """
             # comment
             node mic = fake.source { path: "a.wav", rate: 48 kHz }
             node out = fake.sink
@@ -169,17 +182,19 @@ struct ParserTests {
         #expect(spec.nodes[1].parameters.isEmpty)
     }
 
-    @Test("values: numbers with units, words, strings", arguments: [
-        ("rate: 16 kHz", ValueLiteral.number(16, unit: "kHz")),
-        ("rate: 16kHz", .number(16, unit: "kHz")),
-        ("level: -40 dB", .number(-40, unit: "dB")),
-        ("time: 1.5 s", .number(1.5, unit: "s")),
-        ("time: 300ms", .number(300, unit: "ms")),
-        ("count: 2", .number(2, unit: nil)),
-        ("mode: very-high", .word("very-high")),
-        ("flag: true", .word("true")),
-        (#"path: "a b.wav""#, .string("a b.wav")),
-    ])
+    @Test(
+        "values: numbers with units, words, strings",
+        arguments: [
+            ("rate: 16 kHz", ValueLiteral.number(16, unit: "kHz")),
+            ("rate: 16kHz", .number(16, unit: "kHz")),
+            ("level: -40 dB", .number(-40, unit: "dB")),
+            ("time: 1.5 s", .number(1.5, unit: "s")),
+            ("time: 300ms", .number(300, unit: "ms")),
+            ("count: 2", .number(2, unit: nil)),
+            ("mode: very-high", .word("very-high")),
+            ("flag: true", .word("true")),
+            (#"path: "a b.wav""#, .string("a b.wav")),
+        ])
     func values(assignment: String, expected: ValueLiteral) throws {
         let name = String(assignment.prefix { $0 != ":" })
         #expect(try value("node n = t { \(assignment) }", name) == expected)
@@ -192,20 +207,23 @@ struct ParserTests {
         #expect(try value(text, "path", environment: ["NAME": "x", "DIR": "/data"]) == .string("/data/x.wav"))
         // Set but empty counts as unset, as with the shell's ':-'.
         #expect(try value(text, "path", environment: ["NAME": "x", "DIR": ""]) == .string("/tmp/x.wav"))
-        #expect(parseErrors(text, environment: [:]) == [
-            "t.graph:1:20: error: environment variable 'NAME' is not set (give a default with '${NAME:-value}')",
-        ])
+        #expect(
+            parseErrors(text, environment: [:]) == [
+                "t.graph:1:20: error: environment variable 'NAME' is not set (give a default with '${NAME:-value}')"
+            ])
     }
 
-    @Test("${VAR} as a whole value becomes a number with unit, a word or a string", arguments: [
-        ("16 kHz", ValueLiteral.number(16, unit: "kHz")),
-        ("16kHz", .number(16, unit: "kHz")),
-        (" -40 dB ", .number(-40, unit: "dB")),
-        ("2", .number(2, unit: nil)),
-        ("utterance", .word("utterance")),
-        ("out/log.jsonl", .string("out/log.jsonl")),
-        ("two words", .string("two words")),
-    ])
+    @Test(
+        "${VAR} as a whole value becomes a number with unit, a word or a string",
+        arguments: [
+            ("16 kHz", ValueLiteral.number(16, unit: "kHz")),
+            ("16kHz", .number(16, unit: "kHz")),
+            (" -40 dB ", .number(-40, unit: "dB")),
+            ("2", .number(2, unit: nil)),
+            ("utterance", .word("utterance")),
+            ("out/log.jsonl", .string("out/log.jsonl")),
+            ("two words", .string("two words")),
+        ])
     func wholeValueVariable(text: String, expected: ValueLiteral) throws {
         #expect(try value("node n = t { x: ${V} }", "x", environment: ["V": text]) == expected)
         #expect(try value("node n = t { x: ${UNSET:-\(text)} }", "x", environment: [:]) == expected)
@@ -222,14 +240,16 @@ struct ParserTests {
 
     @Test("an unset variable without a default is an error at the value")
     func unsetVariable() {
-        #expect(parseErrors("node n = t {\n  x: ${NOPE}\n}", environment: [:]) == [
-            "t.graph:2:6: error: environment variable 'NOPE' is not set (give a default with '${NOPE:-value}')",
-        ])
+        #expect(
+            parseErrors("node n = t {\n  x: ${NOPE}\n}", environment: [:]) == [
+                "t.graph:2:6: error: environment variable 'NOPE' is not set (give a default with '${NOPE:-value}')"
+            ])
     }
 
     @Test("newlines and commas both separate parameters inside braces")
     func separators() throws {
-        let spec = try parse("""
+        let spec = try parse(
+            """
             node a = t {
                 x: 1, y: 2
 
@@ -274,47 +294,64 @@ struct ParserTests {
 
     /// The one error each malformed statement gives: what was expected and what was found, and nothing
     /// more (no second "expected end of line after statement" at the same token).
-    @Test("syntax errors name what was expected and what was found", arguments: [
-        ("node a t", "t.graph:1:8: error: expected '=' after the node name, found 't'"),
-        ("node = t", "t.graph:1:6: error: expected a node name after 'node', found '='"),
-        ("node node = t", "t.graph:1:6: error: 'node' is a keyword and cannot name a node"),
-        ("node a = { x: 1 }", "t.graph:1:10: error: expected a node type (for example 'recognizer'), found '{'"),
-        ("node a = t { x 1 }", "t.graph:1:16: error: expected ':' after parameter 'x', found number '1'"),
-        ("node a = t { x: }", "t.graph:1:17: error: expected a value (a number with its unit, a \"string\" or a word), found '}'"),
-        ("node a = t { x: a y: 2 }", "t.graph:1:19: error: expected ',' or '}' after the value of 'x', found 'y'"),
-        // A word right after a number is its unit, so here the parser stops at the ':' of 'y:'.
-        ("node a = t { x: 1 y: 2 }", "t.graph:1:20: error: expected ',' or '}' after the value of 'x', found ':'"),
-        ("node a = t { x: 1", "t.graph:1:18: error: expected ',' or '}' after the value of 'x', found end of file"),
-        ("node a = t { x: 1\n", "t.graph:2:1: error: expected '}' to close the parameters of node 'a' opened at line 1, found end of file"),
-        ("a b", "t.graph:1:3: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"),
-        ("a", "t.graph:1:2: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"),
-        ("a -> b c", "t.graph:1:8: error: expected end of line after statement, found 'c'"),
-        ("a -> ", "t.graph:1:6: error: expected a node name, found end of file"),
-        ("a. -> b", "t.graph:1:4: error: expected a port name after 'a.', found '->'"),
-        ("= a", "t.graph:1:1: error: expected 'node' or an edge like 'a -> b', found '='"),
-    ])
+    @Test(
+        "syntax errors name what was expected and what was found",
+        arguments: [
+            ("node a t", "t.graph:1:8: error: expected '=' after the node name, found 't'"),
+            ("node = t", "t.graph:1:6: error: expected a node name after 'node', found '='"),
+            ("node node = t", "t.graph:1:6: error: 'node' is a keyword and cannot name a node"),
+            ("node a = { x: 1 }", "t.graph:1:10: error: expected a node type (for example 'recognizer'), found '{'"),
+            ("node a = t { x 1 }", "t.graph:1:16: error: expected ':' after parameter 'x', found number '1'"),
+            (
+                "node a = t { x: }",
+                "t.graph:1:17: error: expected a value (a number with its unit, a \"string\" or a word), found '}'"
+            ),
+            ("node a = t { x: a y: 2 }", "t.graph:1:19: error: expected ',' or '}' after the value of 'x', found 'y'"),
+            // A word right after a number is its unit, so here the parser stops at the ':' of 'y:'.
+            ("node a = t { x: 1 y: 2 }", "t.graph:1:20: error: expected ',' or '}' after the value of 'x', found ':'"),
+            ("node a = t { x: 1", "t.graph:1:18: error: expected ',' or '}' after the value of 'x', found end of file"),
+            (
+                "node a = t { x: 1\n",
+                "t.graph:2:1: error: expected '}' to close the parameters of node 'a' opened at line 1, found end of file"
+            ),
+            (
+                "a b",
+                "t.graph:1:3: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"
+            ),
+            (
+                "a",
+                "t.graph:1:2: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"
+            ),
+            ("a -> b c", "t.graph:1:8: error: expected end of line after statement, found 'c'"),
+            ("a -> ", "t.graph:1:6: error: expected a node name, found end of file"),
+            ("a. -> b", "t.graph:1:4: error: expected a port name after 'a.', found '->'"),
+            ("= a", "t.graph:1:1: error: expected 'node' or an edge like 'a -> b', found '='"),
+        ])
     func syntaxErrors(text: String, expected: String) {
         #expect(parseErrors(text) == [expected])
     }
 
     @Test("one syntax error gives one diagnostic, not a second 'expected end of line' at the same token")
     func doubledStatementError() {
-        #expect(parseErrors("node asr fake.recognizer { rate: 16 kHz }")
+        #expect(
+            parseErrors("node asr fake.recognizer { rate: 16 kHz }")
                 == ["t.graph:1:10: error: expected '=' after the node name, found 'fake'"])
     }
 
     @Test("an unclosed parameter block followed by another node says that '}' is missing")
     func missingBraceBeforeNextNode() throws {
-        #expect(parseErrors("node mic = fake.source { path: \"a.wav\"\nnode asr = fake.recognizer\n") == [
-            "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, found the next 'node'",
-        ])
+        #expect(
+            parseErrors("node mic = fake.source { path: \"a.wav\"\nnode asr = fake.recognizer\n") == [
+                "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, found the next 'node'"
+            ])
         // 'node' is still an ordinary parameter name when no node name follows it.
         #expect(try value("node n = t { node: 1 }", "node") == .number(1, unit: nil))
     }
 
     @Test("after an error the parser skips to the next line and reports later errors too, sorted")
     func recovery() {
-        let errors = parseErrors("""
+        let errors = parseErrors(
+            """
             node a t { x: 1
               y: 2 }
             node b = u
@@ -323,12 +360,13 @@ struct ParserTests {
             """)
         // Every real error is reported, in file order (lexer and parser errors merged), and nothing else
         // (the block spanning lines 1-2 is skipped whole).
-        #expect(errors == [
-            "t.graph:1:8: error: expected '=' after the node name, found 't'",
-            "t.graph:4:3: error: expected '->' after 'b' (a statement is 'node name = type { ... }' or an edge 'a -> b')",
-            "t.graph:5:17: error: unexpected character '@'",
-            "t.graph:5:19: error: expected a value (a number with its unit, a \"string\" or a word), found '}'",
-        ])
+        #expect(
+            errors == [
+                "t.graph:1:8: error: expected '=' after the node name, found 't'",
+                "t.graph:4:3: error: expected '->' after 'b' (a statement is 'node name = type { ... }' or an edge 'a -> b')",
+                "t.graph:5:17: error: unexpected character '@'",
+                "t.graph:5:19: error: expected a value (a number with its unit, a \"string\" or a word), found '}'",
+            ])
     }
 
     @Test("an empty file parses to an empty graph")
@@ -340,16 +378,18 @@ struct ParserTests {
 
 @Suite("--set overrides")
 struct OverrideParseTests {
-    @Test("node.param=value, the value read as in a graph file", arguments: [
-        ("asr.rate=16 kHz", "asr", "rate", ValueLiteral.number(16, unit: "kHz")),
-        ("asr.rate=8kHz", "asr", "rate", .number(8, unit: "kHz")),
-        ("vad.threshold=-30 dB", "vad", "threshold", .number(-30, unit: "dB")),
-        ("asr.mode=utterance", "asr", "mode", .word("utterance")),
-        ("src.channels=2", "src", "channels", .number(2, unit: nil)),
-        ("out.path=out/log.jsonl", "out", "path", .string("out/log.jsonl")),
-        ("out.label=a=b", "out", "label", .string("a=b")),
-        ("out.label=", "out", "label", .string("")),
-    ])
+    @Test(
+        "node.param=value, the value read as in a graph file",
+        arguments: [
+            ("asr.rate=16 kHz", "asr", "rate", ValueLiteral.number(16, unit: "kHz")),
+            ("asr.rate=8kHz", "asr", "rate", .number(8, unit: "kHz")),
+            ("vad.threshold=-30 dB", "vad", "threshold", .number(-30, unit: "dB")),
+            ("asr.mode=utterance", "asr", "mode", .word("utterance")),
+            ("src.channels=2", "src", "channels", .number(2, unit: nil)),
+            ("out.path=out/log.jsonl", "out", "path", .string("out/log.jsonl")),
+            ("out.label=a=b", "out", "label", .string("a=b")),
+            ("out.label=", "out", "label", .string("")),
+        ])
     func parses(text: String, node: String, parameter: String, value: ValueLiteral) throws {
         let o = try #require(GraphPlanner.Override.parse(text))
         #expect(o.node == node)

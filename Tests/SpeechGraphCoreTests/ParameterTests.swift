@@ -1,4 +1,5 @@
 import Testing
+
 @testable import SpeechGraphCore
 
 private func ok(_ p: ParameterDescriptor, _ literal: ValueLiteral) -> ParameterValue? {
@@ -19,19 +20,25 @@ private let integer = ParameterDescriptor.integer("channels", default: 1, range:
 private let boolean = ParameterDescriptor.boolean("words", default: true, doc: "")
 private let string = ParameterDescriptor.string("model", default: "en-us", doc: "")
 private let path = ParameterDescriptor.path("path", doc: "")
-private let choice = ParameterDescriptor.choice("mode", ["normal", "aggressive", "very-aggressive"], default: "normal", doc: "")
+private let choice = ParameterDescriptor.choice(
+    "mode", ["normal", "aggressive", "very-aggressive"], default: "normal", doc: "")
 
 @Suite("ParameterDescriptor.check")
 struct ParameterCheckTests {
-    @Test("quantities are converted to the canonical unit", arguments: [
-        ("16 kHz", ValueLiteral.number(16, unit: "kHz"), 16000.0),
-        ("16000 Hz", .number(16000, unit: "Hz"), 16000),
-        ("8 khz", .number(8, unit: "khz"), 8000),
-        ("44.1 kHz", .number(44.1, unit: "kHz"), 44100),
-    ])
+    @Test(
+        "quantities are converted to the canonical unit",
+        arguments: [
+            ("16 kHz", ValueLiteral.number(16, unit: "kHz"), 16000.0),
+            ("16000 Hz", .number(16000, unit: "Hz"), 16000),
+            ("8 khz", .number(8, unit: "khz"), 8000),
+            ("44.1 kHz", .number(44.1, unit: "kHz"), 44100),
+        ])
     func frequencies(_ label: String, literal: ValueLiteral, hertz: Double) throws {
         let v = try #require(ok(frequency, literal))
-        guard case .number(let n) = v else { Issue.record("not a number: \(v)"); return }
+        guard case .number(let n) = v else {
+            Issue.record("not a number: \(v)")
+            return
+        }
         #expect(abs(n - hertz) < 1e-9)
     }
 
@@ -40,7 +47,10 @@ struct ParameterCheckTests {
         #expect(ok(time, .number(300, unit: "ms")) == .number(0.3))
         #expect(ok(time, .number(1.5, unit: "s")) == .number(1.5))
         #expect(ok(time, .number(2, unit: "sec")) == .number(2))
-        guard case .number(let us)? = ok(time, .number(250_000, unit: "us")) else { Issue.record("250000 us"); return }
+        guard case .number(let us)? = ok(time, .number(250_000, unit: "us")) else {
+            Issue.record("250000 us")
+            return
+        }
         #expect(abs(us - 0.25) < 1e-12)
         #expect(ok(time, .number(3000, unit: "ms")) == .number(3), "the upper bound itself is in range")
         #expect(ok(time, .number(0, unit: "s")) == .number(0))
@@ -54,26 +64,34 @@ struct ParameterCheckTests {
 
     @Test("unit errors say what was expected")
     func unitErrors() {
-        #expect(failure(frequency, .number(16, unit: "ms"))
+        #expect(
+            failure(frequency, .number(16, unit: "ms"))
                 == "wrong unit 'ms' for 'rate': expected a frequency like '16 kHz' or '48000 Hz', not a time")
-        #expect(failure(time, .number(16, unit: "kHz"))
+        #expect(
+            failure(time, .number(16, unit: "kHz"))
                 == "wrong unit 'kHz' for 'hangover': expected a duration like '300 ms' or '1.5 s', not a frequency")
-        #expect(failure(frequency, .number(16000, unit: nil))
+        #expect(
+            failure(frequency, .number(16000, unit: nil))
                 == "missing unit for 'rate': expected a frequency like '16 kHz' or '48000 Hz'")
-        #expect(failure(level, .number(3, unit: "dBm"))
+        #expect(
+            failure(level, .number(3, unit: "dBm"))
                 == "unknown unit 'dBm' for 'threshold': expected a level like '-40 dB'")
         #expect(failure(level, .word("loud")) == "expected a level like '-40 dB' for 'threshold', found loud")
-        #expect(failure(frequency, .string("16 kHz"))
+        #expect(
+            failure(frequency, .string("16 kHz"))
                 == "expected a frequency like '16 kHz' or '48000 Hz' for 'rate', found \"16 kHz\"")
     }
 
     @Test("range errors show the range in the parameter's display unit")
     func rangeErrors() {
-        #expect(failure(frequency, .number(96, unit: "kHz")) == "96 kHz is out of range for 'rate': expected 8 to 48 kHz")
-        #expect(failure(frequency, .number(4000, unit: "Hz")) == "4000 Hz is out of range for 'rate': expected 8 to 48 kHz")
+        #expect(
+            failure(frequency, .number(96, unit: "kHz")) == "96 kHz is out of range for 'rate': expected 8 to 48 kHz")
+        #expect(
+            failure(frequency, .number(4000, unit: "Hz")) == "4000 Hz is out of range for 'rate': expected 8 to 48 kHz")
         #expect(failure(time, .number(5, unit: "s")) == "5 s is out of range for 'hangover': expected 0 to 3000 ms")
         #expect(failure(time, .number(-1, unit: "ms")) == "-1 ms is out of range for 'hangover': expected 0 to 3000 ms")
-        #expect(failure(level, .number(10, unit: "dB")) == "10 dB is out of range for 'threshold': expected -120 to 0 dB")
+        #expect(
+            failure(level, .number(10, unit: "dB")) == "10 dB is out of range for 'threshold': expected -120 to 0 dB")
         #expect(failure(number, .number(1.5, unit: nil)) == "1.5 is out of range for 'ratio': expected 0 to 1")
         #expect(failure(integer, .number(9, unit: nil)) == "9 is out of range for 'channels': expected 1 to 8")
         #expect(failure(integer, .number(0, unit: nil)) == "0 is out of range for 'channels': expected 1 to 8")
@@ -95,18 +113,24 @@ struct ParameterCheckTests {
         // Int(v) traps for a whole number beyond Int.max (this once crashed on 'channels: 1e20'), so the check
         // runs in a child process: a regression fails this test instead of taking the suite down. The child
         // prints each error message; the parent compares them.
-        let result = try #require(await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
-            let p = ParameterDescriptor.integer("channels", default: 1, range: 1...8, doc: "")
-            for v in [1e20, -1e20, 9.3e18, 1e300] {
-                if case .failure(let e) = p.check(.number(v, unit: nil)) { print(e.message) } else { print("accepted \(v)") }
-            }
-        })
-        #expect(String(decoding: result.standardOutputContent, as: UTF8.self).split(separator: "\n") == [
-            "1e+20 is out of range for 'channels': expected 1 to 8",
-            "-1e+20 is out of range for 'channels': expected 1 to 8",
-            "9.3e+18 is out of range for 'channels': expected 1 to 8",
-            "1e+300 is out of range for 'channels': expected 1 to 8",
-        ])
+        let result = try #require(
+            await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+                let p = ParameterDescriptor.integer("channels", default: 1, range: 1...8, doc: "")
+                for v in [1e20, -1e20, 9.3e18, 1e300] {
+                    if case .failure(let e) = p.check(.number(v, unit: nil)) {
+                        print(e.message)
+                    } else {
+                        print("accepted \(v)")
+                    }
+                }
+            })
+        #expect(
+            String(decoding: result.standardOutputContent, as: UTF8.self).split(separator: "\n") == [
+                "1e+20 is out of range for 'channels': expected 1 to 8",
+                "-1e+20 is out of range for 'channels': expected 1 to 8",
+                "9.3e+18 is out of range for 'channels': expected 1 to 8",
+                "1e+300 is out of range for 'channels': expected 1 to 8",
+            ])
     }
 
     @Test("booleans accept true/yes/on and false/no/off, in any case")
@@ -132,11 +156,14 @@ struct ParameterCheckTests {
     func choices() {
         #expect(ok(choice, .word("aggressive")) == .string("aggressive"))
         #expect(ok(choice, .string("very-aggressive")) == .string("very-aggressive"))
-        #expect(failure(choice, .word("agressive"))
-                == "'agressive' is not one of normal, aggressive, very-aggressive for 'mode' (did you mean 'aggressive'?)")
+        #expect(
+            failure(choice, .word("agressive"))
+                == "'agressive' is not one of normal, aggressive, very-aggressive for 'mode' (did you mean 'aggressive'?)"
+        )
         #expect(failure(choice, .word("xyz")) == "'xyz' is not one of normal, aggressive, very-aggressive for 'mode'")
         #expect(failure(choice, .word("Normal")) != nil, "choices are case-sensitive")
-        #expect(failure(choice, .number(1, unit: nil))
+        #expect(
+            failure(choice, .number(1, unit: nil))
                 == "expected one of normal, aggressive, very-aggressive for 'mode', found 1")
     }
 
@@ -184,7 +211,8 @@ struct ParameterCheckTests {
 struct PlannerParameterTests {
     @Test("defaults are filled into NodeConfig; written values replace them, in canonical units")
     func defaults() throws {
-        let plan = try validatePlan("""
+        let plan = try validatePlan(
+            """
             node mic = fake.source { path: "a.wav", rate: 44.1 kHz }
             node vad = fake.gate { hangover: 1.5 s }
             node asr = fake.recognizer
@@ -235,14 +263,25 @@ struct PlannerParameterTests {
         #expect(try #require(plan.nodes.first { $0.name == "out" }).config.string("label") == "screen")
     }
 
-    @Test("a wrong --set is reported with its '--set node.param' prefix and no location", arguments: [
-        ("asr.rate=16", "error: --set asr.rate: missing unit for 'rate': expected a frequency like '16 kHz' or '48000 Hz'"),
-        ("asr.rate=96 kHz", "error: --set asr.rate: 96 kHz is out of range for 'rate': expected 8 to 48 kHz"),
-        ("asr.mode=streamin", "error: --set asr.mode: 'streamin' is not one of streaming, utterance for 'mode' (did you mean 'streaming'?)"),
-        ("asr.rat=8 kHz", "error: --set asr.rat: unknown parameter 'rat' for node type 'fake.recognizer' (did you mean 'rate'?)"),
-        ("ars.rate=8 kHz", "error: --set ars.rate: no node named 'ars' (did you mean 'asr'?)"),
-        ("out.path=1 s", "error: --set out.path: expected a \"string\" for 'path', found 1 s"),
-    ])
+    @Test(
+        "a wrong --set is reported with its '--set node.param' prefix and no location",
+        arguments: [
+            (
+                "asr.rate=16",
+                "error: --set asr.rate: missing unit for 'rate': expected a frequency like '16 kHz' or '48000 Hz'"
+            ),
+            ("asr.rate=96 kHz", "error: --set asr.rate: 96 kHz is out of range for 'rate': expected 8 to 48 kHz"),
+            (
+                "asr.mode=streamin",
+                "error: --set asr.mode: 'streamin' is not one of streaming, utterance for 'mode' (did you mean 'streaming'?)"
+            ),
+            (
+                "asr.rat=8 kHz",
+                "error: --set asr.rat: unknown parameter 'rat' for node type 'fake.recognizer' (did you mean 'rate'?)"
+            ),
+            ("ars.rate=8 kHz", "error: --set ars.rate: no node named 'ars' (did you mean 'asr'?)"),
+            ("out.path=1 s", "error: --set out.path: expected a \"string\" for 'path', found 1 s"),
+        ])
     func overrideErrors(text: String, expected: String) throws {
         let o = try #require(GraphPlanner.Override.parse(text))
         #expect(diagnostics(of: Self.graph, overrides: [o]) == [expected])
@@ -250,7 +289,8 @@ struct PlannerParameterTests {
 
     @Test("on the command line a bare word is accepted for a string or path parameter (the shell ate the quotes)")
     func bareWordOverride() throws {
-        let overrides = ["out.path=speech", "out.label=screen", #"asr.model="en-gb""#].compactMap(GraphPlanner.Override.parse)
+        let overrides = ["out.path=speech", "out.label=screen", #"asr.model="en-gb""#].compactMap(
+            GraphPlanner.Override.parse)
         #expect(overrides.count == 3)
         #expect(diagnostics(of: Self.graph, overrides: overrides).isEmpty)
         let plan = try validatePlan(Self.graph, overrides: overrides)
@@ -259,35 +299,47 @@ struct PlannerParameterTests {
         #expect(out.string("label") == "screen")
         #expect(try #require(plan.nodes.first { $0.name == "asr" }).config.string("model") == "en-gb")
         // In a graph file a path must still be quoted.
-        #expect(diagnostics(of: """
-            node mic = fake.source { path: "a.wav" }
-            node asr = fake.recognizer
-            node out = fake.sink { path: speech }
-            mic -> asr -> out
-            """) == ["test.graph:3:30: error: expected a quoted path for 'path', as in \"speech\""])
+        #expect(
+            diagnostics(
+                of: """
+                    node mic = fake.source { path: "a.wav" }
+                    node asr = fake.recognizer
+                    node out = fake.sink { path: speech }
+                    mic -> asr -> out
+                    """) == ["test.graph:3:30: error: expected a quoted path for 'path', as in \"speech\""])
     }
 
     @Test("a missing required parameter names the node, the type and the parameter's doc")
     func required() {
-        #expect(diagnostics(of: "node mic = fake.source\nnode asr = fake.recognizer\nnode out = fake.sink\nmic -> asr -> out")
-                == ["test.graph:1:1: error: node 'mic' (fake.source) needs parameter 'path': Where the audio would come from (not read)."])
+        #expect(
+            diagnostics(
+                of: "node mic = fake.source\nnode asr = fake.recognizer\nnode out = fake.sink\nmic -> asr -> out")
+                == [
+                    "test.graph:1:1: error: node 'mic' (fake.source) needs parameter 'path': Where the audio would come from (not read)."
+                ])
         // Given by --set only: fine.
         let o = GraphPlanner.Override.parse("mic.path=a.wav")!
-        #expect(diagnostics(of: "node mic = fake.source\nnode asr = fake.recognizer\nnode out = fake.sink\nmic -> asr -> out",
-                            overrides: [o]).isEmpty)
+        #expect(
+            diagnostics(
+                of: "node mic = fake.source\nnode asr = fake.recognizer\nnode out = fake.sink\nmic -> asr -> out",
+                overrides: [o]
+            ).isEmpty)
     }
 
     @Test("a type without parameters says so")
     func noParameters() {
-        let found = diagnostics(of: """
-            node mic = fake.source { path: "a.wav" }
-            node mix = downmix { rate: 16 kHz }
-            node asr = fake.recognizer
-            node out = fake.sink
-            mic -> mix -> asr -> out
-            """)
+        let found = diagnostics(
+            of: """
+                node mic = fake.source { path: "a.wav" }
+                node mix = downmix { rate: 16 kHz }
+                node asr = fake.recognizer
+                node out = fake.sink
+                mic -> mix -> asr -> out
+                """)
         #expect(found.count == 1)
         #expect(found.first?.hasPrefix("test.graph:2:") == true)
-        #expect(found.first?.hasSuffix("error: unknown parameter 'rate' for node type 'downmix' (it takes no parameters)") == true)
+        #expect(
+            found.first?.hasSuffix("error: unknown parameter 'rate' for node type 'downmix' (it takes no parameters)")
+                == true)
     }
 }

@@ -1,11 +1,14 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import SpeechGraphCore
 
 /// A negotiated plan of `text` and a runner for it; the nodes record into `log`.
-private func makeRunner(_ text: String, log: CallLog, stop: StopSignal? = nil,
-                        options: RunningGraph.Options = .init()) throws -> RunningGraph {
+private func makeRunner(
+    _ text: String, log: CallLog, stop: StopSignal? = nil,
+    options: RunningGraph.Options = .init()
+) throws -> RunningGraph {
     let registry = Fake.registry(log: log, stop: stop)
     let plan = try negotiatedPlan(text, registry: registry)
     var options = options
@@ -19,20 +22,28 @@ private func sinkEvents(_ runner: RunningGraph, _ name: String) throws -> [Strin
 }
 
 /// Every node of the plan was finished exactly once and closed exactly once.
-private func expectFinishedAndClosedOnce(_ plan: GraphPlan, _ log: CallLog, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+private func expectFinishedAndClosedOnce(
+    _ plan: GraphPlan, _ log: CallLog, sourceLocation: Testing.SourceLocation = #_sourceLocation
+) {
     for node in plan.nodes {
-        #expect(log.count("\(node.name).finish") == 1, "\(node.name) finished \(log.count("\(node.name).finish")) times",
-                sourceLocation: sourceLocation)
-        #expect(log.count("\(node.name).close") == 1, "\(node.name) closed \(log.count("\(node.name).close")) times",
-                sourceLocation: sourceLocation)
+        #expect(
+            log.count("\(node.name).finish") == 1, "\(node.name) finished \(log.count("\(node.name).finish")) times",
+            sourceLocation: sourceLocation)
+        #expect(
+            log.count("\(node.name).close") == 1, "\(node.name) closed \(log.count("\(node.name).close")) times",
+            sourceLocation: sourceLocation)
     }
 }
 
 /// Every node finished after all its upstream nodes.
-private func expectUpstreamFinishedFirst(_ plan: GraphPlan, _ log: CallLog, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+private func expectUpstreamFinishedFirst(
+    _ plan: GraphPlan, _ log: CallLog, sourceLocation: Testing.SourceLocation = #_sourceLocation
+) {
     for e in plan.edges {
-        let from = plan.nodes[e.fromNode].name, to = plan.nodes[e.toNode].name
-        let a = log.firstIndex(of: "\(from).finish"), b = log.firstIndex(of: "\(to).finish")
+        let from = plan.nodes[e.fromNode].name
+        let to = plan.nodes[e.toNode].name
+        let a = log.firstIndex(of: "\(from).finish")
+        let b = log.firstIndex(of: "\(to).finish")
         #expect(a != nil && b != nil && a! < b!, "\(from) must finish before \(to)", sourceLocation: sourceLocation)
     }
 }
@@ -54,15 +65,16 @@ struct RunnerTests {
         let log = CallLog()
         let runner = try makeRunner(chain, log: log)
         try runner.run()
-        #expect(try sinkEvents(runner, "out") == [
-            "speech-started@0.0",
-            "result(volatile):partial 1",
-            "result(volatile):partial 2",
-            "result(volatile):partial 3",
-            "result(volatile):partial 4",
-            "speech-ended@0.2",          // vad.finish
-            "result(final):4 blocks",    // asr.finish, after vad's
-        ])
+        #expect(
+            try sinkEvents(runner, "out") == [
+                "speech-started@0.0",
+                "result(volatile):partial 1",
+                "result(volatile):partial 2",
+                "result(volatile):partial 3",
+                "result(volatile):partial 4",
+                "speech-ended@0.2",  // vad.finish
+                "result(final):4 blocks",  // asr.finish, after vad's
+            ])
         #expect(log.count("mic.pull") == 4)
         #expect(log.count("mic.pull:end") == 1)
         #expect(log.calls(of: "out").last == "close")
@@ -80,7 +92,8 @@ struct RunnerTests {
     @Test("fan-out delivers every event and every block to every target")
     func fanOut() throws {
         let log = CallLog()
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node mic = fake.source { path: "a.wav", duration: 0.1 s }
             node a1 = fake.recognizer
             node a2 = fake.recognizer
@@ -120,7 +133,8 @@ struct RunnerTests {
     @Test("a sink fed by two sources finishes only after both have ended")
     func twoSources() throws {
         let log = CallLog()
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node short = fake.source { path: "a.wav", duration: 0.1 s }
             node long  = fake.source { path: "b.wav", duration: 0.3 s }
             node a1 = fake.recognizer
@@ -159,7 +173,8 @@ struct RunnerTests {
         let log = CallLog()
         let stop = StopSignal()
         // 20 blocks; the sink asks to stop on its second event (partial 1, during the first pull).
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node mic = fake.source { path: "a.wav", duration: 1 s, block: 50 ms }
             node vad = fake.gate
             node asr = fake.recognizer
@@ -170,9 +185,10 @@ struct RunnerTests {
         try runner.run()
         #expect(stop.isRequested)
         #expect(log.count("mic.pull") == 1)
-        #expect(try sinkEvents(runner, "out") == [
-            "speech-started@0.0", "result(volatile):partial 1", "speech-ended@0.05", "result(final):1 blocks",
-        ])
+        #expect(
+            try sinkEvents(runner, "out") == [
+                "speech-started@0.0", "result(volatile):partial 1", "speech-ended@0.05", "result(final):1 blocks",
+            ])
         expectFinishedAndClosedOnce(runner.plan, log)
         expectUpstreamFinishedFirst(runner.plan, log)
     }
@@ -180,7 +196,8 @@ struct RunnerTests {
     @Test("a stop from another thread ends a realtime run early")
     func stopFromAnotherThread() throws {
         let log = CallLog()
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node mic = fake.source { path: "a.wav", duration: 30 s, block: 20 ms }
             node asr = fake.recognizer
             node out = fake.sink
@@ -204,7 +221,8 @@ struct RunnerTests {
     @Test("an error in process stops the run and propagates; every node is still finished and closed")
     func errorInProcess() throws {
         let log = CallLog()
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node mic = fake.source { path: "a.wav", duration: 1 s, block: 50 ms }
             node vad = fake.gate { fail-at: 2 }
             node asr = fake.recognizer
@@ -216,17 +234,21 @@ struct RunnerTests {
         #expect(log.count("mic.pull") == 2, "no pull after the failure")
         #expect(log.calls(of: "asr").filter { $0.hasPrefix("process") }.count == 1)
         // What was already produced is delivered.
-        #expect(try sinkEvents(runner, "out") == [
-            "speech-started@0.0", "result(volatile):partial 1", "speech-ended@0.05", "result(final):1 blocks",
-        ])
+        #expect(
+            try sinkEvents(runner, "out") == [
+                "speech-started@0.0", "result(volatile):partial 1", "speech-ended@0.05", "result(final):1 blocks",
+            ])
         expectFinishedAndClosedOnce(runner.plan, log)
         expectUpstreamFinishedFirst(runner.plan, log)
     }
 
-    @Test("an error in finish propagates; what the node emitted first and the nodes after it are still delivered and finished")
+    @Test(
+        "an error in finish propagates; what the node emitted first and the nodes after it are still delivered and finished"
+    )
     func errorInFinish() throws {
         let log = CallLog()
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node mic = fake.source { path: "a.wav", duration: 0.1 s }
             node asr = fake.recognizer { fail-in-finish: true }
             node out = fake.sink
@@ -263,7 +285,8 @@ struct RunnerTests {
     @Test("inserted converters run: the recognizer only ever sees its own format")
     func convertersRun() throws {
         let log = CallLog()
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node mic = fake.source { path: "a.wav", rate: 48 kHz, channels: 2, duration: 0.2 s }
             node asr = fake.recognizer
             node out = fake.sink
@@ -273,7 +296,8 @@ struct RunnerTests {
         let asr = try #require(runner.node(named: "asr") as? FakeRecognizerNode)
         #expect(asr.formatsSeen.count == 4)
         #expect(asr.formatsSeen.allSatisfy { $0 == AudioFormat(sampleRate: 16000, channelCount: 1) })
-        #expect(log.calls(of: "asr.in~downmix").filter { $0.hasPrefix("process") }
+        #expect(
+            log.calls(of: "asr.in~downmix").filter { $0.hasPrefix("process") }
                 == Array(repeating: "process:float32 48000 Hz stereo", count: 4))
         #expect(try sinkEvents(runner, "out").last == "result(final):4 blocks")
         expectFinishedAndClosedOnce(runner.plan, log)
@@ -284,7 +308,8 @@ struct RunnerTests {
     func progress() throws {
         let log = CallLog()
         let seenBox = Mutex<[Double]>([])
-        let runner = try makeRunner(chain, log: log, options: .init(progress: { p in seenBox.withLock { $0.append(p) } }))
+        let runner = try makeRunner(
+            chain, log: log, options: .init(progress: { p in seenBox.withLock { $0.append(p) } }))
         try runner.run()
         let seen = seenBox.withLock { $0 }
         #expect(!seen.isEmpty)
@@ -306,7 +331,8 @@ struct RunnerTests {
     @Test("without realtime, a 5 s source is read whole, block by block")
     func notRealtime() throws {
         let log = CallLog()
-        let runner = try makeRunner("""
+        let runner = try makeRunner(
+            """
             node mic = fake.source { path: "a.wav", duration: 5 s }
             node asr = fake.recognizer
             node out = fake.sink
@@ -320,10 +346,13 @@ struct RunnerTests {
 /// Emits a level event for every block and speechStarted for the first, on one event port.
 private final class MixedEventsNode: GraphNode {
     static let type = NodeType(
-        NodeDescriptor(typeName: "test.mixed", summary: "", category: .analysis,
-                       ports: [.audioInput("in", doc: ""),
-                               .eventOutput("events", emits: .only([.speechStarted, .level]), doc: "")],
-                       parameters: []),
+        NodeDescriptor(
+            typeName: "test.mixed", summary: "", category: .analysis,
+            ports: [
+                .audioInput("in", doc: ""),
+                .eventOutput("events", emits: .only([.speechStarted, .level]), doc: ""),
+            ],
+            parameters: []),
         make: { MixedEventsNode(name: $0.config.name) })
     let name: String
     var blocks = 0
@@ -342,7 +371,8 @@ struct EventKindDeliveryTests {
         let log = CallLog()
         var registry = Fake.registry(log: log)
         try registry.register(MixedEventsNode.type)
-        let plan = try negotiatedPlan("""
+        let plan = try negotiatedPlan(
+            """
             node mic  = fake.source { path: "a.wav", duration: 0.2 s, block: 50 ms }
             node mix  = test.mixed
             node gate = fake.gate

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import SpeechGraphTestSupport
+import Synchronization
 
 /// A private `jackd -d dummy` server that a test starts and stops (no sound card needed).
 /// Each one has a name of its own (the process id, a counter and a random part), so that two test runs on
@@ -31,8 +31,10 @@ final class JackServer: @unchecked Sendable {
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        p.arguments = ["--pdeathsig", "KILL", "jackd", "-n", name, "--no-realtime", "-d", "dummy",
-                       "-r", "\(rate)", "-p", "\(period)"]
+        p.arguments = [
+            "--pdeathsig", "KILL", "jackd", "-n", name, "--no-realtime", "-d", "dummy",
+            "-r", "\(rate)", "-p", "\(period)",
+        ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
@@ -41,7 +43,9 @@ final class JackServer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if try Run.process("/usr/bin/jack_lsp", ["-s", name], timeout: 30).status == 0 { return }
-            guard p.isRunning else { throw Failure(description: "jackd exited at once (status \(p.terminationStatus))") }
+            guard p.isRunning else {
+                throw Failure(description: "jackd exited at once (status \(p.terminationStatus))")
+            }
             usleep(20_000)
         }
         stop()

@@ -31,8 +31,9 @@ import Testing
 
     @Test func withoutAServerRunFailsWithOneClearMessage() throws {
         server.stop()
-        let r = try Run.speechgraph(["run", "graphs/live.graph"], environment: ["JACK_DEFAULT_SERVER": "speechgraph-absent"],
-                                    timeout: 30)
+        let r = try Run.speechgraph(
+            ["run", "graphs/live.graph"], environment: ["JACK_DEFAULT_SERVER": "speechgraph-absent"],
+            timeout: 30)
         #expect(r.status == 1)
         #expect(r.stderr.contains("no JACK server is running named 'speechgraph-absent'"))
         #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
@@ -43,38 +44,48 @@ import Testing
         try server.start()
         let wav = try speech()
         try TestSpeech.sox([wav, "-r", "44100", dir.path("call44.wav")])
-        let log = dir.path("live.jsonl"), out = dir.path("live.out")
-        let p = try Process.launchSpeechgraph(["run", "graphs/jack-demo.graph"],
-                                              environment: env.merging(["DEMO_AUDIO": dir.path("call44.wav"), "DEMO_LOG": log]) { $1 },
-                                              output: out)
+        let log = dir.path("live.jsonl")
+        let out = dir.path("live.out")
+        let p = try Process.launchSpeechgraph(
+            ["run", "graphs/jack-demo.graph"],
+            environment: env.merging(["DEMO_AUDIO": dir.path("call44.wav"), "DEMO_LOG": log]) { $1 },
+            output: out)
         // Runs until a final result shows the sentence's last word (a deadline only bounds a hang), then SIGTERM.
         let deadline = Date().addingTimeInterval(120)
         while p.isRunning && Date() < deadline
-            && !contents(out).split(separator: "\n").contains(where: { $0.hasPrefix("[") && $0.contains("evening") }) {
+            && !contents(out).split(separator: "\n").contains(where: { $0.hasPrefix("[") && $0.contains("evening") })
+        {
             usleep(20_000)
         }
         if p.isRunning { kill(p.processIdentifier, SIGTERM) }
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
         let text = contents(out).split(separator: "\n").filter { $0.hasPrefix("[") }.joined(separator: " ")
-        #expect(wordErrorRate(reference: sentence, hypothesis: text.replacing(/\[[^\]]*\]/, with: "")) <= 0.25, "\(contents(out))")
+        #expect(
+            wordErrorRate(reference: sentence, hypothesis: text.replacing(/\[[^\]]*\]/, with: "")) <= 0.25,
+            "\(contents(out))")
         let lines = contents(log).split(separator: "\n")
         #expect(lines.contains { $0.contains(#""type":"result""#) && $0.contains(#""isFinal":true"#) })
     }
 
     @Test func portsNamesMetadataAndConnections() throws {
         try server.start()
-        var listing = "", properties = "", connections = "", lateConnections = ""
+        var listing = ""
+        var properties = ""
+        var connections = ""
+        var lateConnections = ""
         // Two clients asking for the same name: JACK makes the second unique. The first connects to
         // system:capture_1 at start, and to jack-play:out_* when such a port appears later.
-        let first = try Process.launchSpeechgraph(["run", "graphs/live.graph", "--name", "sgt"],
-                                                  environment: env.merging(["SPEECHGRAPH_CAPTURE": "system:capture_1,jack-play*:out_*"]) { $1 },
-                                                  output: dir.path("first.out"))
+        let first = try Process.launchSpeechgraph(
+            ["run", "graphs/live.graph", "--name", "sgt"],
+            environment: env.merging(["SPEECHGRAPH_CAPTURE": "system:capture_1,jack-play*:out_*"]) { $1 },
+            output: dir.path("first.out"))
         // Deadlines here only bound a hang; every wait ends as soon as JACK shows what it waits for.
         let registered = Date().addingTimeInterval(60)
         while try !server.lsp().contains("sgt:in_1") && Date() < registered { usleep(50_000) }
-        let second = try Process.launchSpeechgraph(["run", "graphs/live.graph", "--name", "sgt"],
-                                                   environment: env, output: dir.path("second.out"))
+        let second = try Process.launchSpeechgraph(
+            ["run", "graphs/live.graph", "--name", "sgt"],
+            environment: env, output: dir.path("second.out"))
         let ready = Date().addingTimeInterval(60)
         while Date() < ready {
             listing = try server.lsp()
@@ -82,7 +93,9 @@ import Testing
             if listing.contains("sgt-01:in_1") && connections.contains("system:capture_1\n   sgt:in_1") { break }
             usleep(50_000)
         }
-        properties = try Run.process("/usr/bin/jack_property", ["--port", "-l", "sgt:in_1"], environment: env, timeout: 10).stdout
+        properties = try Run.process(
+            "/usr/bin/jack_property", ["--port", "-l", "sgt:in_1"], environment: env, timeout: 10
+        ).stdout
         // A client that appears later: jack-play (jack-tools), whose port is jack-play-PID:out_1.
         let third = Process()
         third.executableURL = URL(fileURLWithPath: "/usr/bin/jack-play")
@@ -111,9 +124,11 @@ import Testing
     @Test func serverLossFinishesTheUtteranceAndReturnIsFollowed() throws {
         try server.start()
         let wav = try speech(repeats: 10)
-        let out = dir.path("loss.out"), log = dir.path("loss.jsonl")
-        let p = try Process.launchSpeechgraph(["run", "graphs/jack-demo.graph"],
-                                              environment: env.merging(["DEMO_AUDIO": wav, "DEMO_LOG": log]) { $1 }, output: out)
+        let out = dir.path("loss.out")
+        let log = dir.path("loss.jsonl")
+        let p = try Process.launchSpeechgraph(
+            ["run", "graphs/jack-demo.graph"],
+            environment: env.merging(["DEMO_AUDIO": wav, "DEMO_LOG": log]) { $1 }, output: out)
         // Deadlines here only bound a hang: each wait ends when the output shows what it waits for.
         func waitFor(_ what: (String) -> Bool) {
             let deadline = Date().addingTimeInterval(120)
@@ -148,7 +163,10 @@ import Testing
         }
         let availability = events.filter { $0["type"] as? String == "availability" }.map { $0["isAvailable"] as? Bool }
         #expect(availability == [false, true])
-        #expect(events.contains { $0["type"] as? String == "gap" && ($0["reason"] as? String)?.contains("unavailable") == true })
+        #expect(
+            events.contains {
+                $0["type"] as? String == "gap" && ($0["reason"] as? String)?.contains("unavailable") == true
+            })
     }
 
     /// The process callback allocates nothing: every allocation on JACK's process thread is counted
@@ -165,7 +183,8 @@ import Testing
         let wav = try speech(repeats: 4)
         var registry = BuiltinNodes.registry()
         try registry.register(EventCollector.type)
-        let spec = try GraphParser.parse("""
+        let spec = try GraphParser.parse(
+            """
             node player = file.input { path: "\(wav)", realtime: true }
             node speak = jack.output { port: "play", connect: "speechgraph-alloc:in_1" }
             node mic = jack.input
@@ -203,7 +222,8 @@ import Testing
         var registry = BuiltinNodes.registry()
         try registry.register(EventCollector.type)
         try registry.register(SlowSink.type)
-        let spec = try GraphParser.parse("""
+        let spec = try GraphParser.parse(
+            """
             node mic = jack.input { buffer: 50 ms }
             node slow = test.slow
             node out = collect
@@ -241,8 +261,9 @@ import Testing
 /// A sink too slow for live audio: 40 ms per block.
 final class SlowSink: GraphNode {
     static let type = NodeType(
-        NodeDescriptor(typeName: "test.slow", summary: "", category: .sink,
-                       ports: [.audioInput("in", .any, doc: "")], parameters: []),
+        NodeDescriptor(
+            typeName: "test.slow", summary: "", category: .sink,
+            ports: [.audioInput("in", .any, doc: "")], parameters: []),
         make: { _ in SlowSink() })
     var blocks: [(Int64, Int)] = []
     func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
@@ -253,7 +274,9 @@ final class SlowSink: GraphNode {
 
 extension Process {
     /// Starts speechgraph with stdout to a file (read while it runs) and stderr to the same file + ".err".
-    static func launchSpeechgraph(_ arguments: [String], environment: [String: String], output: String) throws -> Process {
+    static func launchSpeechgraph(_ arguments: [String], environment: [String: String], output: String) throws
+        -> Process
+    {
         let p = Process()
         p.executableURL = TestPaths.binary
         p.arguments = arguments

@@ -5,14 +5,17 @@ import Testing
 
 /// Records every audio block it receives (copies the samples).
 final class AudioRecorder: GraphNode {
-    static let descriptor = NodeDescriptor(typeName: "test.record", summary: "", category: .sink,
-                                           ports: [.audioInput("in", .any, doc: "")], parameters: [])
+    static let descriptor = NodeDescriptor(
+        typeName: "test.record", summary: "", category: .sink,
+        ports: [.audioInput("in", .any, doc: "")], parameters: [])
     nonisolated(unsafe) static var last: AudioRecorder?
-    static let type = NodeType(descriptor, make: { _ in
-        let r = AudioRecorder()
-        last = r
-        return r
-    })
+    static let type = NodeType(
+        descriptor,
+        make: { _ in
+            let r = AudioRecorder()
+            last = r
+            return r
+        })
     var samples: [Float] = []
     var starts: [Int64] = []
     var counts: [Int] = []
@@ -38,14 +41,17 @@ final class AudioRecorder: GraphNode {
     }
 
     func makeSine(_ path: String, rate: Int, channels: Int, seconds: Double, frequency: Double = 440) throws {
-        try TestSpeech.sox(["-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", path,
-                            "synth", "\(seconds)", "sine", "\(frequency)", "vol", "0.5"])
+        try TestSpeech.sox([
+            "-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", path,
+            "synth", "\(seconds)", "sine", "\(frequency)", "vol", "0.5",
+        ])
     }
 
     @Test func fileInputDeliversEveryFrameInOrder() throws {
         let wav = dir.path("a.wav")
         try makeSine(wav, rate: 16000, channels: 1, seconds: 1.0)
-        let r = try record("""
+        let r = try record(
+            """
             node src = file.input { path: "\(wav)", block: 300 }
             node rec = test.record
             src -> rec
@@ -65,7 +71,8 @@ final class AudioRecorder: GraphNode {
     @Test func loopPlaysTheFileAgainWithContinuousTime() throws {
         let wav = dir.path("a.wav")
         try makeSine(wav, rate: 8000, channels: 1, seconds: 0.5)
-        let r = try record("""
+        let r = try record(
+            """
             node src = file.input { path: "\(wav)", loop: 3 }
             node rec = test.record { }
             src -> rec
@@ -76,12 +83,15 @@ final class AudioRecorder: GraphNode {
 
     @Test func channelSelectAndMixDown() throws {
         // Left: a sine. Right: silence.
-        let left = dir.path("l.wav"), right = dir.path("r.wav"), stereo = dir.path("s.wav")
+        let left = dir.path("l.wav")
+        let right = dir.path("r.wav")
+        let stereo = dir.path("s.wav")
         try makeSine(left, rate: 16000, channels: 1, seconds: 0.5)
         try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", right, "trim", "0", "0.5"])
         try TestSpeech.sox(["-M", left, right, stereo])
         func rms(_ channel: Int) throws -> Double {
-            let r = try record("""
+            let r = try record(
+                """
                 node src = file.input { path: "\(stereo)", channel: \(channel) }
                 node rec = test.record
                 src -> rec
@@ -93,7 +103,8 @@ final class AudioRecorder: GraphNode {
         #expect(try rms(2) < 0.0001)
         #expect(abs(try rms(0) - 0.3536 / 2) < 0.005)
         #expect(throws: SpeechGraphError.self) {
-            _ = try Harness.plan("""
+            _ = try Harness.plan(
+                """
                 node src = file.input { path: "\(stereo)", channel: 3 }
                 node out = collect
                 node asr = recognizer
@@ -106,7 +117,8 @@ final class AudioRecorder: GraphNode {
     func resampleKeepsFrequencyLevelAndLength(rate: Int) throws {
         let wav = dir.path("s\(rate).wav")
         try makeSine(wav, rate: rate, channels: 1, seconds: 1.0, frequency: 1000)
-        let r = try record("""
+        let r = try record(
+            """
             node src = file.input { path: "\(wav)" }
             node rs = resample { rate: 16 kHz }
             node rec = test.record
@@ -130,7 +142,8 @@ final class AudioRecorder: GraphNode {
     @Test func plannerInsertsTheConvertersTheRecognizerNeeds() throws {
         let wav = dir.path("s.wav")
         try makeSine(wav, rate: 48000, channels: 2, seconds: 0.2)
-        let plan = try Harness.plan("""
+        let plan = try Harness.plan(
+            """
             node src = file.input { path: "\(wav)" }
             node asr = recognizer
             node out = collect
@@ -145,7 +158,8 @@ final class AudioRecorder: GraphNode {
         var registry = Harness.registry
         try registry.register(AudioRecorder.type)
         try registry.register(StereoSource.type)
-        let spec = try GraphParser.parse("""
+        let spec = try GraphParser.parse(
+            """
             node src = test.stereo
             node mix = downmix
             node rec = test.record
@@ -161,8 +175,9 @@ final class AudioRecorder: GraphNode {
 /// Emits one fixed stereo block.
 final class StereoSource: SourceNode {
     static let type = NodeType(
-        NodeDescriptor(typeName: "test.stereo", summary: "", category: .input,
-                       ports: [.audioOutput("out", format: .computed, doc: "")], parameters: []),
+        NodeDescriptor(
+            typeName: "test.stereo", summary: "", category: .input,
+            ports: [.audioOutput("out", format: .computed, doc: "")], parameters: []),
         formats: { _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 2)] },
         maxOutputFrames: { _, _, _ in 4 },
         make: { _ in StereoSource() })
@@ -173,7 +188,8 @@ final class StereoSource: SourceNode {
         if done { return false }
         done = true
         try samples.withUnsafeBufferPointer {
-            try output.emit(AudioBlock(samples: $0, format: AudioFormat(sampleRate: 16000, channelCount: 2), startFrame: 0))
+            try output.emit(
+                AudioBlock(samples: $0, format: AudioFormat(sampleRate: 16000, channelCount: 2), startFrame: 0))
         }
         return true
     }

@@ -10,7 +10,9 @@ extension Decoding {
         let dir = TemporaryDirectory()
 
         func twoSentences() throws -> String {
-            let a = dir.path("a.wav"), b = dir.path("b.wav"), both = dir.path("both.wav")
+            let a = dir.path("a.wav")
+            let b = dir.path("b.wav")
+            let both = dir.path("both.wav")
             try TestSpeech.synthesize(Sentences.call, to: a)
             try TestSpeech.synthesize(Sentences.weather, to: b)
             // 1 s of silence, sentence, 1.5 s of silence, sentence, 1 s of silence.
@@ -21,7 +23,8 @@ extension Decoding {
 
         @Test func eachSpeechRegionIsOneUtteranceWithVolatileThenFinalResults() throws {
             let wav = try twoSentences()
-            let (events, _) = try Harness.run("""
+            let (events, _) = try Harness.run(
+                """
                 node src = file.input { path: "\(wav)" }
                 node vad = vad
                 node asr = recognizer { mode: streaming }
@@ -65,8 +68,11 @@ extension Decoding {
 
         @Test func volatileResultsCanBeTurnedOffAndUtteranceModeHasNone() throws {
             let wav = try twoSentences()
-            for settings in ["mode: streaming, volatile: 0 ms", "mode: streaming, results: final-only", "mode: utterance"] {
-                let (events, _) = try Harness.run("""
+            for settings in [
+                "mode: streaming, volatile: 0 ms", "mode: streaming, results: final-only", "mode: utterance",
+            ] {
+                let (events, _) = try Harness.run(
+                    """
                     node src = file.input { path: "\(wav)" }
                     node vad = vad
                     node asr = recognizer { \(settings) }
@@ -79,19 +85,22 @@ extension Decoding {
                 #expect(results.allSatisfy { $0.isFinal })
             }
         }
-    
+
         /// `results: fast` ends the utterance where the vad reports a pause, before the longer pause that ends
         /// speech: two sentences 0.4 s apart (0.6 s from voice to voice), with the vad holding pauses of 1 s, are one utterance in
         /// progressive mode and two in fast mode, the first final before the second sentence begins.
         @Test func fastResultsEndTheUtteranceAtAPause() throws {
-            let a = dir.path("a.wav"), b = dir.path("b.wav"), both = dir.path("pause.wav")
+            let a = dir.path("a.wav")
+            let b = dir.path("b.wav")
+            let both = dir.path("pause.wav")
             try TestSpeech.synthesize(Sentences.call, to: a)
             try TestSpeech.synthesize(Sentences.weather, to: b)
             try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "0.4"])
             try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "1.0"])
             let firstEnd = 1.0 + (try TestSpeech.duration(a))
             func run(_ results: String) throws -> (finals: [Transcription], events: [GraphEvent]) {
-                let (events, _) = try Harness.run("""
+                let (events, _) = try Harness.run(
+                    """
                     node src = file.input { path: "\(both)" }
                     node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
                     node asr = recognizer { mode: streaming, results: \(results) }
@@ -109,8 +118,12 @@ extension Decoding {
             try #require(fast.finals.count == 2, "\(fast.finals.map(\.text))")
             #expect(fast.finals.map(\.utterance) == [1, 2])
             #expect(fast.finals[0].range.end < firstEnd + 0.4, "\(fast.finals[0].range), sentence ends at \(firstEnd)")
-            #expect(wordErrorRate(reference: Sentences.call, hypothesis: fast.finals[0].text) <= 0.25, "\(fast.finals[0].text)")
-            #expect(wordErrorRate(reference: Sentences.weather, hypothesis: fast.finals[1].text) <= 0.25, "\(fast.finals[1].text)")
+            #expect(
+                wordErrorRate(reference: Sentences.call, hypothesis: fast.finals[0].text) <= 0.25,
+                "\(fast.finals[0].text)")
+            #expect(
+                wordErrorRate(reference: Sentences.weather, hypothesis: fast.finals[1].text) <= 0.25,
+                "\(fast.finals[1].text)")
             // Volatile results in fast mode too, each before its utterance's final.
             let results = fast.events.compactMap { if case .result(let t) = $0 { t } else { nil } }
             for final in fast.finals {
@@ -132,7 +145,8 @@ extension Decoding {
             }
             let long = dir.path("long.wav")
             try TestSpeech.sox(parts + [long])
-            let (events, _) = try Harness.run("""
+            let (events, _) = try Harness.run(
+                """
                 node src = file.input { path: "\(long)" }
                 node asr = recognizer { mode: \(mode), max-utterance: 4 s, volatile: 0 ms }
                 node out = collect
@@ -145,9 +159,10 @@ extension Decoding {
                 #expect(abs(b.range.start - a.range.end) < 0.07, "\(a.range) then \(b.range)")
                 #expect(b.utterance == a.utterance + 1)
             }
-            let reference = [Sentences.call, Sentences.weather, Sentences.call, Sentences.weather].joined(separator: " ")
+            let reference = [Sentences.call, Sentences.weather, Sentences.call, Sentences.weather].joined(
+                separator: " ")
             let wer = wordErrorRate(reference: reference, hypothesis: finals.map(\.text).joined(separator: " "))
             #expect(wer <= 0.35, "\(finals.map(\.text))")
         }
-}
+    }
 }

@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import SpeechGraphNodes
 import SpeechGraphTestSupport
+import Testing
 
 /// Runs graph text offline with every built-in node type plus `collect`, and hands back the collector.
 enum Harness {
@@ -17,10 +17,13 @@ enum Harness {
     }
 
     /// Runs the graph; returns the events the node named `collector` received.
-    static func run(_ text: String, collector: String = "out", environment: [String: String] = [:],
-                    stop: StopSignal = StopSignal()) throws -> (events: [GraphEvent], runner: RunningGraph) {
-        let runner = try RunningGraph(plan: plan(text, environment: environment), registry: registry,
-                                      options: .init(stop: stop))
+    static func run(
+        _ text: String, collector: String = "out", environment: [String: String] = [:],
+        stop: StopSignal = StopSignal()
+    ) throws -> (events: [GraphEvent], runner: RunningGraph) {
+        let runner = try RunningGraph(
+            plan: plan(text, environment: environment), registry: registry,
+            options: .init(stop: stop))
         try runner.run()
         let c = try #require(runner.node(named: collector) as? EventCollector)
         return (c.events, runner)

@@ -8,154 +8,171 @@ import Testing
 @Suite(.serialized) enum Decoding {}
 
 /// The real PocketSphinx with Debian's en-us model, on speech synthesised by the test.
-extension Decoding { @Suite struct RecognizerTests {
-    let dir = TemporaryDirectory()
+extension Decoding {
+    @Suite struct RecognizerTests {
+        let dir = TemporaryDirectory()
 
-    @Test(arguments: ["streaming", "utterance"])
-    func transcribesSynthesisedSpeech(mode: String) throws {
-        let wav = dir.path("call.wav")
-        try TestSpeech.synthesize(Sentences.call, to: wav)
-        let (events, _) = try Harness.run("""
-            node src = file.input { path: "\(wav)" }
-            node asr = recognizer { mode: \(mode) }
-            node out = collect
-            src -> asr -> out
-            """)
-        let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
-        #expect(finals.count == 1)
-        let result = try #require(finals.first)
-        let wer = wordErrorRate(reference: Sentences.call, hypothesis: result.text)
-        #expect(wer <= 0.25, "'\(result.text)' is too far from '\(Sentences.call)' (WER \(wer))")
-        #expect(result.utterance == 1)
-        #expect(result.node == "asr")
-        // The utterance covers the whole file: flite's audio is 16 kHz.
-        #expect(result.range.start == 0)
-        let seconds = try fileSeconds(wav)
-        #expect(abs(result.range.end - seconds) < 0.001)
-        // Words: in order, inside the utterance, with confidences in 0...1, and they spell the text.
-        #expect(!result.words.isEmpty)
-        #expect(result.words.map(\.text).joined(separator: " ") == result.text)
-        for (a, b) in zip(result.words, result.words.dropFirst()) { #expect(a.range.end <= b.range.start + 0.0001) }
-        for w in result.words {
-            #expect(w.range.start >= 0 && w.range.end <= seconds + 0.01 && w.range.start < w.range.end)
-            #expect((0...1).contains(w.confidence))
-        }
-    }
-
-    /// Word times are on the audio clock: silence before the speech moves every word by as much.
-    @Test(arguments: ["streaming", "utterance"])
-    func wordTimesFollowTheAudio(mode: String) throws {
-        let wav = dir.path("call.wav"), padded = dir.path("padded.wav")
-        try TestSpeech.synthesize(Sentences.call, to: wav)
-        try TestSpeech.sox([wav, padded, "pad", "1.5", "0.5"])
-        func words(_ path: String) throws -> [Word] {
-            let (events, _) = try Harness.run("""
-                node src = file.input { path: "\(path)" }
+        @Test(arguments: ["streaming", "utterance"])
+        func transcribesSynthesisedSpeech(mode: String) throws {
+            let wav = dir.path("call.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            let (events, _) = try Harness.run(
+                """
+                node src = file.input { path: "\(wav)" }
                 node asr = recognizer { mode: \(mode) }
                 node out = collect
                 src -> asr -> out
                 """)
-            return events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }.flatMap(\.words)
-        }
-        let plain = try words(wav), shifted = try words(padded)
-        #expect(plain.map(\.text) == shifted.map(\.text))
-        for (i, (a, b)) in zip(plain, shifted).enumerated() {
-            // Except where the plain file's first word starts: at the very start of the audio, where the
-            // decoder has no silence before it to tell the two apart (a fresh decoder puts it at 0.03 s).
-            if i > 0 {
-                #expect(abs((b.range.start - a.range.start) - 1.5) <= 0.05, "\(a.text): \(a.range.start) -> \(b.range.start)")
+            let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            #expect(finals.count == 1)
+            let result = try #require(finals.first)
+            let wer = wordErrorRate(reference: Sentences.call, hypothesis: result.text)
+            #expect(wer <= 0.25, "'\(result.text)' is too far from '\(Sentences.call)' (WER \(wer))")
+            #expect(result.utterance == 1)
+            #expect(result.node == "asr")
+            // The utterance covers the whole file: flite's audio is 16 kHz.
+            #expect(result.range.start == 0)
+            let seconds = try fileSeconds(wav)
+            #expect(abs(result.range.end - seconds) < 0.001)
+            // Words: in order, inside the utterance, with confidences in 0...1, and they spell the text.
+            #expect(!result.words.isEmpty)
+            #expect(result.words.map(\.text).joined(separator: " ") == result.text)
+            for (a, b) in zip(result.words, result.words.dropFirst()) { #expect(a.range.end <= b.range.start + 0.0001) }
+            for w in result.words {
+                #expect(w.range.start >= 0 && w.range.end <= seconds + 0.01 && w.range.start < w.range.end)
+                #expect((0...1).contains(w.confidence))
             }
-            #expect(abs((b.range.end - a.range.end) - 1.5) <= 0.05, "\(a.text): \(a.range.end) -> \(b.range.end)")
         }
-        // And the first word starts where the sound does (flite leaves a little silence first).
-        let onset = try firstSoundTime(padded)
-        #expect(abs(shifted[0].range.start - onset) <= 0.15, "first word at \(shifted[0].range.start), sound at \(onset)")
-    }
 
-    @Test func grammarRestrictsTheVocabulary() throws {
-        let wav = dir.path("call.wav"), grammar = dir.path("g.jsgf")
-        try TestSpeech.synthesize("call my mother", to: wav)
-        try """
+        /// Word times are on the audio clock: silence before the speech moves every word by as much.
+        @Test(arguments: ["streaming", "utterance"])
+        func wordTimesFollowTheAudio(mode: String) throws {
+            let wav = dir.path("call.wav")
+            let padded = dir.path("padded.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            try TestSpeech.sox([wav, padded, "pad", "1.5", "0.5"])
+            func words(_ path: String) throws -> [Word] {
+                let (events, _) = try Harness.run(
+                    """
+                    node src = file.input { path: "\(path)" }
+                    node asr = recognizer { mode: \(mode) }
+                    node out = collect
+                    src -> asr -> out
+                    """)
+                return events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }.flatMap(\.words)
+            }
+            let plain = try words(wav)
+            let shifted = try words(padded)
+            #expect(plain.map(\.text) == shifted.map(\.text))
+            for (i, (a, b)) in zip(plain, shifted).enumerated() {
+                // Except where the plain file's first word starts: at the very start of the audio, where the
+                // decoder has no silence before it to tell the two apart (a fresh decoder puts it at 0.03 s).
+                if i > 0 {
+                    #expect(
+                        abs((b.range.start - a.range.start) - 1.5) <= 0.05,
+                        "\(a.text): \(a.range.start) -> \(b.range.start)")
+                }
+                #expect(abs((b.range.end - a.range.end) - 1.5) <= 0.05, "\(a.text): \(a.range.end) -> \(b.range.end)")
+            }
+            // And the first word starts where the sound does (flite leaves a little silence first).
+            let onset = try firstSoundTime(padded)
+            #expect(
+                abs(shifted[0].range.start - onset) <= 0.15,
+                "first word at \(shifted[0].range.start), sound at \(onset)")
+        }
+
+        @Test func grammarRestrictsTheVocabulary() throws {
+            let wav = dir.path("call.wav")
+            let grammar = dir.path("g.jsgf")
+            try TestSpeech.synthesize("call my mother", to: wav)
+            try """
             #JSGF V1.0;
             grammar calls;
             public <call> = call my ( mother | father | sister );
             """.write(toFile: grammar, atomically: true, encoding: .utf8)
-        let (events, _) = try Harness.run("""
-            node src = file.input { path: "\(wav)" }
-            node asr = recognizer { jsgf: "\(grammar)", mode: utterance }
-            node out = collect
-            src -> asr -> out
-            """)
-        #expect(Harness.transcript(events) == "call my mother")
-    }
-
-    @Test func silenceGivesAnEmptyFinalResult() throws {
-        let wav = dir.path("silence.wav")
-        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "1.0"])
-        let (events, _) = try Harness.run("""
-            node src = file.input { path: "\(wav)" }
-            node asr = recognizer
-            node out = collect
-            src -> asr -> out
-            """)
-        let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
-        #expect(finals.count == 1)
-        #expect(finals.first?.text == "")
-    }
-
-    @Test func missingModelPartsAreNamed() throws {
-        #expect {
-            try SphinxModel.resolve(model: "/no/such/model", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
-        } throws: { ($0 as? SpeechGraphError)?.message == "model directory not found: /no/such/model" }
-        #expect {
-            try SphinxModel.resolve(model: "xx-nowhere", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
-        } throws: { ($0 as? SpeechGraphError)?.message.hasPrefix("model 'xx-nowhere' not found in") == true }
-        #expect {
-            try SphinxModel.resolve(model: "en-us", hmm: nil, lm: "/no/such.lm.bin", dict: nil, jsgf: nil, sampleRate: 16000)
-        } throws: { ($0 as? SpeechGraphError)?.message == "language model not found: /no/such.lm.bin" }
-        let model = try SphinxModel.resolve(model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
-        #expect(model.hmm.hasSuffix("/en-us/en-us"))
-        #expect(model.lm?.hasSuffix("en-us.lm.bin") == true)
-        #expect(model.dict.hasSuffix("cmudict-en-us.dict"))
-    }
-
-    @Test func aDamagedModelFailsWithPocketSphinxsReason() throws {
-        let model = try SphinxModel.resolve(model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
-        let badDict = dir.path("bad.dict")
-        try "hello\n".write(toFile: badDict, atomically: true, encoding: .utf8)
-        var broken = model
-        broken.dict = badDict
-        broken.hmm = dir.url.path  // no mdef here
-        #expect(throws: SpeechGraphError.self) { try SphinxDecoder(model: broken) }
-    }
-
-    @Test func thePoolReusesDecoders() throws {
-        let pool = SphinxDecoderPool()
-        let model = try SphinxModel.resolve(model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
-        let a = try pool.checkout(model)
-        let b = try pool.checkout(model)
-        #expect(a !== b)
-        pool.checkin(a)
-        let c = try pool.checkout(model)
-        #expect(c === a)
-    }
-
-    /// The first 10 ms frame whose mean absolute level exceeds 1% of full scale.
-    private func firstSoundTime(_ path: String) throws -> Double {
-        let f = try AudioFile(path: path)
-        var samples = [Float](repeating: 0, count: Int(f.frameCount))
-        _ = try samples.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
-        let frame = f.sampleRate / 100
-        for start in stride(from: 0, to: samples.count - frame, by: frame) {
-            let level = samples[start..<(start + frame)].map(abs).reduce(0, +) / Float(frame)
-            if level > 0.01 { return Double(start) / Double(f.sampleRate) }
+            let (events, _) = try Harness.run(
+                """
+                node src = file.input { path: "\(wav)" }
+                node asr = recognizer { jsgf: "\(grammar)", mode: utterance }
+                node out = collect
+                src -> asr -> out
+                """)
+            #expect(Harness.transcript(events) == "call my mother")
         }
-        return 0
-    }
 
-    private func fileSeconds(_ path: String) throws -> Double {
-        let f = try AudioFile(path: path)
-        return Double(f.frameCount) / Double(f.sampleRate)
+        @Test func silenceGivesAnEmptyFinalResult() throws {
+            let wav = dir.path("silence.wav")
+            try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "1.0"])
+            let (events, _) = try Harness.run(
+                """
+                node src = file.input { path: "\(wav)" }
+                node asr = recognizer
+                node out = collect
+                src -> asr -> out
+                """)
+            let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            #expect(finals.count == 1)
+            #expect(finals.first?.text == "")
+        }
+
+        @Test func missingModelPartsAreNamed() throws {
+            #expect {
+                try SphinxModel.resolve(
+                    model: "/no/such/model", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            } throws: { ($0 as? SpeechGraphError)?.message == "model directory not found: /no/such/model" }
+            #expect {
+                try SphinxModel.resolve(model: "xx-nowhere", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            } throws: { ($0 as? SpeechGraphError)?.message.hasPrefix("model 'xx-nowhere' not found in") == true }
+            #expect {
+                try SphinxModel.resolve(
+                    model: "en-us", hmm: nil, lm: "/no/such.lm.bin", dict: nil, jsgf: nil, sampleRate: 16000)
+            } throws: { ($0 as? SpeechGraphError)?.message == "language model not found: /no/such.lm.bin" }
+            let model = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            #expect(model.hmm.hasSuffix("/en-us/en-us"))
+            #expect(model.lm?.hasSuffix("en-us.lm.bin") == true)
+            #expect(model.dict.hasSuffix("cmudict-en-us.dict"))
+        }
+
+        @Test func aDamagedModelFailsWithPocketSphinxsReason() throws {
+            let model = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            let badDict = dir.path("bad.dict")
+            try "hello\n".write(toFile: badDict, atomically: true, encoding: .utf8)
+            var broken = model
+            broken.dict = badDict
+            broken.hmm = dir.url.path  // no mdef here
+            #expect(throws: SpeechGraphError.self) { try SphinxDecoder(model: broken) }
+        }
+
+        @Test func thePoolReusesDecoders() throws {
+            let pool = SphinxDecoderPool()
+            let model = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            let a = try pool.checkout(model)
+            let b = try pool.checkout(model)
+            #expect(a !== b)
+            pool.checkin(a)
+            let c = try pool.checkout(model)
+            #expect(c === a)
+        }
+
+        /// The first 10 ms frame whose mean absolute level exceeds 1% of full scale.
+        private func firstSoundTime(_ path: String) throws -> Double {
+            let f = try AudioFile(path: path)
+            var samples = [Float](repeating: 0, count: Int(f.frameCount))
+            _ = try samples.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
+            let frame = f.sampleRate / 100
+            for start in stride(from: 0, to: samples.count - frame, by: frame) {
+                let level = samples[start..<(start + frame)].map(abs).reduce(0, +) / Float(frame)
+                if level > 0.01 { return Double(start) / Double(f.sampleRate) }
+            }
+            return 0
+        }
+
+        private func fileSeconds(_ path: String) throws -> Double {
+            let f = try AudioFile(path: path)
+            return Double(f.frameCount) / Double(f.sampleRate)
+        }
     }
-}
 }

@@ -34,11 +34,14 @@ import Testing
     /// Three sentences, and a copy with its spectrum tilted and its level lowered: a decoder that kept what
     /// it learnt from one (its cepstral mean) would decode the other differently.
     func speech() throws -> (plain: String, tilted: String, other: String) {
-        let a = dir.path("a.wav"), b = dir.path("b.wav"), plain = dir.path("plain.wav")
+        let a = dir.path("a.wav")
+        let b = dir.path("b.wav")
+        let plain = dir.path("plain.wav")
         try TestSpeech.synthesize(Sentences.call, to: a)
         try TestSpeech.synthesize(Sentences.weather, to: b)
         try TestSpeech.sox([a, b, plain])
-        let tilted = dir.path("tilted.wav"), other = dir.path("other.wav")
+        let tilted = dir.path("tilted.wav")
+        let other = dir.path("other.wav")
         try TestSpeech.sox([plain, tilted, "highpass", "800", "gain", "-12"])
         try TestSpeech.synthesize("seven windy evenings with my mother", to: other)
         return (plain, tilted, other)
@@ -57,7 +60,8 @@ import Testing
         #expect(fresh.status == 0, "\(fresh.stderr)")
         let freshText = try #require(fresh.stdout.split(separator: "\t", maxSplits: 1).last)
         #expect(inProcess.joined(separator: " ") == freshText.trimmingCharacters(in: .newlines))
-        #expect(wordErrorRate(reference: Sentences.call + " " + Sentences.weather, hypothesis: String(freshText)) <= 0.3)
+        #expect(
+            wordErrorRate(reference: Sentences.call + " " + Sentences.weather, hypothesis: String(freshText)) <= 0.3)
     }
 
     @Test("a decoder pool handed to several graphs resets each decoder: the text is that of a fresh pool")
@@ -74,7 +78,8 @@ import Testing
     @Test("two graphs with recognizers run at once in one process, each with the text it has alone")
     func concurrentGraphs() throws {
         let (plain, _, other) = try speech()
-        let aloneA = try Self.run(Self.graph(plain)), aloneB = try Self.run(Self.graph(other))
+        let aloneA = try Self.run(Self.graph(plain))
+        let aloneB = try Self.run(Self.graph(other))
         let a = try RunningGraph(plan: Harness.plan(Self.graph(plain)), registry: Harness.registry)
         let b = try RunningGraph(plan: Harness.plan(Self.graph(other)), registry: Harness.registry)
         a.start()
@@ -92,7 +97,9 @@ import Testing
         let expected = try Self.run(Self.graph(plain))
         let file = try AudioFile(path: plain)
         var samples = [Float](repeating: 0, count: Int(file.frameCount) * file.channelCount)
-        let read = try samples.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: Int(file.frameCount)) }
+        let read = try samples.withUnsafeMutableBufferPointer {
+            try file.read(into: $0.baseAddress!, frames: Int(file.frameCount))
+        }
         #expect(read == Int(file.frameCount) && file.channelCount == 1)
         let audio = samples
         let graph = try RunningGraph(
@@ -123,11 +130,13 @@ import Testing
 
     @Test("a live writer that outruns a small ring loses whole chunks, reported as gap events on the audio clock")
     func pushedOverrunBecomesGaps() throws {
-        let graph = try RunningGraph(plan: Harness.plan("""
-            node src = push.input { rate: 16 kHz, buffer: 50 ms }
-            node out = collect
-            src.events -> out
-            """), registry: Harness.registry)
+        let graph = try RunningGraph(
+            plan: Harness.plan(
+                """
+                node src = push.input { rate: 16 kHz, buffer: 50 ms }
+                node out = collect
+                src.events -> out
+                """), registry: Harness.registry)
         let pusher = try #require(graph.input(named: "src"))
         // Before the graph starts nothing is read: the first 800 frames fit, the rest are dropped.
         let chunk = [Float](repeating: 0.1, count: 400)
@@ -148,12 +157,14 @@ import Testing
 
     @Test("stop() before the end finishes the utterance in flight and ends the event stream")
     func stopEndsStreams() async throws {
-        let graph = try RunningGraph(plan: Harness.plan("""
-            node src = push.input { rate: 16 kHz }
-            node asr = recognizer
-            node out = collect
-            src -> asr -> out
-            """), registry: Harness.registry)
+        let graph = try RunningGraph(
+            plan: Harness.plan(
+                """
+                node src = push.input { rate: 16 kHz }
+                node asr = recognizer
+                node out = collect
+                src -> asr -> out
+                """), registry: Harness.registry)
         let all = graph.events()
         graph.start()
         graph.stop()

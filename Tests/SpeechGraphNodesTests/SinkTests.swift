@@ -13,7 +13,10 @@ import Testing
 
     @Test func resultLineHasFieldsInOrderAndEscapes() throws {
         let line = JSONLines.line(for: .result(result), source: "a.wav")
-        #expect(line == #"{"type":"result","node":"asr","utterance":2,"isFinal":true,"range":{"start":1.250,"end":3.500},"text":"say \"hi\"\n","words":[{"text":"say","start":1.300,"end":1.600,"confidence":0.9123}],"source":"a.wav"}"#)
+        #expect(
+            line
+                == #"{"type":"result","node":"asr","utterance":2,"isFinal":true,"range":{"start":1.250,"end":3.500},"text":"say \"hi\"\n","words":[{"text":"say","start":1.300,"end":1.600,"confidence":0.9123}],"source":"a.wav"}"#
+        )
         // It is JSON that a standard parser reads back.
         let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
         #expect(object["text"] as? String == "say \"hi\"\n")
@@ -32,21 +35,29 @@ import Testing
             return o["type"] as! String
         }
         #expect(types == ["speechStarted", "speechEnded", "gap", "availability"])
-        #expect(JSONLines.line(for: events[3]) == #"{"type":"availability","node":"mic","isAvailable":false,"reason":"JACK server stopped"}"#)
+        #expect(
+            JSONLines.line(for: events[3])
+                == #"{"type":"availability","node":"mic","isAvailable":false,"reason":"JACK server stopped"}"#)
         #expect(JSONLines.quote("\u{1}") == #""\u0001""#)
     }
 
     @Test("a kind a plugin adds is written with its fields, by a sink that has never heard of it")
     func customEventsAreJSON() throws {
-        let beep = GraphEvent.custom(CustomEvent(kind: "beep", node: "detector", time: 1.25, fields: [
-            "count": .integer(2), "pitch": .number(440.5), "loud": .boolean(true), "label": .string("a \"b\""),
-            "node": .string("ignored: the common key wins"),
-        ]))
+        let beep = GraphEvent.custom(
+            CustomEvent(
+                kind: "beep", node: "detector", time: 1.25,
+                fields: [
+                    "count": .integer(2), "pitch": .number(440.5), "loud": .boolean(true), "label": .string("a \"b\""),
+                    "node": .string("ignored: the common key wins"),
+                ]))
         #expect(beep.kind == "beep")
         #expect(beep.node == "detector")
-        #expect(JSONLines.line(for: beep, source: "x.wav")
-                == #"{"type":"beep","node":"detector","time":1.250,"count":2,"label":"a \"b\"","loud":true,"pitch":440.5,"source":"x.wav"}"#)
-        let o = try #require(try JSONSerialization.jsonObject(with: Data(JSONLines.line(for: beep).utf8)) as? [String: Any])
+        #expect(
+            JSONLines.line(for: beep, source: "x.wav")
+                == #"{"type":"beep","node":"detector","time":1.250,"count":2,"label":"a \"b\"","loud":true,"pitch":440.5,"source":"x.wav"}"#
+        )
+        let o = try #require(
+            try JSONSerialization.jsonObject(with: Data(JSONLines.line(for: beep).utf8)) as? [String: Any])
         #expect(o["pitch"] as? Double == 440.5)
         #expect(JSONLines.audioEnd(of: beep) == 1.25)
     }
@@ -56,7 +67,8 @@ import Testing
         let wav = dir.path("silence.wav")
         try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "0.1"])
         #expect {
-            _ = try Harness.run("""
+            _ = try Harness.run(
+                """
                 node src = file.input { path: "\(wav)" }
                 node asr = recognizer
                 node out = jsonl { path: "/no/such/dir/x.jsonl" }
@@ -77,8 +89,12 @@ import Testing
 @Suite struct SystemLibraryTests {
     @Test func fftwTransformsADCSignal() {
         let n = 8
-        let input = fftwf_alloc_real(n)!, output = fftwf_alloc_complex(n / 2 + 1)!
-        defer { fftwf_free(input); fftwf_free(output) }
+        let input = fftwf_alloc_real(n)!
+        let output = fftwf_alloc_complex(n / 2 + 1)!
+        defer {
+            fftwf_free(input)
+            fftwf_free(output)
+        }
         let plan = fftwf_plan_dft_r2c_1d(Int32(n), input, output, UInt32(FFTW_ESTIMATE))
         defer { fftwf_destroy_plan(plan) }
         for i in 0..<n { input[i] = 1 }
@@ -95,28 +111,30 @@ import Testing
 
 extension Decoding {
     @Suite struct JSONLinesFileTests {
-    @Test func jsonlSinkWritesAFileOneEventPerLine() throws {
-        let dir = TemporaryDirectory()
-        let wav = dir.path("call.wav"), log = dir.path("log.jsonl")
-        try TestSpeech.synthesize(Sentences.call, to: wav)
-        _ = try Harness.run("""
-            node src = file.input { path: "\(wav)" }
-            node asr = recognizer
-            node log = jsonl { path: "\(log)" }
-            node out = collect
-            src -> asr -> log, out
-            """)
-        let all = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
-        // Volatile results while the utterance lasts, then one final result, last.
-        let lines = all.filter { $0.contains(#""isFinal":true"#) }
-        #expect(lines.count == 1)
-        #expect(all.last == lines.first)
-        #expect(all.dropLast().allSatisfy { $0.contains(#""isFinal":false"#) })
-        let line = try #require(lines.first)
-        let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        #expect(o["type"] as? String == "result")
-        #expect(o["isFinal"] as? Bool == true)
-        #expect(wordErrorRate(reference: Sentences.call, hypothesis: o["text"] as? String ?? "") <= 0.25)
-    }
+        @Test func jsonlSinkWritesAFileOneEventPerLine() throws {
+            let dir = TemporaryDirectory()
+            let wav = dir.path("call.wav")
+            let log = dir.path("log.jsonl")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            _ = try Harness.run(
+                """
+                node src = file.input { path: "\(wav)" }
+                node asr = recognizer
+                node log = jsonl { path: "\(log)" }
+                node out = collect
+                src -> asr -> log, out
+                """)
+            let all = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            // Volatile results while the utterance lasts, then one final result, last.
+            let lines = all.filter { $0.contains(#""isFinal":true"#) }
+            #expect(lines.count == 1)
+            #expect(all.last == lines.first)
+            #expect(all.dropLast().allSatisfy { $0.contains(#""isFinal":false"#) })
+            let line = try #require(lines.first)
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(o["type"] as? String == "result")
+            #expect(o["isFinal"] as? Bool == true)
+            #expect(wordErrorRate(reference: Sentences.call, hypothesis: o["text"] as? String ?? "") <= 0.25)
+        }
     }
 }

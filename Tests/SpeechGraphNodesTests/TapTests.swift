@@ -10,8 +10,11 @@ import Testing
     @Test(arguments: [64, 1000, 1021])
     func levelsOfASineAreKnown(block: Int) throws {
         let wav = dir.path("sine.wav")
-        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "synth", "1.0", "sine", "1000", "vol", "0.5"])
-        let (events, _) = try Harness.run("""
+        try TestSpeech.sox([
+            "-n", "-r", "16000", "-c", "1", "-b", "16", wav, "synth", "1.0", "sine", "1000", "vol", "0.5",
+        ])
+        let (events, _) = try Harness.run(
+            """
             node src = file.input { path: "\(wav)", block: \(block) }
             node meter = tap.level
             node out = collect
@@ -32,8 +35,10 @@ import Testing
 
     @Test func silenceIsMinusInfinityAndTheAudioPassesThrough() throws {
         let wav = dir.path("silence.wav")
-        try TestSpeech.sox(["-D", "-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "0.2"])  // -D: no dither
-        let (events, _) = try Harness.run("""
+        // -D: no dither
+        try TestSpeech.sox(["-D", "-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "0.2"])
+        let (events, _) = try Harness.run(
+            """
             node src = file.input { path: "\(wav)" }
             node meter = tap.level { interval: 50 ms }
             node out = collect
@@ -49,18 +54,22 @@ import Testing
 
     @Test(arguments: ["rec.wav", "rec.flac"])
     func recordWritesWhatPasses(name: String) throws {
-        let wav = dir.path("speech.wav"), rec = dir.path(name)
+        let wav = dir.path("speech.wav")
+        let rec = dir.path(name)
         try TestSpeech.synthesize("good morning", to: wav)
-        _ = try Harness.run("""
+        _ = try Harness.run(
+            """
             node src = file.input { path: "\(wav)" }
             node tape = tap.record { path: "\(rec)" }
             node asr = recognizer
             node out = collect
             src -> tape -> asr -> out
             """)
-        let a = try AudioFile(path: wav), b = try AudioFile(path: rec)
+        let a = try AudioFile(path: wav)
+        let b = try AudioFile(path: rec)
         #expect(b.sampleRate == a.sampleRate && b.frameCount == a.frameCount)
-        var x = [Float](repeating: 0, count: Int(a.frameCount)), y = x
+        var x = [Float](repeating: 0, count: Int(a.frameCount))
+        var y = x
         _ = try x.withUnsafeMutableBufferPointer { try a.read(into: $0.baseAddress!, frames: $0.count) }
         _ = try y.withUnsafeMutableBufferPointer { try b.read(into: $0.baseAddress!, frames: $0.count) }
         let maxDifference = zip(x, y).map { abs($0 - $1) }.max() ?? 1

@@ -15,8 +15,10 @@ public enum TestPaths {
 
     /// `../shared` beside the checkout (or $SPEECHGRAPH_SHARED), when it is there.
     public static var shared: URL? {
-        let candidates = [ProcessInfo.processInfo.environment["SPEECHGRAPH_SHARED"],
-                          packageRoot.deletingLastPathComponent().appendingPathComponent("shared").path].compactMap { $0 }
+        let candidates = [
+            ProcessInfo.processInfo.environment["SPEECHGRAPH_SHARED"],
+            packageRoot.deletingLastPathComponent().appendingPathComponent("shared").path,
+        ].compactMap { $0 }
         return candidates.map { URL(fileURLWithPath: $0) }
             .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("corpus").path) }
     }
@@ -32,8 +34,9 @@ public enum TestPaths {
     /// `shared`, or a failure that says where it was looked for.
     public static func requireShared() throws -> URL {
         guard let shared else {
-            throw MissingCorpus(description: "../shared/corpus not found beside \(packageRoot.path) (nor at "
-                                + "$SPEECHGRAPH_SHARED); set SPEECHGRAPH_NO_CORPUS=1 to leave the corpus tests out")
+            throw MissingCorpus(
+                description: "../shared/corpus not found beside \(packageRoot.path) (nor at "
+                    + "$SPEECHGRAPH_SHARED); set SPEECHGRAPH_NO_CORPUS=1 to leave the corpus tests out")
         }
         return shared
     }
@@ -73,19 +76,23 @@ public enum Run {
     /// Runs a program to completion (or `timeout`, then SIGKILL), capturing both streams.
     /// `whileRunning` gets the process once it has started (to send it a signal, say).
     @discardableResult
-    public static func process(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                               currentDirectory: URL? = nil, timeout: Double = 300,
-                               whileRunning: ((Process) -> Void)? = nil) throws -> ProcessResult {
+    public static func process(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+        currentDirectory: URL? = nil, timeout: Double = 300,
+        whileRunning: ((Process) -> Void)? = nil
+    ) throws -> ProcessResult {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
         if let environment { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         if let currentDirectory { p.currentDirectoryURL = currentDirectory }
         let dir = TemporaryDirectory()
-        let outURL = dir.url.appendingPathComponent("out"), errURL = dir.url.appendingPathComponent("err")
+        let outURL = dir.url.appendingPathComponent("out")
+        let errURL = dir.url.appendingPathComponent("err")
         FileManager.default.createFile(atPath: outURL.path, contents: nil)
         FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
         p.standardOutput = out
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
@@ -97,18 +104,22 @@ public enum Run {
         p.waitUntilExit()
         try out.close()
         try err.close()
-        return ProcessResult(status: p.terminationStatus,
-                             stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-                             stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
-                             signaled: p.terminationReason == .uncaughtSignal)
+        return ProcessResult(
+            status: p.terminationStatus,
+            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
+            signaled: p.terminationReason == .uncaughtSignal)
     }
 
     /// Runs the speechgraph binary.
     @discardableResult
-    public static func speechgraph(_ arguments: [String], environment: [String: String]? = nil, timeout: Double = 300,
-                                   whileRunning: ((Process) -> Void)? = nil) throws -> ProcessResult {
-        try process(TestPaths.binary.path, arguments, environment: environment, currentDirectory: TestPaths.packageRoot,
-                    timeout: timeout, whileRunning: whileRunning)
+    public static func speechgraph(
+        _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 300,
+        whileRunning: ((Process) -> Void)? = nil
+    ) throws -> ProcessResult {
+        try process(
+            TestPaths.binary.path, arguments, environment: environment, currentDirectory: TestPaths.packageRoot,
+            timeout: timeout, whileRunning: whileRunning)
     }
 }
 
@@ -138,7 +149,9 @@ public enum TestSpeech {
     /// Runs sox with these arguments (`sox in.wav -r 48000 -c 2 out.wav`).
     public static func sox(_ arguments: [String]) throws {
         let r = try Run.process("/usr/bin/sox", arguments, timeout: 60)
-        guard r.status == 0 else { throw Failure(description: "sox \(arguments.joined(separator: " ")) failed: \(r.stderr)") }
+        guard r.status == 0 else {
+            throw Failure(description: "sox \(arguments.joined(separator: " ")) failed: \(r.stderr)")
+        }
     }
 }
 
@@ -147,7 +160,8 @@ public func wordErrorRate(reference: String, hypothesis: String) -> Double {
     func words(_ s: String) -> [Substring] {
         s.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "'") }
     }
-    let r = words(reference), h = words(hypothesis)
+    let r = words(reference)
+    let h = words(hypothesis)
     guard !r.isEmpty else { return h.isEmpty ? 0 : 1 }
     var d = Array(0...h.count)
     for i in 1...r.count {

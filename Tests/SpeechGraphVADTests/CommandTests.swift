@@ -88,16 +88,21 @@ import Testing
         guard r.status == 0 else { throw TestSpeech.Failure(description: "speechgraph vad \(wav): \(r.stderr)") }
         let hyp = dir.path(URL(fileURLWithPath: wav).lastPathComponent + ".tsv")
         try r.stdout.write(toFile: hyp, atomically: true, encoding: .utf8)
-        let score = try Run.process("/usr/bin/env", ["python3", shared.appendingPathComponent("tools/vad_score.py").path,
-                                                     shared.appendingPathComponent("corpus/long/long.vad-labels.tsv").path, hyp])
+        let score = try Run.process(
+            "/usr/bin/env",
+            [
+                "python3", shared.appendingPathComponent("tools/vad_score.py").path,
+                shared.appendingPathComponent("corpus/long/long.vad-labels.tsv").path, hyp,
+            ])
         guard score.status == 0, let m = score.stdout.firstMatch(of: /F1 (\d+\.\d+)/), let f1 = Double(m.1) else {
             throw TestSpeech.Failure(description: "vad_score.py: \(score.stdout) \(score.stderr)")
         }
         return f1
     }
 
-    @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
-          arguments: ["long_clean", "long_white15db", "long_pink15db"])
+    @Test(
+        .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
+        arguments: ["long_clean", "long_white15db", "long_pink15db"])
     func corpusFileScores(name: String) throws {
         let shared = try TestPaths.requireShared()
         let dir = TemporaryDirectory()
@@ -110,8 +115,9 @@ import Testing
         let shared = try TestPaths.requireShared()
         let dir = TemporaryDirectory()
         let script = TestPaths.packageRoot.appendingPathComponent("scripts/vad-noise.sh").path
-        let made = try Run.process("/bin/bash", [script, dir.path("noisy"), "5", "0"],
-                                   environment: ["SHARED": shared.path])
+        let made = try Run.process(
+            "/bin/bash", [script, dir.path("noisy"), "5", "0"],
+            environment: ["SHARED": shared.path])
         try #require(made.status == 0, Comment(rawValue: made.stderr))
         let floors = ["long_white5db": 0.90, "long_pink5db": 0.90, "long_white0db": 0.85]
         for (name, floor) in floors.sorted(by: { $0.key < $1.key }) {

@@ -31,14 +31,18 @@ import Testing
         let amplitude = sigma * pow(10, snr / 20) * 2.0.squareRoot()  // tone RMS / noise RMS = snr
         let bursts: [(start: Double, duration: Double, frequency: Double)] =
             [(1.0, 0.3, 300), (2.5, 0.5, 800), (4.0, 0.2, 1500), (5.5, 0.4, 500)]
-        for b in bursts { Signals.addTone(to: &x, start: b.start, duration: b.duration, frequency: b.frequency, amplitude: amplitude) }
+        for b in bursts {
+            Signals.addTone(to: &x, start: b.start, duration: b.duration, frequency: b.frequency, amplitude: amplitude)
+        }
         let run = DetectorRun(x)
         try? #require(run.regions.count == bursts.count, "at \(snr) dB: \(Self.text(run.regions))")
         guard run.regions.count == bursts.count else { return }
         for (r, b) in zip(run.regions, bursts) {
             #expect(abs(r.start - b.start) <= 0.04, "onset at \(snr) dB: \(r.start) for a burst at \(b.start)")
             let endError = r.end - (b.start + b.duration)
-            #expect(endError >= -0.03 && endError <= 0.12, "end at \(snr) dB: \(r.end) for a burst ending at \(b.start + b.duration)")
+            #expect(
+                endError >= -0.03 && endError <= 0.12,
+                "end at \(snr) dB: \(r.end) for a burst ending at \(b.start + b.duration)")
         }
     }
 
@@ -71,7 +75,8 @@ import Testing
         // The 0.1 s gap between the second and third bursts is shorter than the pause: nothing reported there.
         #expect(kinds == ["started", "paused", "resumed", "paused", "ended"], "\(run.events)")
         guard kinds.count == 5, case .paused(let p1) = run.events[1], case .resumed(let r1) = run.events[2],
-              case .paused(let p2) = run.events[3], case .ended(let e) = run.events[4] else { return }
+            case .paused(let p2) = run.events[3], case .ended(let e) = run.events[4]
+        else { return }
         #expect(abs(seconds(p1) - 1.5) <= 0.08, "paused at \(seconds(p1)) for a burst ending at 1.5")
         #expect(abs(seconds(r1) - 1.8) <= 0.04, "resumed at \(seconds(r1)) for a burst starting at 1.8")
         #expect(abs(seconds(p2) - 2.7) <= 0.08, "paused at \(seconds(p2)) for a burst ending at 2.7")
@@ -80,14 +85,16 @@ import Testing
             #expect(DetectorRun(x, settings: settings, block: block).events == run.events, "block \(block)")
         }
         settings.pause = 0
-        #expect(DetectorRun(x, settings: settings).events.map { if case .paused = $0 { 1 } else { 0 } }.reduce(0, +) == 0)
+        #expect(
+            DetectorRun(x, settings: settings).events.map { if case .paused = $0 { 1 } else { 0 } }.reduce(0, +) == 0)
     }
 
     /// A tone too weak to hear in the noise (-15 dB) is not detected.
     @Test func buriedToneIsNotSpeech() {
         let sigma = 0.01
         var x = Signals.whiteNoise(seconds: 6, rms: sigma, seed: 9)
-        Signals.addTone(to: &x, start: 2, duration: 0.4, frequency: 700, amplitude: sigma * pow(10, -15.0 / 20) * 2.0.squareRoot())
+        Signals.addTone(
+            to: &x, start: 2, duration: 0.4, frequency: 700, amplitude: sigma * pow(10, -15.0 / 20) * 2.0.squareRoot())
         #expect(DetectorRun(x).regions.isEmpty)
     }
 
@@ -102,13 +109,19 @@ import Testing
         let truth = fixture.spans[0]
         let regions = run.regions
         try #require(!regions.isEmpty, "nothing detected at \(snr) dB")
-        #expect(regions.allSatisfy { $0.start >= truth.start - 0.1 && $0.end <= truth.end + 0.3 },
-                "regions away from the speech (\(truth)) at \(snr) dB: \(Self.text(regions))")
-        #expect(regions[0].start - truth.start >= -0.06 && regions[0].start - truth.start <= 0.1,
-                "onset \(regions[0].start) for speech from \(truth.start) at \(snr) dB")
-        #expect(abs(regions.last!.end - truth.end) <= 0.2, "end \(regions.last!.end) for speech to \(truth.end) at \(snr) dB")
+        #expect(
+            regions.allSatisfy { $0.start >= truth.start - 0.1 && $0.end <= truth.end + 0.3 },
+            "regions away from the speech (\(truth)) at \(snr) dB: \(Self.text(regions))")
+        #expect(
+            regions[0].start - truth.start >= -0.06 && regions[0].start - truth.start <= 0.1,
+            "onset \(regions[0].start) for speech from \(truth.start) at \(snr) dB")
+        #expect(
+            abs(regions.last!.end - truth.end) <= 0.2,
+            "end \(regions.last!.end) for speech to \(truth.end) at \(snr) dB")
         let covered = regions.map { min($0.end, truth.end) - max($0.start, truth.start) }.reduce(0, +)
-        #expect(covered >= 0.85 * (truth.end - truth.start), "only \(covered) s of \(truth.end - truth.start) s found at \(snr) dB")
+        #expect(
+            covered >= 0.85 * (truth.end - truth.start),
+            "only \(covered) s of \(truth.end - truth.start) s found at \(snr) dB")
     }
 
     /// In clean audio the detector is tight: the pause between sentences splits them, the first region starts
@@ -118,7 +131,8 @@ import Testing
         let fixture = try SpeechFixture([Sentences.call, Sentences.weather], gap: 0.8)
         let run = DetectorRun(fixture.clean)
         try #require(run.regions.count >= 2, Comment(rawValue: Self.text(run.regions)))
-        #expect(abs(run.regions.first!.start - fixture.spans[0].start) <= 0.04, Comment(rawValue: Self.text(run.regions)))
+        #expect(
+            abs(run.regions.first!.start - fixture.spans[0].start) <= 0.04, Comment(rawValue: Self.text(run.regions)))
         #expect(abs(run.regions.last!.end - fixture.spans[1].end) <= 0.1, Comment(rawValue: Self.text(run.regions)))
         // Nothing spans the 0.8 s pause between the sentences.
         #expect(!run.regions.contains { $0.start < fixture.spans[0].end && $0.end > fixture.spans[1].start })
@@ -177,7 +191,9 @@ import Testing
     }
 
     @Test func presetsOrderTheirSettings() {
-        let s = VADSettings(preset: .sensitive), n = VADSettings(preset: .normal), t = VADSettings(preset: .strict)
+        let s = VADSettings(preset: .sensitive)
+        let n = VADSettings(preset: .normal)
+        let t = VADSettings(preset: .strict)
         #expect(s.threshold < n.threshold && n.threshold < t.threshold)
         #expect(s.minSpeech < n.minSpeech && n.minSpeech < t.minSpeech)
         #expect(s.hangover > n.hangover && n.hangover > t.hangover)

@@ -24,7 +24,10 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         #expect(type.descriptor.inputs.map(\.name) == ["in"])
         #expect(type.descriptor.outputs.map(\.name) == ["out", "events"])
         #expect(type.descriptor.inputs[0].requirement == AudioRequirement(rate: .fixed(16000), channelCount: 1))
-        #expect(type.descriptor.parameters.map(\.name) == ["preset", "threshold", "min-speech", "min-silence", "hangover", "pause", "pre-roll"])
+        #expect(
+            type.descriptor.parameters.map(\.name) == [
+                "preset", "threshold", "min-speech", "min-silence", "hangover", "pause", "pre-roll",
+            ])
     }
 
     /// The same events, and the same gated audio, whatever the block size file.input reads.
@@ -80,12 +83,16 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         #expect(!open)
         let regions = VADHarness.regions(run.events)
         for span in fixture.spans {
-            #expect(regions.contains { $0.start <= span.start + 0.1 && $0.end >= span.end - 0.2 } || regions.contains {
-                $0.start < span.end && $0.end > span.start }, "no region over \(span)")
+            #expect(
+                regions.contains { $0.start <= span.start + 0.1 && $0.end >= span.end - 0.2 }
+                    || regions.contains {
+                        $0.start < span.end && $0.end > span.start
+                    }, "no region over \(span)")
         }
         #expect(abs(try #require(regions.first).start - fixture.spans[0].start) <= 0.1)
-        #expect(!regions.contains { $0.start > fixture.spans[0].end + 0.3 && $0.end < fixture.spans[1].start - 0.1 },
-                "a region inside the pause")
+        #expect(
+            !regions.contains { $0.start > fixture.spans[0].end + 0.3 && $0.end < fixture.spans[1].start - 0.1 },
+            "a region inside the pause")
     }
 
     /// The gated audio is the input's own samples, each block at its true startFrame, covering exactly each
@@ -100,9 +107,14 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         for b in run.audio.blocks {
             #expect(b.start >= next, "blocks overlap or go back in time")
             let start = Int(b.start)
-            #expect(Array(input[start..<(start + b.samples.count)]) == b.samples, "samples at \(b.start) are not the input's")
-            if let last = covered.last, last.1 == b.start { covered[covered.count - 1].1 += Int64(b.samples.count) }
-            else { covered.append((b.start, b.start + Int64(b.samples.count))) }
+            #expect(
+                Array(input[start..<(start + b.samples.count)]) == b.samples,
+                "samples at \(b.start) are not the input's")
+            if let last = covered.last, last.1 == b.start {
+                covered[covered.count - 1].1 += Int64(b.samples.count)
+            } else {
+                covered.append((b.start, b.start + Int64(b.samples.count)))
+            }
             next = b.start + Int64(b.samples.count)
         }
         let preRoll = 0.3
@@ -172,7 +184,9 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         // The second sentence is found where it is, shifted by the gap.
         #expect(after.contains { abs($0.start - (fixture.spans[1].start + Double(gap) / 16000)) < 0.1 }, "\(after)")
         // No gated audio crosses the interruption.
-        #expect(audio.blocks.allSatisfy { $0.start + Int64($0.samples.count) <= Int64(cut) || $0.start >= Int64(cut + gap) })
+        #expect(
+            audio.blocks.allSatisfy { $0.start + Int64($0.samples.count) <= Int64(cut) || $0.start >= Int64(cut + gap) }
+        )
     }
 
     /// Audio at 44.1 kHz stereo gets a resampler and a downmix; times stay on the file's clock.
@@ -181,7 +195,8 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         let dir = TemporaryDirectory()
         let converted = dir.path("44k.wav")
         try TestSpeech.sox([path, "-r", "44100", "-c", "2", "-b", "16", converted])
-        let plan = try VADHarness.plan("""
+        let plan = try VADHarness.plan(
+            """
             node src = file.input { path: "\(converted)" }
             node v = vad
             node ev = collect
@@ -200,7 +215,8 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
     // MARK: Parameters
 
     static func settings(_ parameters: String, overrides: [String] = []) throws -> VADSettings {
-        let spec = try GraphParser.parse("""
+        let spec = try GraphParser.parse(
+            """
             node src = file.input { path: "x.wav" }
             node v = vad { \(parameters) }
             node ev = collect
@@ -242,8 +258,9 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
             _ = try Self.settings(parameters)
             Issue.record("'\(parameters)' was accepted")
         } catch let error as GraphError {
-            #expect(error.diagnostics.contains { $0.message.contains(message) },
-                    "\(error.diagnostics.map(\.message)) lacks \(message)")
+            #expect(
+                error.diagnostics.contains { $0.message.contains(message) },
+                "\(error.diagnostics.map(\.message)) lacks \(message)")
         }
     }
 }

@@ -17,7 +17,8 @@ enum Signals {
             return Double((state &* 0x2545_F491_4F6C_DD1D) >> 11) / Double(1 << 53)
         }
         mutating func gaussian() -> Double {
-            let u1 = max(uniform(), 1e-300), u2 = uniform()
+            let u1 = max(uniform(), 1e-300)
+            let u2 = uniform()
             return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
         }
     }
@@ -35,7 +36,9 @@ enum Signals {
     /// A tone burst: `frequency` Hz, amplitude `amplitude`, from `start` for `duration` seconds, with 5 ms
     /// raised-cosine ramps (the burst is "on" from `start` to `start + duration`).
     static func addTone(to x: inout [Float], start: Double, duration: Double, frequency: Double, amplitude: Double) {
-        let s = Int(start * Double(rate)), n = Int(duration * Double(rate)), ramp = rate / 200
+        let s = Int(start * Double(rate))
+        let n = Int(duration * Double(rate))
+        let ramp = rate / 200
         for i in 0..<n where s + i < x.count {
             var g = 1.0
             if i < ramp { g = 0.5 - 0.5 * cos(.pi * Double(i) / Double(ramp)) }
@@ -50,9 +53,19 @@ enum Signals {
         func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { d.append(contentsOf: $0) } }
         func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { d.append(contentsOf: $0) } }
         let bytes = UInt32(samples.count * 4)
-        d.append(contentsOf: Array("RIFF".utf8)); u32(36 + bytes); d.append(contentsOf: Array("WAVE".utf8))
-        d.append(contentsOf: Array("fmt ".utf8)); u32(16); u16(3); u16(1); u32(UInt32(rate)); u32(UInt32(rate * 4)); u16(4); u16(32)
-        d.append(contentsOf: Array("data".utf8)); u32(bytes)
+        d.append(contentsOf: Array("RIFF".utf8))
+        u32(36 + bytes)
+        d.append(contentsOf: Array("WAVE".utf8))
+        d.append(contentsOf: Array("fmt ".utf8))
+        u32(16)
+        u16(3)
+        u16(1)
+        u32(UInt32(rate))
+        u32(UInt32(rate * 4))
+        u16(4)
+        u16(32)
+        d.append(contentsOf: Array("data".utf8))
+        u32(bytes)
         samples.withUnsafeBytes { d.append(contentsOf: $0) }
         try d.write(to: URL(fileURLWithPath: path))
     }
@@ -62,10 +75,16 @@ enum Signals {
         let d = try Data(contentsOf: URL(fileURLWithPath: path))
         func u16(_ o: Int) -> Int { Int(d[o]) | Int(d[o + 1]) << 8 }
         func u32(_ o: Int) -> Int { u16(o) | u16(o + 2) << 16 }
-        var o = 12, format = 1, bits = 16
+        var o = 12
+        var format = 1
+        var bits = 16
         while o + 8 <= d.count {
-            let id = String(decoding: d[o..<(o + 4)], as: UTF8.self), size = u32(o + 4)
-            if id == "fmt " { format = u16(o + 8); bits = u16(o + 22) }
+            let id = String(decoding: d[o..<(o + 4)], as: UTF8.self)
+            let size = u32(o + 4)
+            if id == "fmt " {
+                format = u16(o + 8)
+                bits = u16(o + 22)
+            }
             if id == "data" {
                 let body = d[(o + 8)..<min(d.count, o + 8 + size)]
                 return body.withUnsafeBytes { raw -> [Float] in
@@ -81,7 +100,8 @@ enum Signals {
     /// Time (s) of the first and last 10 ms frame whose RMS is above `level` (a clean signal's speech span).
     static func activeSpan(_ x: [Float], level: Double = 0.003) -> (start: Double, end: Double)? {
         let hop = rate / 100
-        var first: Int?, last: Int?
+        var first: Int?
+        var last: Int?
         for f in 0..<(x.count / hop) where rms(Array(x[(f * hop)..<((f + 1) * hop)])) > level {
             if first == nil { first = f }
             last = f
@@ -132,8 +152,9 @@ struct DetectorRun {
 
 /// Records every audio block it receives (copies the samples), for the gated output of `vad`.
 final class GatedAudio: GraphNode {
-    static let descriptor = NodeDescriptor(typeName: "test.gated", summary: "", category: .sink,
-                                           ports: [.audioInput("in", .any, doc: "")], parameters: [])
+    static let descriptor = NodeDescriptor(
+        typeName: "test.gated", summary: "", category: .sink,
+        ports: [.audioInput("in", .any, doc: "")], parameters: [])
     static let type = NodeType(descriptor, make: { _ in GatedAudio() })
     var blocks: [(start: Int64, samples: [Float])] = []
     var format: AudioFormat?
@@ -147,12 +168,16 @@ final class GatedAudio: GraphNode {
 /// at sample `at` it emits a discontinuity, and the audio after it comes `gap` samples later on the clock.
 final class InterruptedSource: SourceNode {
     static let descriptor = NodeDescriptor(
-        typeName: "test.interrupted", summary: "", category: .input, ports: [.audioOutput("out", format: .computed, doc: "")],
-        parameters: [.path("path", required: true, doc: ""),
-                     .integer("at", default: 0, range: 0...100_000_000, doc: ""),
-                     .integer("gap", default: 0, range: 0...100_000_000, doc: "")])
-    static let type = NodeType(descriptor, formats: { _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 1)] },
-                               maxOutputFrames: { _, _, _ in 256 }, make: { try InterruptedSource($0.config) })
+        typeName: "test.interrupted", summary: "", category: .input,
+        ports: [.audioOutput("out", format: .computed, doc: "")],
+        parameters: [
+            .path("path", required: true, doc: ""),
+            .integer("at", default: 0, range: 0...100_000_000, doc: ""),
+            .integer("gap", default: 0, range: 0...100_000_000, doc: ""),
+        ])
+    static let type = NodeType(
+        descriptor, formats: { _ in ["out": AudioFormat(sampleRate: 16000, channelCount: 1)] },
+        maxOutputFrames: { _, _, _ in 256 }, make: { try InterruptedSource($0.config) })
     let samples: [Float]
     let at: Int, gap: Int
     var pos = 0
@@ -172,9 +197,11 @@ final class InterruptedSource: SourceNode {
         }
         let n = min(256, samples.count - pos, interrupted ? Int.max : at - pos)
         try samples.withUnsafeBufferPointer { b in
-            try output.emit(AudioBlock(samples: UnsafeBufferPointer(rebasing: b[pos..<(pos + n)]),
-                                       format: AudioFormat(sampleRate: 16000, channelCount: 1),
-                                       startFrame: Int64(pos + (interrupted ? gap : 0))))
+            try output.emit(
+                AudioBlock(
+                    samples: UnsafeBufferPointer(rebasing: b[pos..<(pos + n)]),
+                    format: AudioFormat(sampleRate: 16000, channelCount: 1),
+                    startFrame: Int64(pos + (interrupted ? gap : 0))))
         }
         pos += n
         return true
@@ -199,7 +226,8 @@ enum VADHarness {
 
     /// file.input { block } -> vad { parameters } -> events to `collect` (and audio to `test.gated`).
     static func run(file: String, block: Int = 1024, parameters: String = "") throws
-        -> (events: [GraphEvent], audio: GatedAudio, runner: RunningGraph) {
+        -> (events: [GraphEvent], audio: GatedAudio, runner: RunningGraph)
+    {
         let text = """
             node src = file.input { path: "\(file)", block: \(block) }
             node v = vad { \(parameters) }
@@ -222,7 +250,11 @@ enum VADHarness {
         for e in events {
             switch e {
             case .speechStarted(_, let t): start = t
-            case .speechEnded(_, let t): if let s = start { out.append((s, t)); start = nil }
+            case .speechEnded(_, let t):
+                if let s = start {
+                    out.append((s, t))
+                    start = nil
+                }
             default: break
             }
         }
@@ -245,12 +277,14 @@ struct SpeechFixture: Sendable {
         var spans: [(Double, Double)] = []
         var t = lead
         for (i, s) in sentences.enumerated() {
-            let raw = dir.path("s\(i).wav"), padded = dir.path("p\(i).wav")
+            let raw = dir.path("s\(i).wav")
+            let padded = dir.path("p\(i).wav")
             try TestSpeech.synthesize(s, to: raw)
             let samples = try Signals.readWAV(raw)
             let span = Signals.activeSpan(samples)!
             spans.append((t + span.start, t + span.end))
-            let before = i == 0 ? lead : 0, after = i == sentences.count - 1 ? tail : gap
+            let before = i == 0 ? lead : 0
+            let after = i == sentences.count - 1 ? tail : gap
             try TestSpeech.sox([raw, "-e", "floating-point", "-b", "32", padded, "pad", "\(before)", "\(after)"])
             parts.append(padded)
             t += Double(samples.count) / 16000 + after
@@ -265,19 +299,26 @@ struct SpeechFixture: Sendable {
 
     /// The speech mixed with sox `whitenoise` or `pinknoise` at `snr` dB; returns the file's path.
     func noisy(snr: Double, noise: String = "whitenoise", extraSeconds: Double = 0) throws -> String {
-        let noisePath = dir.path("\(noise).wav"), out = dir.path("mix-\(noise)-\(snr)-\(extraSeconds).wav")
+        let noisePath = dir.path("\(noise).wav")
+        let out = dir.path("mix-\(noise)-\(snr)-\(extraSeconds).wav")
         var speechPath = cleanPath
         if extraSeconds > 0 {
             speechPath = dir.path("clean+\(extraSeconds).wav")
-            try TestSpeech.sox([cleanPath, "-e", "floating-point", "-b", "32", speechPath, "pad", "0", "\(extraSeconds)"])
+            try TestSpeech.sox([
+                cleanPath, "-e", "floating-point", "-b", "32", speechPath, "pad", "0", "\(extraSeconds)",
+            ])
         }
-        try TestSpeech.sox(["-R", "-n", "-r", "16000", "-c", "1", "-e", "floating-point", "-b", "32", noisePath,
-                            "synth", "\(duration + extraSeconds)", noise])
+        try TestSpeech.sox([
+            "-R", "-n", "-r", "16000", "-c", "1", "-e", "floating-point", "-b", "32", noisePath,
+            "synth", "\(duration + extraSeconds)", noise,
+        ])
         let noiseRMS = Signals.rms(try Signals.readWAV(noisePath))
         let speech = spans.flatMap { clean[Int($0.start * 16000)..<Int($0.end * 16000)] }
         let gain = Signals.rms(speech) / noiseRMS / pow(10, snr / 20)
-        try TestSpeech.sox(["-m", "-v", "1", speechPath, "-v", String(format: "%.6f", gain), noisePath,
-                            "-e", "floating-point", "-b", "32", out])
+        try TestSpeech.sox([
+            "-m", "-v", "1", speechPath, "-v", String(format: "%.6f", gain), noisePath,
+            "-e", "floating-point", "-b", "32", out,
+        ])
         return out
     }
 }

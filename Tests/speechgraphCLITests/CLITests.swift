@@ -17,7 +17,9 @@ import Testing
 
     func speech(_ name: String = "call.wav") throws -> String {
         let path = dir.path(name)
-        if !FileManager.default.fileExists(atPath: path) { try TestSpeech.synthesize("please call my mother at seven in the evening", to: path) }
+        if !FileManager.default.fileExists(atPath: path) {
+            try TestSpeech.synthesize("please call my mother at seven in the evening", to: path)
+        }
         return path
     }
 
@@ -27,7 +29,8 @@ import Testing
         let wav = try speech()
         let text = try Run.speechgraph(["transcribe", wav])
         #expect(text.status == 0)
-        #expect(wordErrorRate(reference: "please call my mother at seven in the evening", hypothesis: text.stdout) <= 0.25)
+        #expect(
+            wordErrorRate(reference: "please call my mother at seven in the evening", hypothesis: text.stdout) <= 0.25)
         #expect(text.stdout.split(separator: "\n").count == 1)
 
         let tsv = try Run.speechgraph(["transcribe", "--format", "tsv", wav, wav])
@@ -46,8 +49,10 @@ import Testing
 
     @Test func otherRatesChannelsAndContainersAreTranscribed() throws {
         let wav = try speech()
-        for (name, args) in [("s48.wav", ["-r", "48000", "-c", "2"]), ("s8.wav", ["-r", "8000"]),
-                             ("s.flac", []), ("s.ogg", [])] {
+        for (name, args) in [
+            ("s48.wav", ["-r", "48000", "-c", "2"]), ("s8.wav", ["-r", "8000"]),
+            ("s.flac", []), ("s.ogg", []),
+        ] {
             let out = dir.path(name)
             try TestSpeech.sox([wav] + args + [out])
             let r = try Run.speechgraph(["transcribe", out])
@@ -121,9 +126,11 @@ import Testing
     // MARK: usage errors
 
     @Test func usageErrorsExit2() throws {
-        for args in [["transcribe"], ["frobnicate"], ["transcribe", "--format", "xml", "a.wav"], ["run"],
-                     ["nodes", "recogniser"], ["run", "graphs/demo.graph", "--set", "nonsense"],
-                     ["run", "graphs/demo.graph", "--results", "slow"]] {
+        for args in [
+            ["transcribe"], ["frobnicate"], ["transcribe", "--format", "xml", "a.wav"], ["run"],
+            ["nodes", "recogniser"], ["run", "graphs/demo.graph", "--set", "nonsense"],
+            ["run", "graphs/demo.graph", "--results", "slow"],
+        ] {
             let r = try Run.speechgraph(args)
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(!r.stderr.isEmpty)
@@ -145,19 +152,29 @@ import Testing
     @Test func checkReportsGraphErrorsWithLocations() throws {
         let graph = dir.path("bad.graph")
         try """
-            node src = file.inptu { path: "a.wav" }
-            node asr = recognizer { rate: 16 ms, modle: "en-us" }
-            node out = console
-            src -> asr -> out
-            asr -> nowhere
-            """.write(toFile: graph, atomically: true, encoding: .utf8)
+        node src = file.inptu { path: "a.wav" }
+        node asr = recognizer { rate: 16 ms, modle: "en-us" }
+        node out = console
+        src -> asr -> out
+        asr -> nowhere
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
         let r = try Run.speechgraph(["check", graph])
         #expect(r.status == 2)
         let lines = r.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.contains("\(graph):1:12: error: unknown node type 'file.inptu' (did you mean 'file.input'?) (see 'speechgraph nodes')"))
-        #expect(lines.contains("\(graph):2:31: error: wrong unit 'ms' for 'rate': expected a frequency like '16 kHz' or '48000 Hz', not a time"))
-        #expect(lines.contains("\(graph):2:38: error: unknown parameter 'modle' for node type 'recognizer' (did you mean 'model'?)"))
-        #expect(lines.contains("\(graph):5:8: error: unknown node 'nowhere'" + " (declare it with 'node nowhere = TYPE { }')"))
+        #expect(
+            lines.contains(
+                "\(graph):1:12: error: unknown node type 'file.inptu' (did you mean 'file.input'?) (see 'speechgraph nodes')"
+            ))
+        #expect(
+            lines.contains(
+                "\(graph):2:31: error: wrong unit 'ms' for 'rate': expected a frequency like '16 kHz' or '48000 Hz', not a time"
+            ))
+        #expect(
+            lines.contains(
+                "\(graph):2:38: error: unknown parameter 'modle' for node type 'recognizer' (did you mean 'model'?)"))
+        #expect(
+            lines.contains(
+                "\(graph):5:8: error: unknown node 'nowhere'" + " (declare it with 'node nowhere = TYPE { }')"))
         #expect(lines.last == "4 errors in \(graph)")
         // run refuses the same graph the same way.
         let run = try Run.speechgraph(["run", graph])
@@ -166,8 +183,10 @@ import Testing
     }
 
     @Test func checkAcceptsEveryShippedGraphAndPlansTheDemo() throws {
-        let graphs = try FileManager.default.contentsOfDirectory(atPath: TestPaths.packageRoot.appendingPathComponent("graphs").path)
-            .filter { $0.hasSuffix(".graph") }
+        let graphs = try FileManager.default.contentsOfDirectory(
+            atPath: TestPaths.packageRoot.appendingPathComponent("graphs").path
+        )
+        .filter { $0.hasSuffix(".graph") }
         #expect(!graphs.isEmpty)
         for g in graphs {
             let r = try Run.speechgraph(["check", "graphs/\(g)"])
@@ -176,7 +195,8 @@ import Testing
         let wav = dir.path("demo.wav")
         try TestSpeech.synthesize("good morning", to: wav)
         try TestSpeech.sox([wav, "-r", "44100", "-c", "2", dir.path("demo44.wav")])
-        let plan = try Run.speechgraph(["check", "--plan", "graphs/demo.graph"], environment: ["DEMO_AUDIO": dir.path("demo44.wav")])
+        let plan = try Run.speechgraph(
+            ["check", "--plan", "graphs/demo.graph"], environment: ["DEMO_AUDIO": dir.path("demo44.wav")])
         #expect(plan.status == 0, "\(plan.stderr)")
         #expect(plan.stdout.contains("resample    (inserted)"))
         #expect(plan.stdout.contains("float32 44100 Hz mono"))
@@ -188,8 +208,9 @@ import Testing
     @Test func runWritesTheTranscriptAndTheLog() throws {
         let wav = try speech()
         let log = dir.path("log.jsonl")
-        let r = try Run.speechgraph(["run", "graphs/demo.graph", "--set", "asr.mode=utterance"],
-                                    environment: ["DEMO_AUDIO": wav, "DEMO_LOG": log])
+        let r = try Run.speechgraph(
+            ["run", "graphs/demo.graph", "--set", "asr.mode=utterance"],
+            environment: ["DEMO_AUDIO": wav, "DEMO_LOG": log])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.hasPrefix("[00:00.000 - 00:02."))
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
@@ -202,7 +223,8 @@ import Testing
         let wav = try speech()
         func lines(_ extra: [String]) throws -> [Substring] {
             let log = dir.path("results.jsonl")
-            let r = try Run.speechgraph(["run", "graphs/demo.graph"] + extra, environment: ["DEMO_AUDIO": wav, "DEMO_LOG": log])
+            let r = try Run.speechgraph(
+                ["run", "graphs/demo.graph"] + extra, environment: ["DEMO_AUDIO": wav, "DEMO_LOG": log])
             #expect(r.status == 0, "\(r.stderr)")
             return try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
         }
@@ -221,13 +243,17 @@ import Testing
         try TestSpeech.sox([wav, wav, wav, wav, long])
         let total = try TestSpeech.duration(long)
         let log = dir.path("log\(signal).jsonl")
-        let r = try Run.speechgraph(["run", "--realtime", "graphs/demo.graph"], environment: ["DEMO_AUDIO": long, "DEMO_LOG": log],
-                                    timeout: 120) { process in
+        let r = try Run.speechgraph(
+            ["run", "--realtime", "graphs/demo.graph"], environment: ["DEMO_AUDIO": long, "DEMO_LOG": log],
+            timeout: 120
+        ) { process in
             // A deadline only bounds a hang: the signal goes as soon as a volatile result shows "please".
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline && process.isRunning {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                if text.split(separator: "\n").contains(where: { $0.contains(#""isFinal":false"#) && $0.contains("please") }) {
+                if text.split(separator: "\n").contains(where: {
+                    $0.contains(#""isFinal":false"#) && $0.contains("please")
+                }) {
                     break
                 }
                 usleep(20_000)
@@ -243,7 +269,8 @@ import Testing
         let line = try #require(lines.first)
         let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         let end = (o["range"] as? [String: Double])?["end"] ?? 0
-        #expect(end > 0.5 && end < total - 1, "the result covers the audio heard before the stop (end \(end) of \(total))")
+        #expect(
+            end > 0.5 && end < total - 1, "the result covers the audio heard before the stop (end \(end) of \(total))")
         #expect((o["text"] as? String)?.contains("please") == true)
         #expect(r.stdout.contains("please"))
     }
@@ -257,7 +284,8 @@ import Testing
         let detail = try Run.speechgraph(["nodes", "recognizer"])
         for p in RecognizerNode.descriptor.parameters { #expect(detail.stdout.contains("  \(p.name): ")) }
         let markdown = try Run.speechgraph(["nodes", "--markdown"])
-        let docs = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("docs/nodes.md"), encoding: .utf8)
+        let docs = try String(
+            contentsOf: TestPaths.packageRoot.appendingPathComponent("docs/nodes.md"), encoding: .utf8)
         #expect(markdown.stdout == docs, "docs/nodes.md is out of date: run 'make docs'")
     }
 }
@@ -270,11 +298,15 @@ struct WERScore {
 
     /// Scores `hypotheses` (a key<TAB>text file) against `references` with ../shared/tools/wer.py.
     init(references: String, hypotheses: String, shared: URL) throws {
-        let r = try Run.process("/usr/bin/env", ["python3", shared.appendingPathComponent("tools/wer.py").path,
-                                                 references, hypotheses])
+        let r = try Run.process(
+            "/usr/bin/env",
+            [
+                "python3", shared.appendingPathComponent("tools/wer.py").path,
+                references, hypotheses,
+            ])
         guard r.status == 0,
-              let m = r.stdout.firstMatch(of: /WER ([0-9.]+)% \(S=(\d+) D=(\d+) I=(\d+) N=(\d+)\)/),
-              let percent = Double(m.1), let s = Int(m.2), let d = Int(m.3), let i = Int(m.4), let n = Int(m.5)
+            let m = r.stdout.firstMatch(of: /WER ([0-9.]+)% \(S=(\d+) D=(\d+) I=(\d+) N=(\d+)\)/),
+            let percent = Double(m.1), let s = Int(m.2), let d = Int(m.3), let i = Int(m.4), let n = Int(m.5)
         else { throw TestSpeech.Failure(description: "wer.py \(hypotheses): \(r.stdout) \(r.stderr)") }
         self.percent = percent
         errors = s + d + i
@@ -309,11 +341,13 @@ struct WERScore {
         let model = "/usr/share/pocketsphinx/model/en-us"
         try names.map { String($0.dropLast(4)) }.joined(separator: "\n")
             .appending("\n").write(toFile: dir.path("ctl"), atomically: true, encoding: .utf8)
-        let batch = try Run.process("/usr/bin/pocketsphinx_batch", [
-            "-adcin", "yes", "-adchdr", "44", "-cepdir", corpus.path, "-cepext", ".wav", "-ctl", dir.path("ctl"),
-            "-hmm", "\(model)/en-us", "-lm", "\(model)/en-us.lm.bin", "-dict", "\(model)/cmudict-en-us.dict",
-            "-maxhmmpf", String(SphinxModel.defaultMaxHMMs), "-hyp", dir.path("ps.hyp"), "-logfn", "/dev/null",
-        ], timeout: 900)
+        let batch = try Run.process(
+            "/usr/bin/pocketsphinx_batch",
+            [
+                "-adcin", "yes", "-adchdr", "44", "-cepdir", corpus.path, "-cepext", ".wav", "-ctl", dir.path("ctl"),
+                "-hmm", "\(model)/en-us", "-lm", "\(model)/en-us.lm.bin", "-dict", "\(model)/cmudict-en-us.dict",
+                "-maxhmmpf", String(SphinxModel.defaultMaxHMMs), "-hyp", dir.path("ps.hyp"), "-logfn", "/dev/null",
+            ], timeout: 900)
         try #require(batch.status == 0, "pocketsphinx_batch (Debian package pocketsphinx): \(batch.stderr)")
         // Its lines are 'text (file score)'.
         let peerRows = try String(contentsOfFile: dir.path("ps.hyp"), encoding: .utf8).split(separator: "\n")
@@ -321,8 +355,9 @@ struct WERScore {
         #expect(peerRows.count == 35)
         try peerRows.joined().write(toFile: dir.path("ps.tsv"), atomically: true, encoding: .utf8)
         let peer = try WERScore(references: manifest.path, hypotheses: dir.path("ps.tsv"), shared: shared)
-        print("corpus: speechgraph WER \(sg.percent)% (\(sg.errors) errors), pocketsphinx_batch \(peer.percent)% "
-              + "(\(peer.errors) errors), \(sg.words) words")
+        print(
+            "corpus: speechgraph WER \(sg.percent)% (\(sg.errors) errors), pocketsphinx_batch \(peer.percent)% "
+                + "(\(peer.errors) errors), \(sg.words) words")
         // No worse than the peer, give or take one word.
         #expect(sg.errors <= peer.errors + 1, "speechgraph \(sg.percent)%, pocketsphinx_batch \(peer.percent)%")
     }
@@ -334,13 +369,15 @@ struct WERScore {
 /// Those are measured figures, so each limit allows one word more than the peer's. speechgraph measured
 /// 23.85%, 65.69% and 56.07% (docs/endpointing.md).
 @Suite struct LongFormTests {
-    @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
-          arguments: [("long_clean", 29.3), ("long_white15db", 66.9), ("long_pink15db", 61.5)])
+    @Test(
+        .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
+        arguments: [("long_clean", 29.3), ("long_white15db", 66.9), ("long_pink15db", 61.5)])
     func longFormWordErrorRate(file: String, peer: Double) throws {
         let shared = try TestPaths.requireShared()
         let long = shared.appendingPathComponent("corpus/long")
-        let r = try Run.speechgraph(["transcribe", "--format", "tsv", long.appendingPathComponent("\(file).wav").path],
-                                    timeout: 900)
+        let r = try Run.speechgraph(
+            ["transcribe", "--format", "tsv", long.appendingPathComponent("\(file).wav").path],
+            timeout: 900)
         #expect(r.status == 0, "\(r.stderr)")
         let dir = TemporaryDirectory()
         let reference = try String(contentsOf: long.appendingPathComponent("\(file).txt"), encoding: .utf8)
@@ -348,8 +385,9 @@ struct WERScore {
             .write(toFile: dir.path("ref.tsv"), atomically: true, encoding: .utf8)
         try r.stdout.write(toFile: dir.path("hyp.tsv"), atomically: true, encoding: .utf8)
         let score = try WERScore(references: dir.path("ref.tsv"), hypotheses: dir.path("hyp.tsv"), shared: shared)
-        print("\(file): WER \(score.percent)% (\(score.errors) errors in \(score.words) words), "
-              + "pocketsphinx_continuous \(peer)%")
+        print(
+            "\(file): WER \(score.percent)% (\(score.errors) errors in \(score.words) words), "
+                + "pocketsphinx_continuous \(peer)%")
         #expect(score.percent <= peer + score.oneWord, "\(file): \(score.percent)% against the peer's \(peer)%")
     }
 }

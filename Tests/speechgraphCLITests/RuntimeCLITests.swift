@@ -8,7 +8,9 @@ import Testing
     let dir = TemporaryDirectory()
 
     func speech() throws -> String {
-        let a = dir.path("a.wav"), b = dir.path("b.wav"), both = dir.path("both.wav")
+        let a = dir.path("a.wav")
+        let b = dir.path("b.wav")
+        let both = dir.path("both.wav")
         try TestSpeech.synthesize("please call my mother at seven in the evening", to: a)
         try TestSpeech.synthesize("the weather today is cold and windy with a chance of rain", to: b)
         // 44.1 kHz stereo, so that standard input also goes through the converters.
@@ -22,11 +24,13 @@ import Testing
         for format in ["text", "jsonl"] {
             let file = try Run.speechgraph(["transcribe", "--format", format, wav])
             let bin = TestPaths.binary.path
-            let piped = try Run.process("/bin/bash", ["-c", "sox '\(wav)' -t wav - | '\(bin)' transcribe --format \(format) -"])
+            let piped = try Run.process(
+                "/bin/bash", ["-c", "sox '\(wav)' -t wav - | '\(bin)' transcribe --format \(format) -"])
             #expect(file.status == 0 && piped.status == 0, "\(file.stderr) \(piped.stderr)")
             #expect(!file.stdout.isEmpty)
             // JSON Lines name their source: the path, or "-".
-            #expect(piped.stdout == file.stdout.replacingOccurrences(of: #""source":"\#(wav)""#, with: #""source":"-""#))
+            #expect(
+                piped.stdout == file.stdout.replacingOccurrences(of: #""source":"\#(wav)""#, with: #""source":"-""#))
         }
     }
 
@@ -35,11 +39,17 @@ import Testing
         let wav = try speech()
         let bin = TestPaths.binary.path
         let file = try Run.speechgraph(["transcribe", wav])
-        let raw = try Run.process("/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 -c 1 -r 16000 - "
-                                                   + "| '\(bin)' transcribe --rate 16000 -"])
+        let raw = try Run.process(
+            "/bin/bash",
+            [
+                "-c",
+                "sox '\(wav)' -t raw -e signed -b 16 -c 1 -r 16000 - "
+                    + "| '\(bin)' transcribe --rate 16000 -",
+            ])
         #expect(raw.status == 0, "\(raw.stderr)")
         #expect(wordErrorRate(reference: file.stdout, hypothesis: raw.stdout) <= 0.1)
-        let noRate = try Run.process("/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 - | '\(bin)' transcribe -"])
+        let noRate = try Run.process(
+            "/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 - | '\(bin)' transcribe -"])
         #expect(noRate.status == 1)
         #expect(noRate.stderr.contains("not a WAV stream") && noRate.stderr.contains("--rate"), "\(noRate.stderr)")
         #expect(noRate.stderr.split(separator: "\n").count == 1)
@@ -49,13 +59,13 @@ import Testing
     func checkPlanFindsMissingDictionary() throws {
         let graph = dir.path("g.graph")
         try """
-            node src = push.input
-            node asr = recognizer {
-                dict: "\(dir.path("missing.dict"))"
-            }
-            node out = console
-            src -> asr -> out
-            """.write(toFile: graph, atomically: true, encoding: .utf8)
+        node src = push.input
+        node asr = recognizer {
+            dict: "\(dir.path("missing.dict"))"
+        }
+        node out = console
+        src -> asr -> out
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
         let planned = try Run.speechgraph(["check", "--plan", graph])
         #expect(planned.status == 1)
         #expect(planned.stderr.hasPrefix("\(graph):3:11: error: "), "\(planned.stderr)")
@@ -68,8 +78,9 @@ import Testing
     func checkPlanOpensNoJackClient() throws {
         // A server name nobody runs: any attempt to open a client would fail and make check exit 1.
         let server = "sgt-none-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
-        let planned = try Run.speechgraph(["check", "--plan", "graphs/live.graph"],
-                                          environment: ["JACK_DEFAULT_SERVER": server])
+        let planned = try Run.speechgraph(
+            ["check", "--plan", "graphs/live.graph"],
+            environment: ["JACK_DEFAULT_SERVER": server])
         #expect(planned.status == 0, "\(planned.stderr)")
         #expect(planned.stderr.contains("48 kHz assumed"), "\(planned.stderr)")
         #expect(planned.stdout.contains("vad.in~resample  resample"), "\(planned.stdout)")

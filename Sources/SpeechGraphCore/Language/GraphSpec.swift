@@ -43,7 +43,9 @@ public struct NodeDeclaration: Sendable {
     public var type: Located<String>
     public var parameters: [ParameterAssignment]
     public var location: SourceLocation
-    public init(name: Located<String>, type: Located<String>, parameters: [ParameterAssignment], location: SourceLocation) {
+    public init(
+        name: Located<String>, type: Located<String>, parameters: [ParameterAssignment], location: SourceLocation
+    ) {
         self.name = name
         self.type = type
         self.parameters = parameters

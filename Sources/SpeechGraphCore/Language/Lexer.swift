@@ -7,13 +7,13 @@ public struct Token: Sendable, Equatable {
         case string([StringPart])
         /// `${VAR}` or `${VAR:-default}` standing as a value on its own.
         case variable(name: String, fallback: String?)
-        case arrow        // ->
-        case equals       // =
-        case colon        // :
-        case comma        // ,
-        case dot          // .
-        case leftBrace    // {
-        case rightBrace   // }
+        case arrow  // ->
+        case equals  // =
+        case colon  // :
+        case comma  // ,
+        case dot  // .
+        case leftBrace  // {
+        case rightBrace  // }
         case newline
         case end
     }
@@ -65,7 +65,12 @@ struct Lexer {
         index + offset < scalars.count ? scalars[index + offset] : nil
     }
     private mutating func advance() {
-        if scalars[index] == "\n" { line += 1; column = 1 } else { column += 1 }
+        if scalars[index] == "\n" {
+            line += 1
+            column = 1
+        } else {
+            column += 1
+        }
         index += 1
     }
 
@@ -84,14 +89,27 @@ struct Lexer {
                 // Collapse runs of blank lines into one separator.
                 if case .newline? = tokens.last?.kind {} else { tokens.append(Token(kind: .newline, location: start)) }
             case "-" where peek(1) == ">":
-                advance(); advance()
+                advance()
+                advance()
                 tokens.append(Token(kind: .arrow, location: start))
-            case "=": advance(); tokens.append(Token(kind: .equals, location: start))
-            case ":": advance(); tokens.append(Token(kind: .colon, location: start))
-            case ",": advance(); tokens.append(Token(kind: .comma, location: start))
-            case ".": advance(); tokens.append(Token(kind: .dot, location: start))
-            case "{": advance(); tokens.append(Token(kind: .leftBrace, location: start))
-            case "}": advance(); tokens.append(Token(kind: .rightBrace, location: start))
+            case "=":
+                advance()
+                tokens.append(Token(kind: .equals, location: start))
+            case ":":
+                advance()
+                tokens.append(Token(kind: .colon, location: start))
+            case ",":
+                advance()
+                tokens.append(Token(kind: .comma, location: start))
+            case ".":
+                advance()
+                tokens.append(Token(kind: .dot, location: start))
+            case "{":
+                advance()
+                tokens.append(Token(kind: .leftBrace, location: start))
+            case "}":
+                advance()
+                tokens.append(Token(kind: .rightBrace, location: start))
             case "\"":
                 if let (parts, closedBrace) = lexString() {
                     tokens.append(Token(kind: .string(parts), location: start))
@@ -102,7 +120,9 @@ struct Lexer {
                     tokens.append(Token(kind: .variable(name: name, fallback: fallback), location: start))
                 }
             case "-", "+", "0"..."9":
-                if c == "-" || c == "+", !(peek(1).map(isDigit) ?? false || (peek(1) == "." && (peek(2).map(isDigit) ?? false))) {
+                if c == "-" || c == "+",
+                    !(peek(1).map(isDigit) ?? false || (peek(1) == "." && (peek(2).map(isDigit) ?? false)))
+                {
                     advance()
                     diagnostics.error("unexpected '\(c)'", at: start)
                 } else {
@@ -114,7 +134,8 @@ struct Lexer {
                     while let d = peek(), isIdentifierBody(d) {
                         // A '-' inside a name is allowed ("very-high"), but not when it starts '->'.
                         if d == "-", peek(1) == ">" { break }
-                        s.unicodeScalars.append(d); advance()
+                        s.unicodeScalars.append(d)
+                        advance()
                     }
                     tokens.append(Token(kind: .identifier(s), location: start))
                 } else {
@@ -127,23 +148,37 @@ struct Lexer {
 
     private mutating func skipBlanksAndComments() {
         while let c = peek() {
-            if c == " " || c == "\t" { advance() } else if c == "#" {
+            if c == " " || c == "\t" {
+                advance()
+            } else if c == "#" {
                 while let d = peek(), d != "\n" { advance() }
-            } else { return }
+            } else {
+                return
+            }
         }
     }
 
     private mutating func lexNumber(_ start: SourceLocation) -> Token {
         var text = ""
-        if let c = peek(), c == "-" || c == "+" { text.unicodeScalars.append(c); advance() }
+        if let c = peek(), c == "-" || c == "+" {
+            text.unicodeScalars.append(c)
+            advance()
+        }
         while let c = peek(), isDigit(c) || c == "." || c == "_" {
             if c != "_" { text.unicodeScalars.append(c) }
             advance()
         }
-        if let c = peek(), c == "e" || c == "E", let n = peek(1), isDigit(n) || ((n == "-" || n == "+") && (peek(2).map(isDigit) ?? false)) {
-            text.unicodeScalars.append(c); advance()
-            text.unicodeScalars.append(peek()!); advance()
-            while let d = peek(), isDigit(d) { text.unicodeScalars.append(d); advance() }
+        if let c = peek(), c == "e" || c == "E", let n = peek(1),
+            isDigit(n) || ((n == "-" || n == "+") && (peek(2).map(isDigit) ?? false))
+        {
+            text.unicodeScalars.append(c)
+            advance()
+            text.unicodeScalars.append(peek()!)
+            advance()
+            while let d = peek(), isDigit(d) {
+                text.unicodeScalars.append(d)
+                advance()
+            }
         }
         guard let value = Double(text) else {
             diagnostics.error("malformed number '\(text)'", at: start)
@@ -174,7 +209,10 @@ struct Lexer {
                 return (parts, closed)
             }
             if c == "}" { lastBrace = here }
-            if c == "\"" { advance(); break }
+            if c == "\"" {
+                advance()
+                break
+            }
             if c == "\\" {
                 advance()
                 guard let e = peek(), e != "\n" else { continue }
@@ -183,13 +221,17 @@ struct Lexer {
                 case "t": literal += "\t"
                 case "\\", "\"", "$": literal.unicodeScalars.append(e)
                 default:
-                    diagnostics.error("unknown escape '\\\(Character(e))' in string (use \\\\, \\\", \\n, \\t or \\$)", at: here)
+                    diagnostics.error(
+                        "unknown escape '\\\(Character(e))' in string (use \\\\, \\\", \\n, \\t or \\$)", at: here)
                 }
                 advance()
                 continue
             }
             if c == "$", peek(1) == "{" {
-                if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
+                if !literal.isEmpty {
+                    parts.append(.literal(literal))
+                    literal = ""
+                }
                 if let v = lexVariable() { parts.append(v) }
                 continue
             }
@@ -203,17 +245,25 @@ struct Lexer {
     /// `${NAME}` or `${NAME:-fallback}`; the fallback runs to the closing brace.
     private mutating func lexVariable() -> StringPart? {
         let start = here
-        advance(); advance()  // ${
+        advance()
+        advance()  // ${
         var name = ""
-        while let c = peek(), isIdentifierBody(c), c != "-" { name.unicodeScalars.append(c); advance() }
+        while let c = peek(), isIdentifierBody(c), c != "-" {
+            name.unicodeScalars.append(c)
+            advance()
+        }
         if name.isEmpty {
             diagnostics.error("expected a variable name after '${'", at: here)
         }
         var fallback: String?
         if peek() == ":", peek(1) == "-" {
-            advance(); advance()
+            advance()
+            advance()
             var f = ""
-            while let c = peek(), c != "}", c != "\n" { f.unicodeScalars.append(c); advance() }
+            while let c = peek(), c != "}", c != "\n" {
+                f.unicodeScalars.append(c)
+                advance()
+            }
             fallback = f
         }
         guard peek() == "}" else {

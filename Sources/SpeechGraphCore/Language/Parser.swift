@@ -66,7 +66,10 @@ public struct GraphParser {
     private mutating func skipNewlines() { while case .newline = current.kind { advance() } }
 
     private mutating func expect(_ kind: Token.Kind, _ what: String) -> Bool {
-        if current.kind == kind { advance(); return true }
+        if current.kind == kind {
+            advance()
+            return true
+        }
         diagnostics.error("expected \(what), found \(current.display)", at: current.location)
         return false
     }
@@ -90,7 +93,10 @@ public struct GraphParser {
             case .leftBrace: depth += 1
             case .rightBrace:
                 depth -= 1
-                if depth <= 0 { advance(); return }
+                if depth <= 0 {
+                    advance()
+                    return
+                }
             case .newline where depth <= 0: return
             default: break
             }
@@ -107,7 +113,8 @@ public struct GraphParser {
         } else if case .identifier = current.kind {
             spec.edges.append(contentsOf: parseChain())
         } else {
-            diagnostics.error("expected 'node' or an edge like 'a -> b', found \(current.display)", at: current.location)
+            diagnostics.error(
+                "expected 'node' or an edge like 'a -> b', found \(current.display)", at: current.location)
             return
         }
         // A statement that already failed has said what was wrong; the rest of its line is skipped.
@@ -141,16 +148,22 @@ public struct GraphParser {
             advance()
             while true {
                 skipNewlines()
-                if case .rightBrace = current.kind { advance(); break }
+                if case .rightBrace = current.kind {
+                    advance()
+                    break
+                }
                 if case .identifier("node") = current.kind, position + 1 < tokens.count,
-                   case .identifier = tokens[position + 1].kind {
-                    diagnostics.error("expected '}' to close the parameters of node '\(name.value)' opened at line \(open.line), "
-                                      + "found the next 'node'", at: current.location)
+                    case .identifier = tokens[position + 1].kind
+                {
+                    diagnostics.error(
+                        "expected '}' to close the parameters of node '\(name.value)' opened at line \(open.line), "
+                            + "found the next 'node'", at: current.location)
                     return nil
                 }
                 if case .end = current.kind {
-                    diagnostics.error("expected '}' to close the parameters of node '\(name.value)' opened at line \(open.line), "
-                                      + "found end of file", at: current.location)
+                    diagnostics.error(
+                        "expected '}' to close the parameters of node '\(name.value)' opened at line \(open.line), "
+                            + "found end of file", at: current.location)
                     return nil
                 }
                 guard let key = identifier("a parameter name or '}'") else { return nil }
@@ -161,12 +174,15 @@ public struct GraphParser {
                 case .comma, .newline: advance()
                 case .rightBrace: break
                 default:
-                    diagnostics.error("expected ',' or '}' after the value of '\(key.value)', found \(current.display)", at: current.location)
+                    diagnostics.error(
+                        "expected ',' or '}' after the value of '\(key.value)', found \(current.display)",
+                        at: current.location)
                     return nil
                 }
             }
         }
-        return NodeDeclaration(name: name, type: Located(type, at: first.location), parameters: parameters, location: start)
+        return NodeDeclaration(
+            name: name, type: Located(type, at: first.location), parameters: parameters, location: start)
     }
 
     private mutating func parseValue() -> Located<ValueLiteral>? {
@@ -190,7 +206,9 @@ public struct GraphParser {
             let text = expand([.variable(name: name, fallback: fallback)], at: token.location)
             return Located(Self.literal(fromText: text), at: token.location)
         default:
-            diagnostics.error("expected a value (a number with its unit, a \"string\" or a word), found \(token.display)", at: token.location)
+            diagnostics.error(
+                "expected a value (a number with its unit, a \"string\" or a word), found \(token.display)",
+                at: token.location)
             return nil
         }
     }
@@ -231,7 +249,9 @@ public struct GraphParser {
                 } else if let fallback {
                     out += fallback
                 } else {
-                    diagnostics.error("environment variable '\(name)' is not set (give a default with '${\(name):-value}')", at: location)
+                    diagnostics.error(
+                        "environment variable '\(name)' is not set (give a default with '${\(name):-value}')",
+                        at: location)
                 }
             }
         }
@@ -251,11 +271,15 @@ public struct GraphParser {
             sawArrow = true
             skipNewlines()
             guard let next = parseStage() else { return [] }
-            for from in previous { for to in next { edges.append(EdgeDeclaration(from: from, to: to, location: arrow)) } }
+            for from in previous {
+                for to in next { edges.append(EdgeDeclaration(from: from, to: to, location: arrow)) }
+            }
             previous = next
         }
         if !sawArrow {
-            diagnostics.error("expected '->' after '\(previous[0])' (a statement is 'node name = type { ... }' or an edge 'a -> b')", at: current.location)
+            diagnostics.error(
+                "expected '->' after '\(previous[0])' (a statement is 'node name = type { ... }' or an edge 'a -> b')",
+                at: current.location)
         }
         return edges
     }

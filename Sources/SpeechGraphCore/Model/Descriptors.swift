@@ -184,9 +184,11 @@ public struct PortDescriptor: Sendable {
     public var isRequired: Bool
     public var doc: String
 
-    public init(name: String, direction: PortDirection, kind: PortKind, requirement: AudioRequirement = .any,
-                format: OutputFormatRule? = nil, eventKinds: EventKinds = .only([]), isRequired: Bool = false,
-                doc: String) {
+    public init(
+        name: String, direction: PortDirection, kind: PortKind, requirement: AudioRequirement = .any,
+        format: OutputFormatRule? = nil, eventKinds: EventKinds = .only([]), isRequired: Bool = false,
+        doc: String
+    ) {
         self.name = name
         self.direction = direction
         self.kind = kind
@@ -197,18 +199,24 @@ public struct PortDescriptor: Sendable {
         self.doc = doc
     }
 
-    public static func audioInput(_ name: String = "in", _ requirement: AudioRequirement = .any, required: Bool = true,
-                                  doc: String) -> PortDescriptor {
-        PortDescriptor(name: name, direction: .input, kind: .audio, requirement: requirement, isRequired: required, doc: doc)
+    public static func audioInput(
+        _ name: String = "in", _ requirement: AudioRequirement = .any, required: Bool = true,
+        doc: String
+    ) -> PortDescriptor {
+        PortDescriptor(
+            name: name, direction: .input, kind: .audio, requirement: requirement, isRequired: required, doc: doc)
     }
     /// An audio output and how its format follows from the inputs (`nil`: a `check` error).
     public static func audioOutput(_ name: String = "out", format: OutputFormatRule?, doc: String) -> PortDescriptor {
         PortDescriptor(name: name, direction: .output, kind: .audio, format: format, doc: doc)
     }
     /// An event input and the kinds it accepts.
-    public static func eventInput(_ name: String = "in", accepts: EventKinds, required: Bool = true,
-                                  doc: String) -> PortDescriptor {
-        PortDescriptor(name: name, direction: .input, kind: .events, eventKinds: accepts, isRequired: required, doc: doc)
+    public static func eventInput(
+        _ name: String = "in", accepts: EventKinds, required: Bool = true,
+        doc: String
+    ) -> PortDescriptor {
+        PortDescriptor(
+            name: name, direction: .input, kind: .events, eventKinds: accepts, isRequired: required, doc: doc)
     }
     /// An event output and the kinds it emits.
     public static func eventOutput(_ name: String = "events", emits: EventKinds, doc: String) -> PortDescriptor {
@@ -269,8 +277,10 @@ public struct ParameterDescriptor: Sendable {
     public var isRequired: Bool
     public var doc: String
 
-    public init(_ name: String, kind: ParameterKind, default defaultValue: ParameterValue?, range: ClosedRange<Double>? = nil,
-                displayUnit: QuantityUnit? = nil, required: Bool = false, doc: String) {
+    public init(
+        _ name: String, kind: ParameterKind, default defaultValue: ParameterValue?, range: ClosedRange<Double>? = nil,
+        displayUnit: QuantityUnit? = nil, required: Bool = false, doc: String
+    ) {
         self.name = name
         self.kind = kind
         self.defaultValue = defaultValue
@@ -281,28 +291,42 @@ public struct ParameterDescriptor: Sendable {
     }
 
     /// A quantity given, with its range, in `unit`: `.quantity("hangover", default: 300, .milliseconds, range: 0...3000, ...)`.
-    public static func quantity(_ name: String, default value: Double?, _ unit: QuantityUnit, range: ClosedRange<Double>,
-                                doc: String) -> ParameterDescriptor {
-        ParameterDescriptor(name, kind: .quantity(unit.dimension), default: value.map { .number($0 * unit.scale) },
-                            range: (range.lowerBound * unit.scale)...(range.upperBound * unit.scale), displayUnit: unit, doc: doc)
+    public static func quantity(
+        _ name: String, default value: Double?, _ unit: QuantityUnit, range: ClosedRange<Double>,
+        doc: String
+    ) -> ParameterDescriptor {
+        ParameterDescriptor(
+            name, kind: .quantity(unit.dimension), default: value.map { .number($0 * unit.scale) },
+            range: (range.lowerBound * unit.scale)...(range.upperBound * unit.scale), displayUnit: unit, doc: doc)
     }
-    public static func integer(_ name: String, default value: Int?, range: ClosedRange<Int>, doc: String) -> ParameterDescriptor {
-        ParameterDescriptor(name, kind: .integer, default: value.map { .integer($0) },
-                            range: Double(range.lowerBound)...Double(range.upperBound), doc: doc)
+    public static func integer(_ name: String, default value: Int?, range: ClosedRange<Int>, doc: String)
+        -> ParameterDescriptor
+    {
+        ParameterDescriptor(
+            name, kind: .integer, default: value.map { .integer($0) },
+            range: Double(range.lowerBound)...Double(range.upperBound), doc: doc)
     }
-    public static func number(_ name: String, default value: Double, range: ClosedRange<Double>, doc: String) -> ParameterDescriptor {
+    public static func number(_ name: String, default value: Double, range: ClosedRange<Double>, doc: String)
+        -> ParameterDescriptor
+    {
         ParameterDescriptor(name, kind: .number, default: .number(value), range: range, doc: doc)
     }
     public static func boolean(_ name: String, default value: Bool, doc: String) -> ParameterDescriptor {
         ParameterDescriptor(name, kind: .boolean, default: .boolean(value), doc: doc)
     }
-    public static func string(_ name: String, default value: String?, required: Bool = false, doc: String) -> ParameterDescriptor {
+    public static func string(_ name: String, default value: String?, required: Bool = false, doc: String)
+        -> ParameterDescriptor
+    {
         ParameterDescriptor(name, kind: .string, default: value.map { .string($0) }, required: required, doc: doc)
     }
-    public static func path(_ name: String, default value: String? = nil, required: Bool = false, doc: String) -> ParameterDescriptor {
+    public static func path(_ name: String, default value: String? = nil, required: Bool = false, doc: String)
+        -> ParameterDescriptor
+    {
         ParameterDescriptor(name, kind: .path, default: value.map { .string($0) }, required: required, doc: doc)
     }
-    public static func choice(_ name: String, _ options: [String], default value: String, doc: String) -> ParameterDescriptor {
+    public static func choice(_ name: String, _ options: [String], default value: String, doc: String)
+        -> ParameterDescriptor
+    {
         ParameterDescriptor(name, kind: .choice(options), default: .string(value), doc: doc)
     }
 
@@ -336,10 +360,14 @@ public struct ParameterDescriptor: Sendable {
                 return .failure(ParameterError("missing unit for '\(name)': expected \(dimension.example)"))
             }
             guard let unit = QuantityUnit.parse(unitText) else {
-                return .failure(ParameterError("unknown unit '\(unitText)' for '\(name)': expected \(dimension.example)"))
+                return .failure(
+                    ParameterError("unknown unit '\(unitText)' for '\(name)': expected \(dimension.example)"))
             }
             guard unit.dimension == dimension else {
-                return .failure(ParameterError("wrong unit '\(unitText)' for '\(name)': expected \(dimension.example), not a \(unit.dimension.rawValue)"))
+                return .failure(
+                    ParameterError(
+                        "wrong unit '\(unitText)' for '\(name)': expected \(dimension.example), not a \(unit.dimension.rawValue)"
+                    ))
             }
             value = .number(v * unit.scale)
         case (.quantity(let dimension), _):
@@ -348,9 +376,13 @@ public struct ParameterDescriptor: Sendable {
             value = .number(v)
         case (.integer, .number(let v, nil)):
             guard v.isFinite, abs(v) < 1e15 else {
-                return .failure(ParameterError("\(literal) is out of range for '\(name)': expected \(rangeText ?? "a whole number")"))
+                return .failure(
+                    ParameterError(
+                        "\(literal) is out of range for '\(name)': expected \(rangeText ?? "a whole number")"))
             }
-            guard v == v.rounded() else { return .failure(ParameterError("expected a whole number for '\(name)', found \(literal)")) }
+            guard v == v.rounded() else {
+                return .failure(ParameterError("expected a whole number for '\(name)', found \(literal)"))
+            }
             value = .integer(Int(v))
         case (.number, .number(_, let u?)), (.integer, .number(_, let u?)):
             return .failure(ParameterError("'\(name)' takes a plain number, without a unit ('\(u)')"))
@@ -370,18 +402,23 @@ public struct ParameterDescriptor: Sendable {
             return .failure(ParameterError("expected a \"string\" for '\(name)', found \(literal)"))
         case (.choice(let options), .word(let w)), (.choice(let options), .string(let w)):
             guard options.contains(w) else {
-                return .failure(ParameterError("'\(w)' is not one of \(options.joined(separator: ", ")) for '\(name)'" + didYouMean(w, options)))
+                return .failure(
+                    ParameterError(
+                        "'\(w)' is not one of \(options.joined(separator: ", ")) for '\(name)'" + didYouMean(w, options)
+                    ))
             }
             value = .string(w)
         case (.choice(let options), _):
-            return .failure(ParameterError("expected one of \(options.joined(separator: ", ")) for '\(name)', found \(literal)"))
+            return .failure(
+                ParameterError("expected one of \(options.joined(separator: ", ")) for '\(name)', found \(literal)"))
         }
         if let range {
-            let n: Double? = switch value {
-            case .number(let v): v
-            case .integer(let v): Double(v)
-            default: nil
-            }
+            let n: Double? =
+                switch value {
+                case .number(let v): v
+                case .integer(let v): Double(v)
+                default: nil
+                }
             if let n, !range.contains(n) {
                 return .failure(ParameterError("\(literal) is out of range for '\(name)': expected \(rangeText ?? "")"))
             }
@@ -409,9 +446,11 @@ public struct NodeDescriptor: Sendable {
     /// Event kinds this type adds to the built-in ones (a plugin's own), with their docs.
     public var eventKinds: [EventKindDescriptor]
 
-    public init(typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
-                parameters: [ParameterDescriptor], threading: ThreadingDomain = .any,
-                eventKinds: [EventKindDescriptor] = []) {
+    public init(
+        typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
+        parameters: [ParameterDescriptor], threading: ThreadingDomain = .any,
+        eventKinds: [EventKindDescriptor] = []
+    ) {
         self.threading = threading
         self.eventKinds = eventKinds
         self.typeName = typeName

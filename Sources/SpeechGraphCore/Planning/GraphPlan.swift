@@ -51,13 +51,16 @@ extension GraphPlan {
         let nameWidth = nodes.map(\.name.count).max() ?? 4
         let typeWidth = nodes.map(\.typeName.count).max() ?? 4
         for node in nodes {
-            var line = "  " + node.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  "
+            var line =
+                "  " + node.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  "
                 + node.typeName.padding(toLength: typeWidth, withPad: " ", startingAt: 0)
             if node.isInserted { line += "  (inserted)" }
             let descriptor = registry[node.typeName]?.descriptor
             let settings = (descriptor?.parameters ?? []).compactMap { p -> String? in
                 guard let v = node.config.values[p.name] else { return nil }
-                if case .number(let n) = v, let unit = p.displayUnit { return "\(p.name): \(formatQuantity(n, in: unit))" }
+                if case .number(let n) = v, let unit = p.displayUnit {
+                    return "\(p.name): \(formatQuantity(n, in: unit))"
+                }
                 if case .string(let s) = v, p.kind == .string || p.kind == .path { return "\(p.name): \"\(s)\"" }
                 return "\(p.name): \(v)"
             }
@@ -70,11 +73,16 @@ extension GraphPlan {
         lines.append("")
         lines.append("connections:")
         for e in edges.sorted(by: { ($0.fromNode, $0.fromPort, $0.toNode) < ($1.fromNode, $1.fromPort, $1.toNode) }) {
-            let from = nodes[e.fromNode], to = nodes[e.toNode]
+            let from = nodes[e.fromNode]
+            let to = nodes[e.toNode]
             let fromPort = registry[from.typeName]?.descriptor.outputs[e.fromPort].name ?? "\(e.fromPort)"
             let toPort = registry[to.typeName]?.descriptor.inputs[e.toPort].name ?? "\(e.toPort)"
             var line = "  \(from.name).\(fromPort) -> \(to.name).\(toPort)"
-            if e.kind == .audio, let f = from.outputFormats[fromPort] { line += "  (\(f))" } else { line += "  (events)" }
+            if e.kind == .audio, let f = from.outputFormats[fromPort] {
+                line += "  (\(f))"
+            } else {
+                line += "  (events)"
+            }
             lines.append(line)
         }
         lines.append("")
@@ -82,7 +90,9 @@ extension GraphPlan {
         let costly = nodes.filter { registry[$0.typeName]?.descriptor.threading == .worker }.map(\.name)
         var threads = "threads: one graph thread runs the nodes above in order"
         if costly.count >= 2 { threads += "; \(costly.joined(separator: ", ")) each on a worker thread" }
-        threads += live.isEmpty ? "; no real-time rings (no JACK node)."
+        threads +=
+            live.isEmpty
+            ? "; no real-time rings (no JACK node)."
             : "; the audio server's real-time thread feeds \(live.joined(separator: ", ")) through one SPSC ring per port."
         lines.append(threads)
         return lines.joined(separator: "\n") + "\n"

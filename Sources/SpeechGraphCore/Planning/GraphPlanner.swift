@@ -19,10 +19,14 @@ public struct GraphPlanner {
         /// Parses `node.param=value`; the value is read as it would be in a graph file.
         public static func parse(_ text: String) -> Override? {
             guard let eq = text.firstIndex(of: "=") else { return nil }
-            let key = text[..<eq], value = String(text[text.index(after: eq)...])
-            guard let dot = key.firstIndex(of: "."), dot != key.startIndex, key.index(after: dot) != key.endIndex else { return nil }
-            return Override(node: String(key[..<dot]), parameter: String(key[key.index(after: dot)...]),
-                            value: GraphParser.literal(fromText: value))
+            let key = text[..<eq]
+            let value = String(text[text.index(after: eq)...])
+            guard let dot = key.firstIndex(of: "."), dot != key.startIndex, key.index(after: dot) != key.endIndex else {
+                return nil
+            }
+            return Override(
+                node: String(key[..<dot]), parameter: String(key[key.index(after: dot)...]),
+                value: GraphParser.literal(fromText: value))
         }
     }
 
@@ -38,25 +42,32 @@ public struct GraphPlanner {
         for decl in spec.nodes {
             if let first = nodeIndex[decl.name.value] {
                 diagnostics.error("duplicate node name '\(decl.name.value)'", at: decl.name.location)
-                diagnostics.append(Diagnostic(.note, at: nodes[first].location, "'\(decl.name.value)' was first declared here"))
+                diagnostics.append(
+                    Diagnostic(.note, at: nodes[first].location, "'\(decl.name.value)' was first declared here"))
                 continue
             }
             guard let type = registry[decl.type.value] else {
-                diagnostics.error("unknown node type '\(decl.type.value)'" + didYouMean(decl.type.value, registry.types.keys)
-                                  + " (see 'speechgraph nodes')", at: decl.type.location)
+                diagnostics.error(
+                    "unknown node type '\(decl.type.value)'" + didYouMean(decl.type.value, registry.types.keys)
+                        + " (see 'speechgraph nodes')", at: decl.type.location)
                 continue
             }
             for problem in type.contractProblems(knownKinds: knownKinds) {
-                diagnostics.error("node type '\(decl.type.value)' breaks the node contract: \(problem)", at: decl.type.location)
+                diagnostics.error(
+                    "node type '\(decl.type.value)' breaks the node contract: \(problem)", at: decl.type.location)
             }
-            let config = checkParameters(decl, type.descriptor, overrides.filter { $0.node == decl.name.value }, &diagnostics)
+            let config = checkParameters(
+                decl, type.descriptor, overrides.filter { $0.node == decl.name.value }, &diagnostics)
             nodeIndex[decl.name.value] = nodes.count
-            nodes.append(PlannedNode(name: decl.name.value, typeName: decl.type.value, config: config, isInserted: false,
-                                     location: decl.location))
+            nodes.append(
+                PlannedNode(
+                    name: decl.name.value, typeName: decl.type.value, config: config, isInserted: false,
+                    location: decl.location))
         }
         for o in overrides where !spec.nodes.contains(where: { $0.name.value == o.node }) {
-            diagnostics.error("--set \(o.node).\(o.parameter): no node named '\(o.node)'"
-                              + didYouMean(o.node, spec.nodes.map(\.name.value)), at: nil)
+            diagnostics.error(
+                "--set \(o.node).\(o.parameter): no node named '\(o.node)'"
+                    + didYouMean(o.node, spec.nodes.map(\.name.value)), at: nil)
         }
 
         // Edges.
@@ -66,13 +77,16 @@ public struct GraphPlanner {
         var implicit: Set<Int> = []
         for decl in spec.edges {
             guard let from = resolve(decl.from, nodeIndex, spec, &diagnostics),
-                  let to = resolve(decl.to, nodeIndex, spec, &diagnostics) else { continue }
-            let fromType = registry[nodes[from].typeName]!.descriptor, toType = registry[nodes[to].typeName]!.descriptor
+                let to = resolve(decl.to, nodeIndex, spec, &diagnostics)
+            else { continue }
+            let fromType = registry[nodes[from].typeName]!.descriptor
+            let toType = registry[nodes[to].typeName]!.descriptor
             guard let pairs = choosePorts(decl, fromType, toType, &diagnostics) else { continue }
             for (fromPort, toPort) in pairs {
                 let kind = fromType.outputs[fromPort].kind
-                let edge = PlannedEdge(fromNode: from, fromPort: fromPort, toNode: to, toPort: toPort, kind: kind,
-                                       location: decl.location)
+                let edge = PlannedEdge(
+                    fromNode: from, fromPort: fromPort, toNode: to, toPort: toPort, kind: kind,
+                    location: decl.location)
                 if let existing = edges.firstIndex(where: {
                     $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort
                 }) {
@@ -83,8 +97,9 @@ public struct GraphPlanner {
                 }
                 if pairs.count > 1 { implicit.insert(edges.count) }
                 if kind == .audio, let other = edges.first(where: { $0.toNode == to && $0.toPort == toPort }) {
-                    diagnostics.error("audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
-                                      + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
+                    diagnostics.error(
+                        "audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
+                            + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
                     continue
                 }
                 edges.append(edge)
@@ -96,16 +111,18 @@ public struct GraphPlanner {
         // only; `vad.events -> asr.control` carries the speech events).
         for decl in spec.edges where decl.from.port == nil && decl.to.port == nil {
             guard let from = nodeIndex[decl.from.node.value], let to = nodeIndex[decl.to.node.value] else { continue }
-            let fromType = registry[nodes[from].typeName]!.descriptor, toType = registry[nodes[to].typeName]!.descriptor
+            let fromType = registry[nodes[from].typeName]!.descriptor
+            let toType = registry[nodes[to].typeName]!.descriptor
             for (f, o) in fromType.outputs.enumerated() where o.kind == .events {
                 guard !edges.contains(where: { $0.fromNode == from && $0.fromPort == f }) else { continue }
                 for (t, i) in toType.inputs.enumerated() where i.kind == .events && Self.canCarry(o, to: i) {
                     guard !edges.contains(where: { $0.toNode == to && $0.toPort == t }) else { continue }
-                    diagnostics.append(Diagnostic(
-                        .warning, at: decl.location,
-                        "'\(decl.from.node.value).\(o.name)' is not connected: an edge without port names connects one "
-                            + "pair of ports; write '\(decl.from.node.value).\(o.name) -> \(decl.to.node.value).\(i.name)' "
-                            + "to carry its events (\(o.eventKinds.description))"))
+                    diagnostics.append(
+                        Diagnostic(
+                            .warning, at: decl.location,
+                            "'\(decl.from.node.value).\(o.name)' is not connected: an edge without port names connects one "
+                                + "pair of ports; write '\(decl.from.node.value).\(o.name) -> \(decl.to.node.value).\(i.name)' "
+                                + "to carry its events (\(o.eventKinds.description))"))
                     break
                 }
             }
@@ -114,24 +131,32 @@ public struct GraphPlanner {
         // Unconnected required inputs, unconnected nodes, sources. A node whose type is unknown already has
         // its error; the inputs it would have fed, and the missing source it may be, follow from that one.
         let unresolved = Set(spec.nodes.map(\.name.value)).subtracting(nodeIndex.keys)
-        let touchesUnresolved = Set(spec.edges.flatMap { e -> [String] in
-            unresolved.contains(e.from.node.value) || unresolved.contains(e.to.node.value) ? [e.from.node.value, e.to.node.value] : []
-        })
+        let touchesUnresolved = Set(
+            spec.edges.flatMap { e -> [String] in
+                unresolved.contains(e.from.node.value) || unresolved.contains(e.to.node.value)
+                    ? [e.from.node.value, e.to.node.value] : []
+            })
         for (i, node) in nodes.enumerated() where !touchesUnresolved.contains(node.name) {
             let descriptor = registry[node.typeName]!.descriptor
             for (p, port) in descriptor.inputs.enumerated() where port.isRequired {
                 if !edges.contains(where: { $0.toNode == i && $0.toPort == p }) {
-                    diagnostics.error("input '\(port.name)' (\(port.kind.rawValue)) of node '\(node.name)' is not connected",
-                                      at: node.location)
+                    diagnostics.error(
+                        "input '\(port.name)' (\(port.kind.rawValue)) of node '\(node.name)' is not connected",
+                        at: node.location)
                 }
             }
             let written = spec.edges.contains { $0.from.node.value == node.name || $0.to.node.value == node.name }
             if !written, !descriptor.inputs.contains(where: \.isRequired) {
-                diagnostics.append(Diagnostic(.warning, at: node.location, "node '\(node.name)' is not connected to anything"))
+                diagnostics.append(
+                    Diagnostic(.warning, at: node.location, "node '\(node.name)' is not connected to anything"))
             }
         }
-        if !nodes.isEmpty, unresolved.isEmpty, !nodes.contains(where: { n in registry[n.typeName]!.descriptor.inputs.isEmpty }) {
-            diagnostics.error("the graph has no input node (such as file.input)", at: SourceLocation(file: spec.file, line: 1, column: 1))
+        if !nodes.isEmpty, unresolved.isEmpty,
+            !nodes.contains(where: { n in registry[n.typeName]!.descriptor.inputs.isEmpty })
+        {
+            diagnostics.error(
+                "the graph has no input node (such as file.input)",
+                at: SourceLocation(file: spec.file, line: 1, column: 1))
         }
         if spec.nodes.isEmpty {
             diagnostics.error("the graph declares no nodes", at: SourceLocation(file: spec.file, line: 1, column: 1))
@@ -146,7 +171,9 @@ public struct GraphPlanner {
                 let cycle = error.nodes
                 let names = cycle.map { nodes[$0].name } + [nodes[cycle[0]].name]
                 let at = edges.first { $0.fromNode == cycle[cycle.count - 1] && $0.toNode == cycle[0] }?.location
-                diagnostics.error("cycle in the graph: \(names.joined(separator: " -> ")) (audio and events must flow one way)", at: at)
+                diagnostics.error(
+                    "cycle in the graph: \(names.joined(separator: " -> ")) (audio and events must flow one way)",
+                    at: at)
             }
         }
         try diagnostics.throwIfErrors()
@@ -156,8 +183,9 @@ public struct GraphPlanner {
         for (new, old) in order.enumerated() { newIndex[old] = new }
         let ordered = order.map { nodes[$0] }
         let renumbered = edges.map {
-            PlannedEdge(fromNode: newIndex[$0.fromNode], fromPort: $0.fromPort, toNode: newIndex[$0.toNode], toPort: $0.toPort,
-                        kind: $0.kind, location: $0.location)
+            PlannedEdge(
+                fromNode: newIndex[$0.fromNode], fromPort: $0.fromPort, toNode: newIndex[$0.toNode], toPort: $0.toPort,
+                kind: $0.kind, location: $0.location)
         }
         let warnings = diagnostics.sorted.filter { $0.severity != .error }
         return GraphPlan(file: spec.file, nodes: ordered, edges: renumbered, warnings: warnings)
@@ -169,7 +197,9 @@ public struct GraphPlanner {
     /// for a run (a JACK graph's client is opened then, once, as the graph's own session, and tells the
     /// server's rate); `nil` when only checking: then nothing is opened and a device's rate is assumed
     /// (the plan's notes say so).
-    public func plan(_ spec: GraphSpec, overrides: [Override] = [], resources: GraphResources? = nil) throws -> GraphPlan {
+    public func plan(_ spec: GraphSpec, overrides: [Override] = [], resources: GraphResources? = nil) throws
+        -> GraphPlan
+    {
         try negotiate(validate(spec, overrides: overrides), resources: resources)
     }
 
@@ -199,8 +229,9 @@ public struct GraphPlanner {
                     if let dynamic = try type.inputRequirement?(&context, port.name) { requirement = dynamic }
                 } catch let error as SpeechGraphError {
                     let node = plan.nodes[i]
-                    throw SpeechGraphError("node '\(node.name)' (\(descriptor.typeName)): \(error.message)",
-                                           parameter: error.parameter, location: node.location)
+                    throw SpeechGraphError(
+                        "node '\(node.name)' (\(descriptor.typeName)): \(error.message)",
+                        parameter: error.parameter, location: node.location)
                 }
                 let wantRate: Int?
                 switch requirement.rate {
@@ -210,8 +241,9 @@ public struct GraphPlanner {
                 }
                 if let want = requirement.channelCount, want != have.channelCount {
                     guard want == 1 else {
-                        diagnostics.error("node '\(plan.nodes[i].name)' needs \(want) channels on '\(port.name)' but gets \(have.channelCount); no converter does that",
-                                          at: plan.nodes[i].location)
+                        diagnostics.error(
+                            "node '\(plan.nodes[i].name)' needs \(want) channels on '\(port.name)' but gets \(have.channelCount); no converter does that",
+                            at: plan.nodes[i].location)
                         continue
                     }
                     try insertConverter("downmix", values: [:], before: i, port: p, in: &plan)
@@ -219,7 +251,8 @@ public struct GraphPlanner {
                     break
                 }
                 if let want = wantRate, want != have.sampleRate {
-                    try insertConverter("resample", values: ["rate": .number(Double(want))], before: i, port: p, in: &plan)
+                    try insertConverter(
+                        "resample", values: ["rate": .number(Double(want))], before: i, port: p, in: &plan)
                     inserted = true
                     break
                 }
@@ -233,12 +266,14 @@ public struct GraphPlanner {
                 plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
                 try type.resourceCheck?(plan.nodes[i].config)
                 for note in context.notes {
-                    plan.warnings.append(Diagnostic(.note, at: plan.nodes[i].location, "node '\(plan.nodes[i].name)': \(note)"))
+                    plan.warnings.append(
+                        Diagnostic(.note, at: plan.nodes[i].location, "node '\(plan.nodes[i].name)': \(note)"))
                 }
             } catch let error as SpeechGraphError {
                 let node = plan.nodes[i]
-                throw SpeechGraphError("node '\(node.name)' (\(descriptor.typeName)): \(error.message)", parameter: error.parameter,
-                                       location: error.parameter.flatMap { node.config.locations[$0] } ?? node.location)
+                throw SpeechGraphError(
+                    "node '\(node.name)' (\(descriptor.typeName)): \(error.message)", parameter: error.parameter,
+                    location: error.parameter.flatMap { node.config.locations[$0] } ?? node.location)
             }
             i += 1
         }
@@ -263,30 +298,38 @@ public struct GraphPlanner {
                 }
                 result[port.name] = AudioFormat(sampleRate: hz, channelCount: channels ?? input.channelCount)
             case .parameters(let rate, let channels)?:
-                result[port.name] = AudioFormat(sampleRate: Int(config.number(of: rate).rounded()),
-                                                channelCount: config.integer(of: channels))
+                result[port.name] = AudioFormat(
+                    sampleRate: Int(config.number(of: rate).rounded()),
+                    channelCount: config.integer(of: channels))
             case .computed?:
                 if computed == nil { computed = try type.formats?(&context) ?? [:] }
                 guard let format = computed?[port.name] else {
-                    throw SpeechGraphError("node type '\(type.descriptor.typeName)' computed no format for its output "
-                                           + "'\(port.name)'")
+                    throw SpeechGraphError(
+                        "node type '\(type.descriptor.typeName)' computed no format for its output "
+                            + "'\(port.name)'")
                 }
                 result[port.name] = format
             case nil:
                 // Reported by validate() as a contract error; a plan never gets here with one.
-                throw SpeechGraphError("node type '\(type.descriptor.typeName)' states no format for its output '\(port.name)'")
+                throw SpeechGraphError(
+                    "node type '\(type.descriptor.typeName)' states no format for its output '\(port.name)'")
             }
         }
         return result
     }
 
     /// Puts a converter on the audio edge into (node, port); the converter takes the node's place in the order.
-    private func insertConverter(_ typeName: String, values: [String: ParameterValue], before node: Int, port: Int,
-                                 in plan: inout GraphPlan) throws {
+    private func insertConverter(
+        _ typeName: String, values: [String: ParameterValue], before node: Int, port: Int,
+        in plan: inout GraphPlan
+    ) throws {
         guard let type = registry[typeName] else {
             throw SpeechGraphError("the graph needs a '\(typeName)' converter, but no such node type is registered")
         }
-        guard let edgeIndex = plan.edges.firstIndex(where: { $0.toNode == node && $0.toPort == port && $0.kind == .audio }) else { return }
+        guard
+            let edgeIndex = plan.edges.firstIndex(where: { $0.toNode == node && $0.toPort == port && $0.kind == .audio }
+            )
+        else { return }
         let edge = plan.edges[edgeIndex]
         var config = NodeConfig(name: "", typeName: typeName)
         for p in type.descriptor.parameters { if let d = p.defaultValue { config.values[p.name] = d } }
@@ -296,7 +339,8 @@ public struct GraphPlanner {
         var name = "\(target.name).\(targetPort)~\(typeName)"
         while plan.index(of: name) != nil { name += "'" }
         config.name = name
-        let converter = PlannedNode(name: name, typeName: typeName, config: config, isInserted: true, location: edge.location)
+        let converter = PlannedNode(
+            name: name, typeName: typeName, config: config, isInserted: true, location: edge.location)
         // Shift every index at or after `node` by one, put the converter at `node`.
         plan.nodes.insert(converter, at: node)
         plan.edges = plan.edges.map { e in
@@ -307,24 +351,31 @@ public struct GraphPlanner {
         }
         plan.edges[edgeIndex].toNode = node
         plan.edges[edgeIndex].toPort = 0
-        plan.edges.append(PlannedEdge(fromNode: node, fromPort: 0, toNode: node + 1, toPort: port, kind: .audio,
-                                      location: edge.location))
+        plan.edges.append(
+            PlannedEdge(
+                fromNode: node, fromPort: 0, toNode: node + 1, toPort: port, kind: .audio,
+                location: edge.location))
     }
 
     // MARK: Parameters
 
-    private func checkParameters(_ decl: NodeDeclaration, _ descriptor: NodeDescriptor, _ overrides: [Override],
-                                 _ diagnostics: inout DiagnosticList) -> NodeConfig {
+    private func checkParameters(
+        _ decl: NodeDeclaration, _ descriptor: NodeDescriptor, _ overrides: [Override],
+        _ diagnostics: inout DiagnosticList
+    ) -> NodeConfig {
         var config = NodeConfig(name: decl.name.value, typeName: descriptor.typeName, location: decl.location)
         var seen: [String: SourceLocation] = [:]
         let names = descriptor.parameters.map(\.name)
         var failed: Set<String> = []
-        func apply(_ name: String, _ value: ValueLiteral, at location: SourceLocation?, nameAt: SourceLocation?,
-                   from origin: String?) {
+        func apply(
+            _ name: String, _ value: ValueLiteral, at location: SourceLocation?, nameAt: SourceLocation?,
+            from origin: String?
+        ) {
             guard let p = descriptor.parameter(name) else {
                 let prefix = origin.map { "\($0): " } ?? ""
                 let known = names.isEmpty ? " (it takes no parameters)" : didYouMean(name, names)
-                diagnostics.error("\(prefix)unknown parameter '\(name)' for node type '\(descriptor.typeName)'\(known)", at: nameAt)
+                diagnostics.error(
+                    "\(prefix)unknown parameter '\(name)' for node type '\(descriptor.typeName)'\(known)", at: nameAt)
                 return
             }
             var value = value
@@ -342,13 +393,15 @@ public struct GraphPlanner {
         for p in descriptor.parameters { if let d = p.defaultValue { config.values[p.name] = d } }
         for assignment in decl.parameters {
             if let first = seen[assignment.name.value] {
-                diagnostics.error("parameter '\(assignment.name.value)' is set twice (first at line \(first.line))",
-                                  at: assignment.name.location)
+                diagnostics.error(
+                    "parameter '\(assignment.name.value)' is set twice (first at line \(first.line))",
+                    at: assignment.name.location)
                 continue
             }
             seen[assignment.name.value] = assignment.name.location
-            apply(assignment.name.value, assignment.value.value, at: assignment.value.location,
-                  nameAt: assignment.name.location, from: nil)
+            apply(
+                assignment.name.value, assignment.value.value, at: assignment.value.location,
+                nameAt: assignment.name.location, from: nil)
         }
         for o in overrides {
             failed.remove(o.parameter)
@@ -356,21 +409,25 @@ public struct GraphPlanner {
             seen[o.parameter] = decl.location
         }
         for p in descriptor.parameters where p.isRequired && config.values[p.name] == nil && !failed.contains(p.name) {
-            diagnostics.error("node '\(decl.name.value)' (\(descriptor.typeName)) needs parameter '\(p.name)': \(p.doc)",
-                              at: decl.location)
+            diagnostics.error(
+                "node '\(decl.name.value)' (\(descriptor.typeName)) needs parameter '\(p.name)': \(p.doc)",
+                at: decl.location)
         }
         return config
     }
 
     // MARK: Edges
 
-    private func resolve(_ endpoint: Endpoint, _ index: [String: Int], _ spec: GraphSpec,
-                         _ diagnostics: inout DiagnosticList) -> Int? {
+    private func resolve(
+        _ endpoint: Endpoint, _ index: [String: Int], _ spec: GraphSpec,
+        _ diagnostics: inout DiagnosticList
+    ) -> Int? {
         if let i = index[endpoint.node.value] { return i }
         // A node that was declared but failed to resolve already has its own error.
         if spec.nodes.contains(where: { $0.name.value == endpoint.node.value }) { return nil }
-        diagnostics.error("unknown node '\(endpoint.node.value)'" + didYouMean(endpoint.node.value, spec.nodes.map(\.name.value))
-                          + " (declare it with 'node \(endpoint.node.value) = TYPE { }')", at: endpoint.node.location)
+        diagnostics.error(
+            "unknown node '\(endpoint.node.value)'" + didYouMean(endpoint.node.value, spec.nodes.map(\.name.value))
+                + " (declare it with 'node \(endpoint.node.value) = TYPE { }')", at: endpoint.node.location)
         return nil
     }
 
@@ -378,36 +435,51 @@ public struct GraphPlanner {
     /// first audio input when both nodes have audio ports, else the first event output and the first
     /// event input that accepts some of its kinds (`vad -> asr` carries the gated audio only; the speech
     /// events need `vad.events -> asr.control`).
-    private func choosePorts(_ edge: EdgeDeclaration, _ from: NodeDescriptor, _ to: NodeDescriptor,
-                             _ diagnostics: inout DiagnosticList) -> [(Int, Int)]? {
-        let fromName = edge.from.node.value, toName = edge.to.node.value
-        func port(_ ref: Located<String>, of ports: [PortDescriptor], node: String, type: NodeDescriptor,
-                  direction: PortDirection) -> Int? {
+    private func choosePorts(
+        _ edge: EdgeDeclaration, _ from: NodeDescriptor, _ to: NodeDescriptor,
+        _ diagnostics: inout DiagnosticList
+    ) -> [(Int, Int)]? {
+        let fromName = edge.from.node.value
+        let toName = edge.to.node.value
+        func port(
+            _ ref: Located<String>, of ports: [PortDescriptor], node: String, type: NodeDescriptor,
+            direction: PortDirection
+        ) -> Int? {
             if let i = ports.firstIndex(where: { $0.name == ref.value }) { return i }
             let other = direction == .output ? type.inputs : type.outputs
             if other.contains(where: { $0.name == ref.value }) {
-                diagnostics.error("'\(node).\(ref.value)' is an \(direction == .output ? "input" : "output"), "
-                                  + "it cannot be the \(direction == .output ? "source" : "target") of an edge", at: ref.location)
+                diagnostics.error(
+                    "'\(node).\(ref.value)' is an \(direction == .output ? "input" : "output"), "
+                        + "it cannot be the \(direction == .output ? "source" : "target") of an edge", at: ref.location)
                 return nil
             }
             let list = ports.map(\.name)
-            diagnostics.error("node '\(node)' (\(type.typeName)) has no \(direction.rawValue) port '\(ref.value)'"
-                              + didYouMean(ref.value, list)
-                              + (list.isEmpty ? "; it has no \(direction.rawValue)s" : "; its \(direction.rawValue)s: \(list.joined(separator: ", "))"),
-                              at: ref.location)
+            diagnostics.error(
+                "node '\(node)' (\(type.typeName)) has no \(direction.rawValue) port '\(ref.value)'"
+                    + didYouMean(ref.value, list)
+                    + (list.isEmpty
+                        ? "; it has no \(direction.rawValue)s"
+                        : "; its \(direction.rawValue)s: \(list.joined(separator: ", "))"),
+                at: ref.location)
             return nil
         }
         guard !from.outputs.isEmpty else {
-            diagnostics.error("node '\(fromName)' (\(from.typeName)) has no outputs; it cannot start an edge", at: edge.from.node.location)
+            diagnostics.error(
+                "node '\(fromName)' (\(from.typeName)) has no outputs; it cannot start an edge",
+                at: edge.from.node.location)
             return nil
         }
         guard !to.inputs.isEmpty else {
-            diagnostics.error("node '\(toName)' (\(to.typeName)) has no inputs; it cannot end an edge", at: edge.to.node.location)
+            diagnostics.error(
+                "node '\(toName)' (\(to.typeName)) has no inputs; it cannot end an edge", at: edge.to.node.location)
             return nil
         }
-        var fromPort: Int?, toPort: Int?
+        var fromPort: Int?
+        var toPort: Int?
         if let ref = edge.from.port {
-            guard let p = port(ref, of: from.outputs, node: fromName, type: from, direction: .output) else { return nil }
+            guard let p = port(ref, of: from.outputs, node: fromName, type: from, direction: .output) else {
+                return nil
+            }
             fromPort = p
         }
         if let ref = edge.to.port {
@@ -420,11 +492,14 @@ public struct GraphPlanner {
         switch (fromPort, toPort) {
         case (nil, nil):
             if let f = from.outputs.firstIndex(where: { $0.kind == .audio }),
-               let t = to.inputs.firstIndex(where: { $0.kind == .audio }) {
+                let t = to.inputs.firstIndex(where: { $0.kind == .audio })
+            {
                 return [(f, t)]
             }
             for (f, o) in from.outputs.enumerated() where o.kind == .events {
-                if let t = to.inputs.firstIndex(where: { $0.kind == .events && Self.canCarry(o, to: $0) }) { return [(f, t)] }
+                if let t = to.inputs.firstIndex(where: { $0.kind == .events && Self.canCarry(o, to: $0) }) {
+                    return [(f, t)]
+                }
             }
             // Nothing fits: the first ports of a kind both sides have (or simply the first ones) show why.
             if let f = from.outputs.firstIndex(where: { o in to.inputs.contains { $0.kind == o.kind } }) {
@@ -432,24 +507,31 @@ public struct GraphPlanner {
                 toPort = to.inputs.firstIndex { $0.kind == from.outputs[f].kind }
             }
         case (let f?, nil):
-            toPort = to.inputs.firstIndex { $0.kind == from.outputs[f].kind && Self.canCarry(from.outputs[f], to: $0) }
+            toPort =
+                to.inputs.firstIndex { $0.kind == from.outputs[f].kind && Self.canCarry(from.outputs[f], to: $0) }
                 ?? to.inputs.firstIndex { $0.kind == from.outputs[f].kind }
         case (nil, let t?):
-            fromPort = from.outputs.firstIndex { $0.kind == to.inputs[t].kind && Self.canCarry($0, to: to.inputs[t]) }
+            fromPort =
+                from.outputs.firstIndex { $0.kind == to.inputs[t].kind && Self.canCarry($0, to: to.inputs[t]) }
                 ?? from.outputs.firstIndex { $0.kind == to.inputs[t].kind }
         default: break
         }
-        guard let f = fromPort ?? from.outputs.indices.first, let t = toPort ?? to.inputs.indices.first else { return nil }
-        let fk = from.outputs[f].kind, tk = to.inputs[t].kind
+        guard let f = fromPort ?? from.outputs.indices.first, let t = toPort ?? to.inputs.indices.first else {
+            return nil
+        }
+        let fk = from.outputs[f].kind
+        let tk = to.inputs[t].kind
         if fk != tk || (fk == .audio && (fromPort == nil || toPort == nil)) {
-            diagnostics.error("port '\(fromName).\(from.outputs[f].name)' (\(fk.rawValue)) cannot connect to "
-                              + "'\(toName).\(to.inputs[t].name)' (\(tk.rawValue))", at: edge.location)
+            diagnostics.error(
+                "port '\(fromName).\(from.outputs[f].name)' (\(fk.rawValue)) cannot connect to "
+                    + "'\(toName).\(to.inputs[t].name)' (\(tk.rawValue))", at: edge.location)
             return nil
         }
         if fk == .events, !Self.canCarry(from.outputs[f], to: to.inputs[t]) {
-            diagnostics.error("'\(fromName).\(from.outputs[f].name)' emits \(from.outputs[f].eventKinds.description), but "
-                              + "'\(toName).\(to.inputs[t].name)' accepts \(to.inputs[t].eventKinds.description): "
-                              + "none of its events could pass", at: edge.location)
+            diagnostics.error(
+                "'\(fromName).\(from.outputs[f].name)' emits \(from.outputs[f].eventKinds.description), but "
+                    + "'\(toName).\(to.inputs[t].name)' accepts \(to.inputs[t].eventKinds.description): "
+                    + "none of its events could pass", at: edge.location)
             return nil
         }
         return [(f, t)]
@@ -478,7 +560,10 @@ public struct GraphPlanner {
             order.append(n)
             for m in next[n] {
                 indegree[m] -= 1
-                if indegree[m] == 0 { ready.append(m); ready.sort() }
+                if indegree[m] == 0 {
+                    ready.append(m)
+                    ready.sort()
+                }
             }
         }
         if order.count == count { return .success(order) }

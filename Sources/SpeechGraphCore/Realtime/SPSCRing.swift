@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// A single-producer single-consumer ring of `Element`s: the one audited lock-free type that carries
 /// audio (and small fixed-size records) from the JACK real-time thread to the recognition threads.
@@ -92,8 +93,9 @@ public final class SPSCRing<Element: BitwiseCopyable>: @unchecked Sendable {
         head.initialize(to: Atomic(startIndex))
         dropped.initialize(to: Atomic(0))
         tail.initialize(to: Atomic(startIndex))
-        core = SPSCRingCore(storage: storage, mask: capacity - 1, origin: startIndex,
-                            head: head, tail: tail, dropped: dropped)
+        core = SPSCRingCore(
+            storage: storage, mask: capacity - 1, origin: startIndex,
+            head: head, tail: tail, dropped: dropped)
     }
 
     deinit {
@@ -198,9 +200,11 @@ struct SPSCRingCore: @unchecked Sendable {
     @usableFromInline let dropped: UnsafeMutablePointer<Atomic<Int>>
 
     @inlinable
-    init(storage: UnsafeMutableRawPointer, mask: Int, origin: Int,
-         head: UnsafeMutablePointer<Atomic<Int>>, tail: UnsafeMutablePointer<Atomic<Int>>,
-         dropped: UnsafeMutablePointer<Atomic<Int>>) {
+    init(
+        storage: UnsafeMutableRawPointer, mask: Int, origin: Int,
+        head: UnsafeMutablePointer<Atomic<Int>>, tail: UnsafeMutablePointer<Atomic<Int>>,
+        dropped: UnsafeMutablePointer<Atomic<Int>>
+    ) {
         self.storage = storage
         self.mask = mask
         self.origin = origin

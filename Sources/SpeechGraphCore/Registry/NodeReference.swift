@@ -13,8 +13,9 @@ public enum NodeReference {
                 if !lines.isEmpty { lines.append("") }
                 lines.append("\(t.descriptor.category.rawValue):")
             }
-            lines.append("  " + t.descriptor.typeName.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-                         + t.descriptor.summary)
+            lines.append(
+                "  " + t.descriptor.typeName.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+                    + t.descriptor.summary)
         }
         lines.append("")
         lines.append("'speechgraph nodes TYPE' shows a type's ports and parameters.")
@@ -29,7 +30,8 @@ public enum NodeReference {
         lines += ["", "ports:"]
         let width = d.ports.map(\.name.count).max() ?? 0
         for p in d.ports {
-            var line = "  \(p.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(p.direction.rawValue), \(p.kind.rawValue)"
+            var line =
+                "  \(p.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(p.direction.rawValue), \(p.kind.rawValue)"
             if let what = portContract(p) { line += " (\(what))" }
             if p.direction == .input && !p.isRequired { line += ", optional" }
             lines.append(line)
@@ -72,18 +74,22 @@ public enum NodeReference {
             for p in d.ports {
                 let contract = portContract(p) ?? ""
                 let note = p.direction == .input && !p.isRequired ? "optional. " : ""
-                out += "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(contract) | \(note)\(p.doc) |\n"
+                out +=
+                    "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(contract) | \(note)\(p.doc) |\n"
             }
             out += "\n"
             if !d.eventKinds.isEmpty {
-                out += "Event kinds it adds: " + d.eventKinds.map { "`\($0.kind)` (\($0.doc))" }.joined(separator: ", ") + "\n\n"
+                out +=
+                    "Event kinds it adds: " + d.eventKinds.map { "`\($0.kind)` (\($0.doc))" }.joined(separator: ", ")
+                    + "\n\n"
             }
             if d.parameters.isEmpty {
                 out += "No parameters.\n\n"
             } else {
                 out += "| parameter | type | default | range | |\n|---|---|---|---|---|\n"
                 for p in d.parameters {
-                    out += "| `\(p.name)` | \(p.kind.summary.replacingOccurrences(of: "|", with: " \\| ")) | "
+                    out +=
+                        "| `\(p.name)` | \(p.kind.summary.replacingOccurrences(of: "|", with: " \\| ")) | "
                         + "`\(p.defaultText)` | \(p.rangeText ?? "") | \(p.doc) |\n"
                 }
                 out += "\n"
@@ -107,7 +113,8 @@ public enum NodeReference {
         switch t {
         case .any: return "the graph thread"
         case .worker: return "a worker thread of its own when the graph has several such nodes, else the graph thread"
-        case .realtime: return "the graph thread, fed by (or feeding) the audio server's real-time thread through SPSC rings"
+        case .realtime:
+            return "the graph thread, fed by (or feeding) the audio server's real-time thread through SPSC rings"
         }
     }
 

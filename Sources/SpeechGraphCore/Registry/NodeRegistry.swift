@@ -27,8 +27,10 @@ public struct NodeConfig: Sendable {
     public var locations: [String: SourceLocation]
     public var location: SourceLocation?
 
-    public init(name: String, typeName: String, values: [String: ParameterValue] = [:],
-                locations: [String: SourceLocation] = [:], location: SourceLocation? = nil) {
+    public init(
+        name: String, typeName: String, values: [String: ParameterValue] = [:],
+        locations: [String: SourceLocation] = [:], location: SourceLocation? = nil
+    ) {
         self.name = name
         self.typeName = typeName
         self.values = values
@@ -81,7 +83,8 @@ public struct NodeConfig: Sendable {
     }
 
     private func missing(_ key: String) -> Never {
-        preconditionFailure("parameter '\(key)' of \(typeName) node '\(name)' has no value: its descriptor needs a default")
+        preconditionFailure(
+            "parameter '\(key)' of \(typeName) node '\(name)' has no value: its descriptor needs a default")
     }
 }
 
@@ -119,8 +122,10 @@ public struct NodeContext: Sendable {
     /// The names of the input ports that have a connection.
     public var connectedInputs: Set<String>
 
-    public init(config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],
-                maxBlockFrames: Int, resources: GraphResources = GraphResources(), connectedInputs: Set<String> = []) {
+    public init(
+        config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],
+        maxBlockFrames: Int, resources: GraphResources = GraphResources(), connectedInputs: Set<String> = []
+    ) {
         self.connectedInputs = connectedInputs
         self.config = config
         self.inputFormats = inputFormats
@@ -178,20 +183,24 @@ extension NodeType {
         for port in d.outputs where port.kind == .audio {
             switch port.format {
             case nil:
-                problems.append("its audio output '\(port.name)' states no format rule (how its format follows from "
-                                + "the inputs)")
+                problems.append(
+                    "its audio output '\(port.name)' states no format rule (how its format follows from "
+                        + "the inputs)")
             case .input(let name, _, _)?:
                 if !d.inputs.contains(where: { $0.name == name && $0.kind == .audio }) {
-                    problems.append("the format rule of output '\(port.name)' names '\(name)', which is not one of its "
-                                    + "audio inputs")
+                    problems.append(
+                        "the format rule of output '\(port.name)' names '\(name)', which is not one of its "
+                            + "audio inputs")
                 }
             case .parameters(let rate, let channels)?:
                 for p in [rate, channels] where d.parameter(p) == nil {
-                    problems.append("the format rule of output '\(port.name)' names parameter '\(p)', which it does not have")
+                    problems.append(
+                        "the format rule of output '\(port.name)' names parameter '\(p)', which it does not have")
                 }
             case .computed?:
                 if formats == nil {
-                    problems.append("output '\(port.name)' says its format is computed, but the type has no formats function")
+                    problems.append(
+                        "output '\(port.name)' says its format is computed, but the type has no formats function")
                 }
             }
         }
@@ -234,7 +243,8 @@ public struct NodeRegistry: Sendable {
     public var sortedTypes: [NodeType] {
         let order = NodeDescriptor.Category.allCases
         return types.values.sorted {
-            let a = order.firstIndex(of: $0.descriptor.category)!, b = order.firstIndex(of: $1.descriptor.category)!
+            let a = order.firstIndex(of: $0.descriptor.category)!
+            let b = order.firstIndex(of: $1.descriptor.category)!
             return a != b ? a < b : $0.descriptor.typeName < $1.descriptor.typeName
         }
     }

@@ -37,8 +37,10 @@ public struct Transcription: Sendable, Hashable {
     /// Where the audio came from (a file path, a JACK port), when known.
     public var source: String?
 
-    public init(utterance: Int, isFinal: Bool, range: TimeRange, text: String, words: [Word] = [],
-                alternatives: [String] = [], node: String, source: String? = nil) {
+    public init(
+        utterance: Int, isFinal: Bool, range: TimeRange, text: String, words: [Word] = [],
+        alternatives: [String] = [], node: String, source: String? = nil
+    ) {
         self.utterance = utterance
         self.isFinal = isFinal
         self.range = range

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The instantiated nodes of one graph and the wiring between them: delivers each block and event to
@@ -91,7 +91,8 @@ final class GraphEngine {
             }
         }
         for i in workers {
-            (nodes[i] as! WorkerNode).start(output: NodeOutput(engine: self, node: i, deferred: nodes[i] as? WorkerNode))
+            (nodes[i] as! WorkerNode).start(
+                output: NodeOutput(engine: self, node: i, deferred: nodes[i] as? WorkerNode))
         }
     }
 

@@ -90,7 +90,10 @@ public struct NodeOutput {
     }
 
     public func emit(_ event: GraphEvent, port: Int = 0) throws {
-        if let deferred { deferred.queueOutbound(event, port: port); return }
+        if let deferred {
+            deferred.queueOutbound(event, port: port)
+            return
+        }
         try engine.deliver(event, from: node, port: port)
     }
 

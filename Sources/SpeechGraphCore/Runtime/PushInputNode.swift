@@ -102,17 +102,21 @@ public final class PushInputNode: SourceNode {
             """,
         category: .input,
         ports: [
-            .audioOutput("out", format: .parameters(rate: "rate", channels: "channels"), doc: "The pushed audio, interleaved, at 'rate' with 'channels' channels."),
-            .eventOutput("events", emits: .only([.gap]), doc: "gap events for audio dropped because the graph fell behind."),
+            .audioOutput(
+                "out", format: .parameters(rate: "rate", channels: "channels"),
+                doc: "The pushed audio, interleaved, at 'rate' with 'channels' channels."),
+            .eventOutput(
+                "events", emits: .only([.gap]), doc: "gap events for audio dropped because the graph fell behind."),
         ],
         parameters: [
             ParameterDescriptor(
                 "rate", kind: .quantity(.frequency), default: .number(16000), range: 1000...384_000,
                 displayUnit: .kilohertz, doc: "Sample rate of the pushed audio."),
             .integer("channels", default: 1, range: 1...64, doc: "Channels of the pushed audio (interleaved)."),
-            .quantity("buffer", default: 2, .seconds, range: 0.05...600,
-                      doc: "Audio held between the writer and the graph; a live writer's chunk that does not fit "
-                        + "is dropped (a gap event)."),
+            .quantity(
+                "buffer", default: 2, .seconds, range: 0.05...600,
+                doc: "Audio held between the writer and the graph; a live writer's chunk that does not fit "
+                    + "is dropped (a gap event)."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
         ])
 
@@ -139,8 +143,9 @@ public final class PushInputNode: SourceNode {
         name = context.config.name
         block = context.config.integer(of: "block")
         let seconds = context.config.number(of: "buffer")
-        pusher = AudioPusher(format: format, capacityFrames: max(Int(seconds * Double(format.sampleRate)), block),
-                             wake: context.resources.wake)
+        pusher = AudioPusher(
+            format: format, capacityFrames: max(Int(seconds * Double(format.sampleRate)), block),
+            wake: context.resources.wake)
         scratch = .allocate(capacity: block * format.channelCount)
         scratch.initialize(repeating: 0)
     }
@@ -164,9 +169,13 @@ public final class PushInputNode: SourceNode {
                 if pusher.gaps.endpoint.read(into: &record, maxCount: 1) == 1 { pendingGap = record }
             }
             if let gap = pendingGap, gap.ringIndex <= readFrames {
-                try output.emit(.gap(node: name, range: TimeRange(start: Double(streamFrame) / rate,
-                                                                  end: Double(streamFrame + Int64(gap.frames)) / rate),
-                                     reason: "overrun: the graph fell behind the pushed audio"), port: 1)
+                try output.emit(
+                    .gap(
+                        node: name,
+                        range: TimeRange(
+                            start: Double(streamFrame) / rate,
+                            end: Double(streamFrame + Int64(gap.frames)) / rate),
+                        reason: "overrun: the graph fell behind the pushed audio"), port: 1)
                 streamFrame += Int64(gap.frames)
                 pendingGap = nil
                 continue
@@ -178,8 +187,10 @@ public final class PushInputNode: SourceNode {
             pusher.room.post()
             readFrames += n / channels
             budget -= n / channels
-            try output.emit(AudioBlock(samples: UnsafeBufferPointer(rebasing: scratch[0..<n]), format: pusher.format,
-                                       startFrame: streamFrame))
+            try output.emit(
+                AudioBlock(
+                    samples: UnsafeBufferPointer(rebasing: scratch[0..<n]), format: pusher.format,
+                    startFrame: streamFrame))
             streamFrame += Int64(n / channels)
         }
         return !(ended && pusher.ring.endpoint.availableToRead == 0 && pendingGap == nil)

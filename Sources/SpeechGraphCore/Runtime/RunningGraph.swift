@@ -65,8 +65,10 @@ public final class RunningGraph: @unchecked Sendable {
 
     /// Makes every node of a planned graph (opening files and models, registering JACK ports). Nothing
     /// runs until `start`. A node that cannot be made throws, located where the graph file declared it.
-    public init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources = GraphResources(),
-                options: Options = Options()) throws {
+    public init(
+        plan: GraphPlan, registry: NodeRegistry, resources: GraphResources = GraphResources(),
+        options: Options = Options()
+    ) throws {
         self.plan = plan
         self.resources = resources
         self.options = options

@@ -78,9 +78,11 @@ final class WorkerNode: GraphNode {
                     let count = command.frames * format.channelCount
                     _ = samples.endpoint.readExactly(into: scratch.baseAddress!, count: count)
                     room.post()
-                    try inner.process(AudioBlock(samples: UnsafeBufferPointer(rebasing: scratch[0..<count]),
-                                                 format: format, startFrame: command.startFrame),
-                                      port: Int(command.port), output: output)
+                    try inner.process(
+                        AudioBlock(
+                            samples: UnsafeBufferPointer(rebasing: scratch[0..<count]),
+                            format: format, startFrame: command.startFrame),
+                        port: Int(command.port), output: output)
                 case .event:
                     let event = inboundEvents.withLock { $0.removeFirst() }
                     room.post()
@@ -126,8 +128,9 @@ final class WorkerNode: GraphNode {
         while done < block.frameCount {
             let n = min(most, block.frameCount - done)
             let piece = UnsafeBufferPointer(rebasing: block.samples[(done * channels)..<((done + n) * channels)])
-            try enqueue(Command(kind: .audio, port: Int32(port), frames: n, startFrame: block.startFrame + Int64(done)),
-                        samples: piece)
+            try enqueue(
+                Command(kind: .audio, port: Int32(port), frames: n, startFrame: block.startFrame + Int64(done)),
+                samples: piece)
             done += n
         }
         try deliverOutbound(output)

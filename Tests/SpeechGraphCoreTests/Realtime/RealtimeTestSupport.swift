@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// A small seeded generator (SplitMix64), so that the stress tests are repeatable.
 struct RingTestRandom: RandomNumberGenerator {
@@ -41,10 +42,12 @@ struct TestThread {
 
     init(_ body: @escaping @Sendable () -> Void) {
         let context = Unmanaged.passRetained(Body(body)).toOpaque()
-        let status = pthread_create(&thread, nil, { context in
-            Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
+        let status = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, context)
         precondition(status == 0, "pthread_create failed: \(status)")
     }
 
@@ -62,8 +65,10 @@ struct FailureLog {
 
     init(limit: Int = 20) { self.limit = limit }
 
-    mutating func check(_ condition: Bool, _ message: @autoclosure () -> String,
-                        sourceLocation: SourceLocation = #_sourceLocation) {
+    mutating func check(
+        _ condition: Bool, _ message: @autoclosure () -> String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         if condition { return }
         count += 1
         if count <= limit { Issue.record(Comment(rawValue: message()), sourceLocation: sourceLocation) }

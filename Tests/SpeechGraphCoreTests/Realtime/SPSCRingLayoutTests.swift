@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 @_spi(Testing) import SpeechGraphCore
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// An element whose stride (3) is neither a power of two nor a multiple of the alignment of `Int`.
 private struct ThreeBytes: BitwiseCopyable, Equatable, CustomStringConvertible {
@@ -29,7 +30,7 @@ private let modePairs: [(WriteMode, ReadMode)] = [(.allOrNothing, .exactly), (.s
 /// The start indices for a capacity: every slot twice (`0 ..< 2 * capacity`), plus indices near
 /// `Int.max / 2` and near `Int.max`, where filling the ring wraps the indices past `Int.max`.
 private func startIndices(capacity: Int) -> [Int] {
-    Array(0 ..< 2 * capacity) + [
+    Array(0..<2 * capacity) + [
         Int.max / 2 - 1, Int.max / 2 + capacity / 2,
         Int.max - 1, Int.max - capacity / 2 + 1, Int.max, Int.min + 1,
     ]
@@ -52,7 +53,7 @@ private func checkEveryScenario<E: BitwiseCopyable & Equatable>(
     // generic `==` per element would dominate the run time of an unoptimized test build.
     let values = UnsafeMutablePointer<E>.allocate(capacity: 4 * capacity + 2)
     defer { values.deallocate() }
-    for i in 0 ..< 4 * capacity + 2 { (values + i).initialize(to: value(i)) }
+    for i in 0..<4 * capacity + 2 { (values + i).initialize(to: value(i)) }
     let destinationCount = 2 * capacity + 1
     let sentinels = UnsafeMutablePointer<E>.allocate(capacity: destinationCount)
     defer { sentinels.deallocate() }
@@ -72,7 +73,7 @@ private func checkEveryScenario<E: BitwiseCopyable & Equatable>(
             && memcmp(destination + count, sentinels, (destinationCount - count) * stride) == 0
     }
     func describeDestination() -> String {
-        (0 ..< destinationCount).map { "\(destination[$0])" }.joined(separator: " ")
+        (0..<destinationCount).map { "\(destination[$0])" }.joined(separator: " ")
     }
 
     /// Reads everything left (exactly `expected` elements, stream positions `from ..< from + expected`).
@@ -80,13 +81,14 @@ private func checkEveryScenario<E: BitwiseCopyable & Equatable>(
         clearDestination()
         let n = ring.endpoint.read(into: destination, maxCount: destinationCount)
         log.check(n == expected, "\(context()): drain read \(n), expected \(expected)")
-        log.check(destinationHolds(from: from, count: n),
-                  "\(context()): drained from \(from): \(describeDestination())")
+        log.check(
+            destinationHolds(from: from, count: n),
+            "\(context()): drained from \(from): \(describeDestination())")
     }
 
-    for fill in 0 ... capacity {
-        for writeSize in 0 ... capacity {
-            for readSize in 0 ... capacity {
+    for fill in 0...capacity {
+        for writeSize in 0...capacity {
+            for readSize in 0...capacity {
                 for (writeMode, readMode) in modePairs {
                     scenarios += 1
                     let context = {
@@ -108,13 +110,15 @@ private func checkEveryScenario<E: BitwiseCopyable & Equatable>(
                         let accepted = endpoint.write(values + fill, count: writeSize)
                         log.check(accepted == (writeSize <= free), "\(context()): write returned \(accepted)")
                         written = accepted ? writeSize : 0
-                        ring.expectCounts(readable: fill + written, written: fill + written, read: 0,
-                                          dropped: accepted ? 0 : writeSize, log: &log, context())
+                        ring.expectCounts(
+                            readable: fill + written, written: fill + written, read: 0,
+                            dropped: accepted ? 0 : writeSize, log: &log, context())
                     case .some:
                         written = endpoint.writeSome(values + fill, count: writeSize)
                         log.check(written == Swift.min(writeSize, free), "\(context()): writeSome wrote \(written)")
-                        ring.expectCounts(readable: fill + written, written: fill + written, read: 0, dropped: 0,
-                                          log: &log, context())
+                        ring.expectCounts(
+                            readable: fill + written, written: fill + written, read: 0, dropped: 0,
+                            log: &log, context())
                     }
                     let total = fill + written
                     let dropped = endpoint.droppedCount
@@ -131,25 +135,30 @@ private func checkEveryScenario<E: BitwiseCopyable & Equatable>(
                         log.check(complete == (readSize <= total), "\(context()): readExactly returned \(complete)")
                         readCount = complete ? readSize : 0
                     }
-                    log.check(destinationHolds(from: 0, count: readCount),
-                              "\(context()): read \(readCount): \(describeDestination())")
-                    ring.expectCounts(readable: total - readCount, written: total, read: readCount,
-                                      dropped: dropped, log: &log, context())
+                    log.check(
+                        destinationHolds(from: 0, count: readCount),
+                        "\(context()): read \(readCount): \(describeDestination())")
+                    ring.expectCounts(
+                        readable: total - readCount, written: total, read: readCount,
+                        dropped: dropped, log: &log, context())
 
                     // 4. The rest, and the written elements behind the refused ones are untouched.
                     drain(ring, expected: total - readCount, from: readCount, context: context())
-                    ring.expectCounts(readable: 0, written: total, read: total, dropped: dropped, log: &log,
-                                      context())
+                    ring.expectCounts(
+                        readable: 0, written: total, read: total, dropped: dropped, log: &log,
+                        context())
 
                     // 5. One more lap from wherever the indices now are: full, refused, empty.
                     log.check(endpoint.write(values + total, count: capacity), "\(context()): a full lap was refused")
                     log.check(!endpoint.write(values, count: 1), "\(context()): a full ring accepted one more")
                     log.check(endpoint.writeSome(values, count: 1) == 0, "\(context()): a full ring took some")
-                    ring.expectCounts(readable: capacity, written: total + capacity, read: total,
-                                      dropped: dropped + 1, log: &log, context())
+                    ring.expectCounts(
+                        readable: capacity, written: total + capacity, read: total,
+                        dropped: dropped + 1, log: &log, context())
                     drain(ring, expected: capacity, from: total, context: context())
                     log.check(!endpoint.readExactly(into: destination, count: 1), "\(context()): read from empty")
-                    log.check(endpoint.read(into: destination, maxCount: capacity) == 0, "\(context()): read from empty")
+                    log.check(
+                        endpoint.read(into: destination, maxCount: capacity) == 0, "\(context()): read from empty")
                 }
             }
         }
@@ -167,15 +176,20 @@ private struct SPSCRingEndpointChecker<E: BitwiseCopyable> {
         endpoint = ring.endpoint
     }
 
-    func expectCounts(readable: Int, written: Int, read: Int, dropped: Int, log: inout FailureLog,
-                      _ context: @autoclosure () -> String, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+    func expectCounts(
+        readable: Int, written: Int, read: Int, dropped: Int, log: inout FailureLog,
+        _ context: @autoclosure () -> String, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
         let e = endpoint
         let capacity = e.capacity
         if e.availableToRead == readable, e.availableToWrite == capacity - readable, e.writtenCount == written,
-           e.readCount == read, e.droppedCount == dropped {
+            e.readCount == read, e.droppedCount == dropped
+        {
             return
         }
-        log.check(false, """
+        log.check(
+            false,
+            """
             \(context()): readable \(e.availableToRead) (expected \(readable)), writable \(e.availableToWrite) \
             (expected \(capacity - readable)), written \(e.writtenCount) (expected \(written)), \
             read \(e.readCount) (expected \(read)), dropped \(e.droppedCount) (expected \(dropped))
@@ -191,7 +205,9 @@ private struct SPSCRingEndpointChecker<E: BitwiseCopyable> {
             scenarios += checkEveryScenario(capacity: capacity, start: start, value: { $0 }, log: &log)
         }
         #expect(log.count == 0, "\(log.count) of \(scenarios) checks failed")
-        #expect(scenarios == [2, 4, 8, 16].map { c in (2 * c + 6) * (c + 1) * (c + 1) * (c + 1) * modePairs.count }.reduce(0, +))
+        #expect(
+            scenarios
+                == [2, 4, 8, 16].map { c in (2 * c + 6) * (c + 1) * (c + 1) * (c + 1) * modePairs.count }.reduce(0, +))
     }
 
     @Test func everyLayoutWithThreeByteElements() {
@@ -202,7 +218,9 @@ private struct SPSCRingEndpointChecker<E: BitwiseCopyable> {
         #expect(log.count == 0)
     }
 
-    @Test(arguments: [(-5, 2), (0, 2), (1, 2), (2, 2), (3, 4), (4, 4), (5, 8), (1000, 1024), (1024, 1024), (1025, 2048)])
+    @Test(arguments: [
+        (-5, 2), (0, 2), (1, 2), (2, 2), (3, 4), (4, 4), (5, 8), (1000, 1024), (1024, 1024), (1025, 2048),
+    ])
     func capacityIsTheNextPowerOfTwo(minimum: Int, expected: Int) {
         let ring = AudioRing(minimumCapacity: minimum)
         #expect(ring.capacity == expected)
@@ -261,8 +279,10 @@ private struct SPSCRingEndpointChecker<E: BitwiseCopyable> {
     @Test func endpointsOutliveTheirCopies() {
         // The endpoint is a plain value: copies see the same ring.
         let ring = SPSCRing<Int>(minimumCapacity: 2)
-        let writer = ring.endpoint, reader = ring.endpoint
-        var one = 42, out = 0
+        let writer = ring.endpoint
+        let reader = ring.endpoint
+        var one = 42
+        var out = 0
         #expect(writer.write(&one, count: 1))
         #expect(reader.availableToRead == 1)
         #expect(reader.read(into: &out, maxCount: 1) == 1)

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import SpeechGraphCore
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// What the two threads share: the ring, the wake-up, and flags. The plain fields are written by one
 /// thread and read by the test only after `join()`.
@@ -81,8 +82,9 @@ private let stallLimit = 30.0
         #expect(endpoint.droppedCount == 0)
         #expect(endpoint.availableToRead == 0)
         #expect(endpoint.availableToWrite == endpoint.capacity)
-        print("SPSCRing lossless stress: \(run.total) elements, writer found the ring full \(run.writerFullWaits) times, "
-              + "reader woken \(run.wakeUps) times, timed out \(run.timeouts) times")
+        print(
+            "SPSCRing lossless stress: \(run.total) elements, writer found the ring full \(run.writerFullWaits) times, "
+                + "reader woken \(run.wakeUps) times, timed out \(run.timeouts) times")
     }
 
     /// Writer: all-or-nothing `write` in random chunk sizes (some larger than the ring), never waiting,
@@ -95,7 +97,9 @@ private let stallLimit = 30.0
         let run = StressRun(capacity: capacity, total: stressElementCount)
         let writerSeed: UInt64 = 0x5EED_0003
         let writer = TestThread { dropWriter(run, seed: writerSeed, maxChunk: capacity + capacity / 2) }
-        let reader = TestThread { dropReader(run, seed: 0x5EED_0004, writerSeed: writerSeed, maxChunk: capacity + capacity / 2) }
+        let reader = TestThread {
+            dropReader(run, seed: 0x5EED_0004, writerSeed: writerSeed, maxChunk: capacity + capacity / 2)
+        }
         writer.join()
         reader.join()
 
@@ -111,15 +115,17 @@ private let stallLimit = 30.0
         #expect(endpoint.readCount == endpoint.writtenCount)
         #expect(run.received > 0)
         #expect(endpoint.droppedCount > 0)  // Chunks larger than the ring are always refused.
-        print("SPSCRing drop stress: \(run.total) elements, \(run.received) received, \(endpoint.droppedCount) dropped, "
-              + "reader woken \(run.wakeUps) times, timed out \(run.timeouts) times")
+        print(
+            "SPSCRing drop stress: \(run.total) elements, \(run.received) received, \(endpoint.droppedCount) dropped, "
+                + "reader woken \(run.wakeUps) times, timed out \(run.timeouts) times")
     }
 }
 
 // MARK: - Lossless
 
 private func losslessWriter(_ run: StressRun, seed: UInt64) {
-    let endpoint = run.ring.endpoint, wake = run.wake.endpoint
+    let endpoint = run.ring.endpoint
+    let wake = run.wake.endpoint
     var random = RingTestRandom(seed: seed)
     let maxChunk = 2 * endpoint.capacity
     let chunk = UnsafeMutablePointer<Int>.allocate(capacity: maxChunk)
@@ -127,8 +133,8 @@ private func losslessWriter(_ run: StressRun, seed: UInt64) {
     var next = 0
     var lastProgress = monotonicSeconds()
     while next < run.total {
-        let size = Swift.min(random.next(in: 1 ... maxChunk), run.total - next)
-        for i in 0 ..< size { chunk[i] = next + i }
+        let size = Swift.min(random.next(in: 1...maxChunk), run.total - next)
+        for i in 0..<size { chunk[i] = next + i }
         var done = 0
         while done < size {
             let n = endpoint.writeSome(chunk + done, count: size - done)
@@ -157,7 +163,7 @@ private func losslessReader(_ run: StressRun, seed: UInt64) {
     var lastProgress = monotonicSeconds()
     while expected < run.total {
         // readExactly sizes stay within the capacity (a larger one could never be satisfied).
-        let size = Swift.min(random.next(in: 1 ... capacity), run.total - expected)
+        let size = Swift.min(random.next(in: 1...capacity), run.total - expected)
         let n: Int
         if random.next() & 1 == 0 {
             n = endpoint.readExactly(into: buffer, count: size) ? size : 0
@@ -174,7 +180,7 @@ private func losslessReader(_ run: StressRun, seed: UInt64) {
             continue
         }
         lastProgress = monotonicSeconds()
-        for i in 0 ..< n where buffer[i] != expected + i {
+        for i in 0..<n where buffer[i] != expected + i {
             run.outOfOrder += 1
             run.noteError("read \(buffer[i]) where \(expected + i) was due")
             break
@@ -204,7 +210,7 @@ private struct ChunkBoundaries {
         size = nextSize()
     }
 
-    private mutating func nextSize() -> Int { Swift.min(random.next(in: 1 ... maxChunk), total - start) }
+    private mutating func nextSize() -> Int { Swift.min(random.next(in: 1...maxChunk), total - start) }
 
     mutating func advance() {
         start += size
@@ -219,13 +225,14 @@ private struct ChunkBoundaries {
 }
 
 private func dropWriter(_ run: StressRun, seed: UInt64, maxChunk: Int) {
-    let endpoint = run.ring.endpoint, wake = run.wake.endpoint
+    let endpoint = run.ring.endpoint
+    let wake = run.wake.endpoint
     var chunks = ChunkBoundaries(seed: seed, maxChunk: maxChunk, total: run.total)
     let chunk = UnsafeMutablePointer<Int>.allocate(capacity: maxChunk)
     defer { chunk.deallocate() }
     while chunks.start < run.total {
         let size = chunks.size
-        for i in 0 ..< size { chunk[i] = chunks.start + i }
+        for i in 0..<size { chunk[i] = chunks.start + i }
         if endpoint.write(chunk, count: size) {
             wake.post()
         } else {
@@ -275,10 +282,10 @@ private func dropReader(_ run: StressRun, seed: UInt64, writerSeed: UInt64, maxC
     }
 
     while true {
-        let n = endpoint.read(into: buffer, maxCount: random.next(in: 1 ... 2 * capacity))
+        let n = endpoint.read(into: buffer, maxCount: random.next(in: 1...2 * capacity))
         if n > 0 {
             lastProgress = monotonicSeconds()
-            for i in 0 ..< n { accept(buffer[i]) }
+            for i in 0..<n { accept(buffer[i]) }
             run.received += n
             continue
         }
@@ -287,7 +294,7 @@ private func dropReader(_ run: StressRun, seed: UInt64, writerSeed: UInt64, maxC
             while true {
                 let n = endpoint.read(into: buffer, maxCount: 2 * capacity)
                 if n == 0 { break }
-                for i in 0 ..< n { accept(buffer[i]) }
+                for i in 0..<n { accept(buffer[i]) }
                 run.received += n
             }
             break

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import SpeechGraphCore
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// Behaviour checks, not benchmarks: the time bounds are loose on purpose.
 @Suite struct WakeSignalTests {
@@ -39,7 +40,7 @@ import Testing
     @Test func postsAreBounded() {
         let signal = WakeSignal()
         let endpoint = signal.endpoint
-        for _ in 0 ..< 100 { endpoint.post() }
+        for _ in 0..<100 { endpoint.post() }
         #expect(signal.wait(timeout: 1))
         // Only one wake-up was pending, not a hundred.
         #expect(!signal.wait(timeout: 0.05))

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 @testable import SpeechGraphCore
 
 // Fake node types for the core tests. They stand in for the real nodes (which live in targets with C
@@ -89,7 +90,8 @@ enum Fake {
             .quantity("hangover", default: 300, .milliseconds, range: 0...3000, doc: "Time."),
             .number("ratio", default: 0.5, range: 0...1, doc: "A plain number."),
             .choice("mode", ["normal", "aggressive", "very-aggressive"], default: "normal", doc: "A choice."),
-            .integer("fail-at", default: 0, range: 0...1000, doc: "Throws while processing this block (from 1); 0: never."),
+            .integer(
+                "fail-at", default: 0, range: 0...1000, doc: "Throws while processing this block (from 1); 0: never."),
         ])
 
     static let recognizerDescriptor = NodeDescriptor(
@@ -101,8 +103,9 @@ enum Fake {
             .eventOutput("results", emits: .only([.result]), doc: "Results."),
         ],
         parameters: [
-            ParameterDescriptor("rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...48000,
-                                displayUnit: .kilohertz, doc: "Model rate."),
+            ParameterDescriptor(
+                "rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...48000,
+                displayUnit: .kilohertz, doc: "Model rate."),
             .string("model", default: "en-us", doc: "A string."),
             .choice("mode", ["streaming", "utterance"], default: "streaming", doc: "A choice."),
             .boolean("words", default: true, doc: "A boolean."),
@@ -119,18 +122,25 @@ enum Fake {
             .path("path", doc: "Optional path (not written)."),
             .string("label", default: nil, doc: "Optional string."),
             .boolean("timestamps", default: false, doc: "A boolean."),
-            .integer("stop-after", default: 0, range: 0...1_000_000,
-                     doc: "Requests a stop once it has this many events; 0: never."),
+            .integer(
+                "stop-after", default: 0, range: 0...1_000_000,
+                doc: "Requests a stop once it has this many events; 0: never."),
         ])
 
     static let downmixDescriptor = NodeDescriptor(
         typeName: "downmix", summary: "Mean of the channels.", category: .converter,
-        ports: [.audioInput("in", .any, doc: "Any channels."), .audioOutput("out", format: .input("in", channels: 1), doc: "Mono.")],
+        ports: [
+            .audioInput("in", .any, doc: "Any channels."),
+            .audioOutput("out", format: .input("in", channels: 1), doc: "Mono."),
+        ],
         parameters: [])
 
     static let resampleDescriptor = NodeDescriptor(
         typeName: "resample", summary: "Naive sample-rate conversion.", category: .converter,
-        ports: [.audioInput("in", .any, doc: "Any rate."), .audioOutput("out", format: .input("in", rate: .parameter("rate")), doc: "At 'rate'.")],
+        ports: [
+            .audioInput("in", .any, doc: "Any rate."),
+            .audioOutput("out", format: .input("in", rate: .parameter("rate")), doc: "At 'rate'."),
+        ],
         parameters: [
             .quantity("rate", default: 16, .kilohertz, range: 1...384, doc: "Output rate."),
             .choice("quality", ["quick", "low", "medium", "high", "very-high"], default: "high", doc: "Quality."),
@@ -143,26 +153,30 @@ enum Fake {
     static func registry(log: CallLog = CallLog(), stop: StopSignal? = nil, converters: Bool = true) -> NodeRegistry {
         var registry = NodeRegistry()
         var types = [
-            NodeType(sourceDescriptor,
-                     maxOutputFrames: { config, _, _ in sourceBlockFrames(config) },
-                     make: { FakeSourceNode($0, log: log) }),
-            NodeType(gateDescriptor,
-                     make: { FakeGateNode($0, log: log) }),
+            NodeType(
+                sourceDescriptor,
+                maxOutputFrames: { config, _, _ in sourceBlockFrames(config) },
+                make: { FakeSourceNode($0, log: log) }),
+            NodeType(
+                gateDescriptor,
+                make: { FakeGateNode($0, log: log) }),
             NodeType(recognizerDescriptor, make: { FakeRecognizerNode($0, log: log) }),
             NodeType(sinkDescriptor, make: { FakeSinkNode($0, log: log, stop: stop) }),
         ]
         if converters {
-            types.append(NodeType(
-                downmixDescriptor,
-                make: { FakeDownmixNode($0, log: log) }))
-            types.append(NodeType(
-                resampleDescriptor,
-                maxOutputFrames: { config, inputs, maxIn in
-                    guard let input = inputs["in"] else { return maxIn }
-                    let ratio = config.number(of: "rate") / Double(input.sampleRate)
-                    return Int((Double(maxIn) * ratio).rounded(.up)) + 16
-                },
-                make: { FakeResampleNode($0, log: log) }))
+            types.append(
+                NodeType(
+                    downmixDescriptor,
+                    make: { FakeDownmixNode($0, log: log) }))
+            types.append(
+                NodeType(
+                    resampleDescriptor,
+                    maxOutputFrames: { config, inputs, maxIn in
+                        guard let input = inputs["in"] else { return maxIn }
+                        let ratio = config.number(of: "rate") / Double(input.sampleRate)
+                        return Int((Double(maxIn) * ratio).rounded(.up)) + 16
+                    },
+                    make: { FakeResampleNode($0, log: log) }))
         }
         for type in types { try! registry.register(type) }
         return registry
@@ -286,14 +300,20 @@ final class FakeRecognizerNode: GraphNode {
         frames += block.frameCount
         formatsSeen.append(block.format)
         log.record("\(name).process:\(block.format)")
-        try output.emit(.result(Transcription(utterance: 1, isFinal: false, range: TimeRange(start: 0, end: block.endTime),
-                                              text: "partial \(blocks)", node: name)))
+        try output.emit(
+            .result(
+                Transcription(
+                    utterance: 1, isFinal: false, range: TimeRange(start: 0, end: block.endTime),
+                    text: "partial \(blocks)", node: name)))
     }
 
     func finish(output: NodeOutput) throws {
         log.record("\(name).finish")
-        try output.emit(.result(Transcription(utterance: 1, isFinal: true, range: TimeRange(start: 0, end: 0),
-                                              text: "\(blocks) blocks", node: name)))
+        try output.emit(
+            .result(
+                Transcription(
+                    utterance: 1, isFinal: true, range: TimeRange(start: 0, end: 0),
+                    text: "\(blocks) blocks", node: name)))
         if failInFinish { throw FakeFailure(node: name, reason: "failed in finish") }
     }
 
@@ -401,22 +421,28 @@ let testEnvironment: [String: String] = [
 ]
 
 /// Parses and validates `text` with the fake registry.
-func validatePlan(_ text: String, registry: NodeRegistry = Fake.registry(),
-                  overrides: [GraphPlanner.Override] = []) throws -> GraphPlan {
+func validatePlan(
+    _ text: String, registry: NodeRegistry = Fake.registry(),
+    overrides: [GraphPlanner.Override] = []
+) throws -> GraphPlan {
     let spec = try GraphParser.parse(text, file: "test.graph", environment: testEnvironment)
     return try GraphPlanner(registry: registry).validate(spec, overrides: overrides)
 }
 
 /// Parses, validates and negotiates `text` with the fake registry.
-func negotiatedPlan(_ text: String, registry: NodeRegistry = Fake.registry(),
-                    overrides: [GraphPlanner.Override] = []) throws -> GraphPlan {
+func negotiatedPlan(
+    _ text: String, registry: NodeRegistry = Fake.registry(),
+    overrides: [GraphPlanner.Override] = []
+) throws -> GraphPlan {
     let planner = GraphPlanner(registry: registry)
     return try planner.negotiate(validatePlan(text, registry: registry, overrides: overrides))
 }
 
 /// The diagnostics a graph produces, as `file:line:col: severity: message` lines; [] when it is valid.
-func diagnostics(of text: String, file: String = "test.graph", registry: NodeRegistry = Fake.registry(),
-                 overrides: [GraphPlanner.Override] = []) -> [String] {
+func diagnostics(
+    of text: String, file: String = "test.graph", registry: NodeRegistry = Fake.registry(),
+    overrides: [GraphPlanner.Override] = []
+) -> [String] {
     do {
         let spec = try GraphParser.parse(text, file: file, environment: testEnvironment)
         return try GraphPlanner(registry: registry).validate(spec, overrides: overrides).warnings.map(\.description)
