@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The live-path figures of `make bench`, one 'name value unit' a line:
-# - long_clean.wav (148 s) played through a private JACK dummy server at 48 kHz into jack.input,
-#   through vad -> recognizer (streaming), against the same chain offline on the same audio;
+# - long_clean.wav (148 s) played through a private JACK dummy server at 48 kHz into the shipped
+#   graphs/live.graph, against `speechgraph transcribe` of the file;
 # - the process callback's duration (p50, p99, max, measured inside the callback) at periods of
 #   64 and 256 frames, with 1 and 4 recognizer chains; overruns and xruns over each run.
 set -euo pipefail
@@ -78,35 +78,46 @@ run_live() { # chains period seconds audio prefix
   stop_server
 }
 
-# WER through JACK on long_clean (148 s in real time), against the same recognizer offline.
-long_seconds=$(soxi -D "$LONG")
-run_live 1 256 "$(python3 -c "print($long_seconds + 2)")" "$LONG" jack_long_clean_1chain_p256
-python3 - "$work/chain1.jsonl" > "$work/jack.tsv" <<'PY'
-import json, sys
-texts = [json.loads(l)["text"] for l in open(sys.argv[1]) if '"type":"result"' in l and '"isFinal":true' in l]
-print("long_clean\t" + " ".join(texts))
-PY
-# The same chain offline: file -> vad -> recognizer, as fast as the CPU allows.
-cat > "$work/offline.graph" <<G
-node src = file.input { path: "$LONG" }
-node vad = vad
-node asr = recognizer { mode: streaming }
-node log = jsonl { path: "$work/offline.jsonl" }
-src -> vad -> asr -> log
-vad.events -> asr.control
+# The shipped graphs/live.graph on long_clean (148 s in real time) through a private JACK server at 48 kHz
+# (period 1024, as scripts/with-jack.sh starts it for make run), against `speechgraph transcribe` of the
+# same file (the peer: the same recognizer offline). A player client plays the file. The figure moves
+# with the transport: a dummy server without real-time scheduling on a loaded machine has xruns, which
+# lose or repeat audio (jack_live_graph_xruns counts them). Recorded inside the live graph (a tap.record
+# after jack.input), the audio JACK delivered transcribes offline to exactly live.graph's text.
+start_server 1024
+cat > "$work/player.graph" <<G
+node player = file.input  { path: "$LONG", realtime: true }
+node speak  = jack.output { port: "play", connect: "speechgraph:in_1", prebuffer: 500 ms }
+player -> speak
 G
-"$BIN" run "$work/offline.graph"
-python3 - "$work/offline.jsonl" > "$work/offline.tsv" <<'PY'
-import json, sys
-texts = [json.loads(l)["text"] for l in open(sys.argv[1]) if '"type":"result"' in l and '"isFinal":true' in l]
-print("long_clean\t" + " ".join(texts))
+echo "bench: graphs/live.graph on long_clean.wav through JACK, in real time (148 s)" >&2
+SPEECHGRAPH_CAPTURE=player:play_1 "$BIN" run graphs/live.graph --stats > "$work/live.out" 2> "$work/live.err" &
+live_pid=$!
+for _ in $(seq 600); do
+  (jack_lsp 2>/dev/null | grep -q "speechgraph:in_1") 2>/dev/null && break
+  sleep 0.1
+done
+"$BIN" run "$work/player.graph" --name player 2> "$work/player.err"
+# The live graph has audio of its own still queued (a final pass in flight): give it a moment, then stop it
+# as a user would (SIGINT finishes the results in flight).
+sleep 3
+kill -INT "$live_pid"
+wait "$live_pid" || true
+figures jack_live_graph "$(grep '^jack:' "$work/live.err" | tail -1)"
+stop_server
+# Console lines are '[mm:ss.mmm - mm:ss.mmm] text'; gap and availability lines are '-- ... --'.
+python3 - "$work/live.out" > "$work/jack.tsv" <<'PY'
+import re, sys
+texts = [re.sub(r"^\[[^]]*\] ?", "", l.strip()) for l in open(sys.argv[1]) if l.startswith("[")]
+print("long_clean\t" + " ".join(t for t in texts if t))
 PY
+"$BIN" transcribe --format tsv "$LONG" | sed 's/^[^\t]*\t/long_clean\t/' > "$work/offline.tsv"
 printf "long_clean\t%s\n" "$(cat "$SHARED/corpus/long/long_clean.txt")" > "$work/ref.tsv"
-jw=$(python3 "$SHARED/tools/wer.py" "$work/ref.tsv" "$work/jack.tsv" | sed -E 's/^WER ([0-9.]+)%.*/\1/')
-ow=$(python3 "$SHARED/tools/wer.py" "$work/ref.tsv" "$work/offline.tsv" | sed -E 's/^WER ([0-9.]+)%.*/\1/')
-echo "jack_long_clean_wer $jw %"
-echo "offline_long_clean_wer $ow %"
-python3 -c "print(f'jack_minus_offline_wer {$jw - $ow:.2f} points')"
+score() { python3 "$SHARED/tools/wer.py" "$work/ref.tsv" "$1" | sed -E 's/^WER ([0-9.]+)%.*/\1/'; }
+jw=$(score "$work/jack.tsv") ow=$(score "$work/offline.tsv")
+echo "jack_live_graph_long_clean_wer $jw %"
+echo "transcribe_long_clean_wer $ow %"
+python3 -c "print(f'jack_live_graph_minus_transcribe_wer {$jw - $ow:.2f} points')"
 
 for period in 64 256; do
   for chains in 1 4; do
