@@ -82,16 +82,17 @@ final class FinalsProbe: GraphNode {
     }
 
     private(set) var finals: [Final] = []
-    private(set) var volatiles = 0
+    /// When each speechEnded arrived, by its time on the audio clock: where the vad's share of the latency
+    /// ends and the recognizer's begins.
+    private(set) var speechEnds: [Double: Double] = [:]
 
     init() { finals.reserveCapacity(1024) }
 
     func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
-        guard case .result(let t) = event else { return }
-        if t.isFinal {
-            finals.append(Final(arrival: monotonic(), range: t.range))
-        } else {
-            volatiles += 1
+        switch event {
+        case .result(let t) where t.isFinal: finals.append(Final(arrival: monotonic(), range: t.range))
+        case .speechEnded(_, let time): speechEnds[time] = monotonic()
+        default: break
         }
     }
 }
@@ -107,6 +108,7 @@ func graphText(finalPass: Bool) -> String {
     node probe = bench.finals
     mic.out    -> vad.in
     vad.out    -> asr.in
+    vad.events -> probe
     vad.events -> asr.control
     asr        -> probe
     """
@@ -248,7 +250,8 @@ func childStreams(count: Int, path: String, seconds: Double?, finalPass: Bool) t
     for s in streams { try s.graph.wait() }
     let cpu = processCPU() - cpu0, wall = monotonic() - wall0
 
-    var latencies: [Double] = [], late: [Double] = []
+    // The latency, and its two shares: from the push to the vad's speechEnded, and from there to the final.
+    var latencies: [Double] = [], vadShare: [Double] = [], recognizerShare: [Double] = [], late: [Double] = []
     var afterEnd = 0, dropped = 0
     for s in streams {
         for f in s.probe.finals {
@@ -260,6 +263,10 @@ func childStreams(count: Int, path: String, seconds: Double?, finalPass: Bool) t
             let endFrame = Int((f.range.end * Double(sampleRate)).rounded())
             let block = min(max(endFrame - 1, 0) / blockFrames, s.blocks - 1)
             latencies.append(f.arrival - s.pushedAt[block])
+            if let ended = s.probe.speechEnds[f.range.end] {
+                vadShare.append(ended - s.pushedAt[block])
+                recognizerShare.append(f.arrival - ended)
+            }
         }
         for k in 0..<s.blocks {
             let due = start + Double(min((k + 1) * blockFrames, audio.count)) / Double(sampleRate)
@@ -272,6 +279,11 @@ func childStreams(count: Int, path: String, seconds: Double?, finalPass: Bool) t
     print("p50 \(percentile(latencies, 0.5))")
     print("p95 \(percentile(latencies, 0.95))")
     print("max \(latencies.max() ?? .nan)")
+    print("vad_p50 \(percentile(vadShare, 0.5))")
+    print("vad_p95 \(percentile(vadShare, 0.95))")
+    print("recognizer_p50 \(percentile(recognizerShare, 0.5))")
+    print("recognizer_p95 \(percentile(recognizerShare, 0.95))")
+    print("split \(vadShare.count)")
     print("dropped \(dropped)")
     print("feeder_late_p99 \(percentile(late, 0.99))")
     print("feeder_late_max \(late.max() ?? .nan)")
@@ -354,6 +366,10 @@ func streams(path: String, seconds: Double?, counts: [Int], finalPass: Bool, lim
                     Int(r["finals"] ?? 0), Int(r["finals_after_end"] ?? 0), 1000 * (r["max"] ?? .nan), dropped,
                     1000 * (r["feeder_late_p99"] ?? .nan), 1000 * (r["feeder_late_max"] ?? .nan),
                     (r["cpu"] ?? .nan) / (r["wall"] ?? .nan)))
+        note(String(format: "bench:   of which push -> vad's speechEnded p50 %.0f p95 %.0f ms, speechEnded -> final "
+                        + "p50 %.0f p95 %.0f ms (%d of the finals)",
+                    1000 * (r["vad_p50"] ?? .nan), 1000 * (r["vad_p95"] ?? .nan),
+                    1000 * (r["recognizer_p50"] ?? .nan), 1000 * (r["recognizer_p95"] ?? .nan), Int(r["split"] ?? 0)))
         figure("\(prefix)streams_\(n)_end_to_final_p50", p50, "ms", digits: 0)
         figure("\(prefix)streams_\(n)_end_to_final_p95", p95, "ms", digits: 0)
         figure("\(prefix)streams_\(n)_cpu_busy", (r["cpu"] ?? .nan) / (r["wall"] ?? .nan), "cores")
