@@ -51,6 +51,8 @@ let package = Package(
                 "SpeechGraph",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        // Load figures for `make bench` (scripts/bench-streams.sh): not a product, nothing installs it.
+        .executableTarget(name: "speechgraph-bench", dependencies: ["SpeechGraph"]),
 
         .testTarget(
             name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
