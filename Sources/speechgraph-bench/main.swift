@@ -39,6 +39,13 @@ func sleep(until deadline: Double) {
     while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
 }
 
+/// The most memory this process has held, in MB.
+func maxResidentMB() -> Double {
+    var usage = rusage()
+    getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_maxrss) / 1024
+}
+
 /// CPU seconds (user + system) of this process, every thread.
 func processCPU() -> Double {
     var usage = rusage()
@@ -289,6 +296,7 @@ func childStreams(count: Int, path: String, seconds: Double?, finalPass: Bool) t
     print("feeder_late_max \(late.max() ?? .nan)")
     print("cpu \(cpu)")
     print("wall \(wall)")
+    print("rss \(maxResidentMB())")
 }
 
 // MARK: - The parent
@@ -366,6 +374,7 @@ func streams(path: String, seconds: Double?, counts: [Int], finalPass: Bool, lim
                     Int(r["finals"] ?? 0), Int(r["finals_after_end"] ?? 0), 1000 * (r["max"] ?? .nan), dropped,
                     1000 * (r["feeder_late_p99"] ?? .nan), 1000 * (r["feeder_late_max"] ?? .nan),
                     (r["cpu"] ?? .nan) / (r["wall"] ?? .nan)))
+        note(String(format: "bench:   process peak memory %.0f MB", r["rss"] ?? .nan))
         note(String(format: "bench:   of which push -> vad's speechEnded p50 %.0f p95 %.0f ms, speechEnded -> final "
                         + "p50 %.0f p95 %.0f ms (%d of the finals)",
                     1000 * (r["vad_p50"] ?? .nan), 1000 * (r["vad_p95"] ?? .nan),
