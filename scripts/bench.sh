@@ -109,3 +109,7 @@ fi
 
 # VAD endpointing: latency and memory (issue 4).
 BIN=$BIN SHARED=$SHARED bash scripts/bench-latency.sh
+
+# Load: the CPU of one real-time stream against the same graph offline, and how many real-time streams
+# the machine holds at end-to-final p95 <= 400 ms, with and without final-pass (issue 10).
+SHARED=$SHARED bash scripts/bench-streams.sh

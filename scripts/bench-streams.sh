@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 10's load figures, 'name value unit' a line, from speechgraph-bench (Sources/speechgraph-bench):
+# - the CPU of one real-time stream (long_clean.wav pushed in 10 ms blocks on the wall clock through
+#   push.input -> vad -> recognizer { mode: streaming }, progressive results) against the same graph fed
+#   as fast as it takes the audio (target: within 10%): realtime_stream_cpu, offline_stream_cpu,
+#   realtime_vs_offline_cpu_ratio; each a fresh process, the median of BENCH_CPU_RUNS runs;
+# - how many such streams, one graph each, one process, this machine holds in real time with the
+#   latency from the push of the audio at a final result's end to that result at p95 <= 400 ms
+#   (target: 8 or more): streams_N_end_to_final_p50/p95 for N = 1, 2, 4, 6, ... up to BENCH_STREAM_MAX,
+#   then realtime_streams_at_p95_400ms, and realtime_streams_at_p95_1_stream_plus_100ms: the most streams
+#   whose p95 is at most 100 ms above one stream's (what the load adds; one stream alone is already near
+#   400 ms). The sweep stops at the first N past that, or that drops audio. The same with final-pass: true
+#   (the shipped live graph's setting), prefixed final_pass_.
+# Every stream plays the whole file in real time (148 s) unless BENCH_STREAM_SECONDS cuts it, so the
+# sweep takes about (steps + 2) x 2.5 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${SHARED:-../shared}
+if [ -z "${BENCH_BIN:-}" ]; then
+  BENCH_BIN=.build/release/speechgraph-bench
+  swift build -c release --product speechgraph-bench >&2
+fi
+LONG=$SHARED/corpus/long/long_clean.wav
+if [ ! -f "$LONG" ]; then
+  echo "bench: $LONG not found (set SHARED to the shared folder)" >&2
+  exit 1
+fi
+seconds=()
+if [ -n "${BENCH_STREAM_SECONDS:-}" ]; then seconds=(--seconds "$BENCH_STREAM_SECONDS"); fi
+
+"$BENCH_BIN" realtime-cpu "$LONG" "${seconds[@]}" --runs "${BENCH_CPU_RUNS:-1}"
+"$BENCH_BIN" streams "$LONG" "${seconds[@]}" --max "${BENCH_STREAM_MAX:-12}" \
+  ${BENCH_STREAM_COUNTS:+--counts "$BENCH_STREAM_COUNTS"}
