@@ -31,7 +31,8 @@ for i in $(seq "$RUNS"); do
   echo "bench: run $i/$RUNS: speechgraph transcribe, pocketsphinx_batch (35 files, 106.6 s of speech)" >&2
   sg+=("$(cpu "$work/sg.tsv" "$BIN" transcribe --format tsv "${files[@]}")")
   ps+=("$(cpu "$work/ps.log" pocketsphinx_batch -adcin yes -adchdr 44 -cepdir "$CORPUS" -cepext .wav -ctl "$work/ctl" \
-          -hmm "$MODEL/en-us" -lm "$MODEL/en-us.lm.bin" -dict "$MODEL/cmudict-en-us.dict" -hyp "$work/ps.hyp" -logfn /dev/null)")
+          -hmm "$MODEL/en-us" -lm "$MODEL/en-us.lm.bin" -dict "$MODEL/cmudict-en-us.dict" -maxhmmpf 10000 \
+          -hyp "$work/ps.hyp" -logfn /dev/null)")
 done
 sed -E 's/^(.*) \(([^ ]+) -?[0-9]+\)$/\2\t\1/' "$work/ps.hyp" > "$work/ps.tsv"
 
