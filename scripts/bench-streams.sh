@@ -8,9 +8,9 @@
 #   latency from the push of the audio at a final result's end to that result at p95 <= 400 ms
 #   (target: 8 or more): streams_N_end_to_final_p50/p95 for N = 1, 2, 4, 6, ... up to BENCH_STREAM_MAX,
 #   then realtime_streams_at_p95_400ms, and realtime_streams_at_p95_1_stream_plus_100ms: the most streams
-#   whose p95 is at most 100 ms above one stream's (what the load adds; one stream alone is already near
-#   400 ms). The sweep stops at the first N past that, or that drops audio. The same with final-pass: true
-#   (the shipped live graph's setting), prefixed final_pass_.
+#   whose p95 is at most 100 ms above one stream's (what the load adds; one stream alone takes about 330 ms,
+#   most of it the vad's pause). The sweep stops at the first N past that, or that drops audio. The same
+#   with final-pass: true (the shipped live graph's setting), prefixed final_pass_.
 # Every stream plays the whole file in real time (148 s) unless BENCH_STREAM_SECONDS cuts it, so the
 # sweep takes about (steps + 2) x 2.5 minutes.
 set -euo pipefail

@@ -19,8 +19,8 @@ public struct SphinxModel: Hashable, Sendable {
     public var maxHMMs = SphinxModel.defaultMaxHMMs
     public static let defaultMaxHMMs = 10000
     /// PocketSphinx's second pass (`-fwdflat`): it redoes the utterance's search over the words the first pass
-    /// found, when the utterance ends. More accurate, but the final result waits for it (about 6% of the
-    /// utterance's duration).
+    /// found, when the utterance ends. More accurate for whole utterances, but the final result waits for it
+    /// (about 4% of the utterance's duration); the recognizer skips it when it streams.
     public var secondPass = true
 
     /// Directories searched for a model given by name (`model: en-us`), in order.
