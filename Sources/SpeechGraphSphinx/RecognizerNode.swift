@@ -157,7 +157,7 @@ public final class RecognizerNode: GraphNode {
         // final result comes as soon as the first pass ends. `results: fast` skips it everywhere.
         model.secondPass = results != .fast
         wholeModel = model
-        model.secondPass = model.secondPass && wholeUtterances
+        if !wholeUtterances { model.secondPass = false }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate
         batchSamples = Int(c.number(of: "batch") * Double(rate))

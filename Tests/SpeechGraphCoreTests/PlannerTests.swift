@@ -3,26 +3,27 @@ import Testing
 
 @testable import SpeechGraphCore
 
+/// "from.port -> to.port" for edge `e` of a plan.
+private func edgeName(_ e: PlannedEdge, _ plan: GraphPlan, _ registry: NodeRegistry) -> String {
+    let from = plan.nodes[e.fromNode]
+    let to = plan.nodes[e.toNode]
+    let fromPort = registry[from.typeName]!.descriptor.outputs[e.fromPort].name
+    let toPort = registry[to.typeName]!.descriptor.inputs[e.toPort].name
+    return "\(from.name).\(fromPort) -> \(to.name).\(toPort)"
+}
+
 /// "from.port -> to.port" for every edge of a plan, in plan order.
 private func edgeNames(_ plan: GraphPlan, _ registry: NodeRegistry = Fake.registry()) -> [String] {
-    plan.edges.map { e in
-        let from = plan.nodes[e.fromNode]
-        let to = plan.nodes[e.toNode]
-        let fromPort = registry[from.typeName]!.descriptor.outputs[e.fromPort].name
-        let toPort = registry[to.typeName]!.descriptor.inputs[e.toPort].name
-        return "\(from.name).\(fromPort) -> \(to.name).\(toPort)"
-    }
+    plan.edges.map { edgeName($0, plan, registry) }
 }
 
 /// "from.port -> to.port (format)" for every audio edge, sorted, after negotiation.
 private func audioEdges(_ plan: GraphPlan, _ registry: NodeRegistry = Fake.registry()) -> [String] {
     plan.edges.filter { $0.kind == .audio }.map { e in
         let from = plan.nodes[e.fromNode]
-        let to = plan.nodes[e.toNode]
         let fromPort = registry[from.typeName]!.descriptor.outputs[e.fromPort].name
-        let toPort = registry[to.typeName]!.descriptor.inputs[e.toPort].name
         let format = from.outputFormats[fromPort].map { "\($0)" } ?? "?"
-        return "\(from.name).\(fromPort) -> \(to.name).\(toPort) (\(format))"
+        return "\(edgeName(e, plan, registry)) (\(format))"
     }.sorted()
 }
 

@@ -65,21 +65,14 @@ public struct NodeConfig: Sendable {
     // fills it in, so a node reads it without restating it. Asking for one that has no value is a bug in
     // the node type (its descriptor gives the parameter no default), caught by the tests.
 
-    public func number(of key: String) -> Double {
-        guard let v = number(key) else { missing(key) }
-        return v
-    }
-    public func integer(of key: String) -> Int {
-        guard let v = integer(key) else { missing(key) }
-        return v
-    }
-    public func bool(of key: String) -> Bool {
-        guard let v = bool(key) else { missing(key) }
-        return v
-    }
-    public func string(of key: String) -> String {
-        guard let v = string(key) else { missing(key) }
-        return v
+    public func number(of key: String) -> Double { present(key, number(key)) }
+    public func integer(of key: String) -> Int { present(key, integer(key)) }
+    public func bool(of key: String) -> Bool { present(key, bool(key)) }
+    public func string(of key: String) -> String { present(key, string(key)) }
+
+    private func present<T>(_ key: String, _ value: T?) -> T {
+        guard let value else { missing(key) }
+        return value
     }
 
     private func missing(_ key: String) -> Never {

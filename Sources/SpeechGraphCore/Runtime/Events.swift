@@ -52,22 +52,8 @@ public struct Transcription: Sendable, Hashable {
     }
 }
 
-/// A value in a custom event's payload.
-public enum EventValue: Sendable, Hashable, CustomStringConvertible {
-    case number(Double)
-    case integer(Int)
-    case boolean(Bool)
-    case string(String)
-
-    public var description: String {
-        switch self {
-        case .number(let v): return formatNumber(v)
-        case .integer(let v): return String(v)
-        case .boolean(let v): return v ? "true" : "false"
-        case .string(let s): return s
-        }
-    }
-}
+/// A value in a custom event's payload: the same values a parameter takes.
+public typealias EventValue = ParameterValue
 
 /// An event of a kind speechgraph does not define itself (a plugin's): its kind, the node that emitted it,
 /// its audio time when it has one, and a flat payload. Sinks that write every event (jsonl) write it as
