@@ -92,7 +92,7 @@ public final class JackSession: @unchecked Sendable {
     public let serverName: String?
     /// The rate the graph runs at: the server's, once the client has opened (or the rate the graph was
     /// planned at, when it was planned without the session; the server must then run at it).
-    public private(set) var sampleRate: Int
+    public private(set) var sampleRate = 0
     public private(set) var isAvailable = false
     public private(set) var bufferSize = 0
 
@@ -122,16 +122,14 @@ public final class JackSession: @unchecked Sendable {
     private let timingBuckets: UnsafeMutablePointer<Int>
 
     /// Makes the session; nothing talks to JACK until `openClient` (planning for a run) or `start`.
-    /// `sampleRate`: 0 until the server tells it.
     public init(
-        name: String, sampleRate: Int = 0, server: String? = nil, measureCallback: Bool = false,
+        name: String, server: String? = nil, measureCallback: Bool = false,
         inputWake: WakeSignal = WakeSignal()
     ) {
         self.inputWake = inputWake
         requestedName = name
         clientName = name
         serverName = server
-        self.sampleRate = sampleRate
         let dummy = SPSCRing<Float>(minimumCapacity: 2)
         inputPorts = .allocate(capacity: RealtimeState.maxPorts)
         outputPorts = .allocate(capacity: RealtimeState.maxPorts)

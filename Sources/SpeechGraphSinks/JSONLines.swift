@@ -5,9 +5,10 @@ public enum JSONLines {
     public static func line(for event: GraphEvent, source: String? = nil) -> String {
         var o = JSONObject()
         o.add("type", event.typeName)
+        o.add("node", event.node)
+        var eventSource = source
         switch event {
         case .result(let t):
-            o.add("node", t.node)
             o.add("utterance", t.utterance)
             o.add("isFinal", t.isFinal)
             o.addRaw("range", range(t.range))
@@ -28,35 +29,26 @@ public enum JSONLines {
             if !t.alternatives.isEmpty {
                 o.addRaw("alternatives", "[" + t.alternatives.map(quote).joined(separator: ",") + "]")
             }
-            if let s = t.source ?? source { o.add("source", s) }
-        case .speechStarted(let node, let time), .speechEnded(let node, let time),
-            .speechPaused(let node, let time), .speechResumed(let node, let time):
-            o.add("node", node)
+            eventSource = t.source ?? source
+        case .speechStarted(_, let time), .speechEnded(_, let time), .speechPaused(_, let time),
+            .speechResumed(_, let time):
             o.addTime("time", time)
-            if let source { o.add("source", source) }
-        case .gap(let node, let r, let reason):
-            o.add("node", node)
+        case .gap(_, let r, let reason):
             o.addRaw("range", range(r))
             o.add("reason", reason)
-            if let source { o.add("source", source) }
-        case .availability(let node, let available, let reason):
-            o.add("node", node)
+        case .availability(_, let available, let reason):
             o.add("isAvailable", available)
             o.add("reason", reason)
-            if let source { o.add("source", source) }
-        case .level(let node, let time, let rms, let peak):
-            o.add("node", node)
+        case .level(_, let time, let rms, let peak):
             o.addTime("time", time)
             o.addRaw("rms", "[" + rms.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
             o.addRaw("peak", "[" + peak.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
-            if let source { o.add("source", source) }
         case .custom(let e):
             // A kind a plugin added: its fields after the common ones, in name order (a field named like a
             // common key is left out: the common key wins).
-            o.add("node", e.node)
             if let time = e.time { o.addTime("time", time) }
             for (key, value) in e.fields.sorted(by: { $0.key < $1.key })
-            where !["type", "node", "time", "source"].contains(key) {
+            where !commonKeys.contains(key) {
                 switch value {
                 case .number(let v): o.addRaw(key, v.isFinite ? "\(v)" : "null")
                 case .integer(let v): o.add(key, v)
@@ -64,10 +56,13 @@ public enum JSONLines {
                 case .string(let v): o.add(key, v)
                 }
             }
-            if let source { o.add("source", source) }
         }
+        if let eventSource { o.add("source", eventSource) }
         return o.text
     }
+
+    /// The keys every event may have: a custom event's field of the same name is left out.
+    private static let commonKeys: Set<String> = ["type", "node", "time", "source"]
 
     /// The audio time an event is about the end of: a result's range end, a speech edge's time.
     public static func audioEnd(of event: GraphEvent) -> Double? {

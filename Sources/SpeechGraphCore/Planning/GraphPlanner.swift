@@ -72,38 +72,30 @@ public struct GraphPlanner {
 
         // Edges.
         var edges: [PlannedEdge] = []
-        /// Edges made by an unnamed edge that connects several port pairs: writing one of them out as
-        /// well is no error.
-        var implicit: Set<Int> = []
         for decl in spec.edges {
             guard let from = resolve(decl.from, nodeIndex, spec, &diagnostics),
                 let to = resolve(decl.to, nodeIndex, spec, &diagnostics)
             else { continue }
             let fromType = registry[nodes[from].typeName]!.descriptor
             let toType = registry[nodes[to].typeName]!.descriptor
-            guard let pairs = choosePorts(decl, fromType, toType, &diagnostics) else { continue }
-            for (fromPort, toPort) in pairs {
-                let kind = fromType.outputs[fromPort].kind
-                let edge = PlannedEdge(
-                    fromNode: from, fromPort: fromPort, toNode: to, toPort: toPort, kind: kind,
-                    location: decl.location)
-                if let existing = edges.firstIndex(where: {
-                    $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort
-                }) {
-                    if pairs.count == 1 && !implicit.contains(existing) {
-                        diagnostics.error("'\(decl.from) -> \(decl.to)' is connected twice", at: decl.location)
-                    }
-                    continue
-                }
-                if pairs.count > 1 { implicit.insert(edges.count) }
-                if kind == .audio, let other = edges.first(where: { $0.toNode == to && $0.toPort == toPort }) {
-                    diagnostics.error(
-                        "audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
-                            + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
-                    continue
-                }
-                edges.append(edge)
+            guard let (fromPort, toPort) = choosePorts(decl, fromType, toType, &diagnostics) else { continue }
+            let kind = fromType.outputs[fromPort].kind
+            if edges.contains(where: {
+                $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort
+            }) {
+                diagnostics.error("'\(decl.from) -> \(decl.to)' is connected twice", at: decl.location)
+                continue
             }
+            if kind == .audio, let other = edges.first(where: { $0.toNode == to && $0.toPort == toPort }) {
+                diagnostics.error(
+                    "audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
+                        + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
+                continue
+            }
+            edges.append(
+                PlannedEdge(
+                    fromNode: from, fromPort: fromPort, toNode: to, toPort: toPort, kind: kind,
+                    location: decl.location))
         }
 
         // An edge without port names connects one pair of ports. When it joins two nodes whose event ports
@@ -438,7 +430,7 @@ public struct GraphPlanner {
     private func choosePorts(
         _ edge: EdgeDeclaration, _ from: NodeDescriptor, _ to: NodeDescriptor,
         _ diagnostics: inout DiagnosticList
-    ) -> [(Int, Int)]? {
+    ) -> (Int, Int)? {
         let fromName = edge.from.node.value
         let toName = edge.to.node.value
         func port(
@@ -494,11 +486,11 @@ public struct GraphPlanner {
             if let f = from.outputs.firstIndex(where: { $0.kind == .audio }),
                 let t = to.inputs.firstIndex(where: { $0.kind == .audio })
             {
-                return [(f, t)]
+                return (f, t)
             }
             for (f, o) in from.outputs.enumerated() where o.kind == .events {
                 if let t = to.inputs.firstIndex(where: { $0.kind == .events && Self.canCarry(o, to: $0) }) {
-                    return [(f, t)]
+                    return (f, t)
                 }
             }
             // Nothing fits: the first ports of a kind both sides have (or simply the first ones) show why.
@@ -534,7 +526,7 @@ public struct GraphPlanner {
                     + "none of its events could pass", at: edge.location)
             return nil
         }
-        return [(f, t)]
+        return (f, t)
     }
 
     /// An event output can feed an event input when the input accepts at least one kind the output emits.

@@ -125,10 +125,6 @@ public final class PushInputNode: SourceNode {
         maxOutputFrames: { config, _, _ in config.integer(of: "block") },
         make: { try PushInputNode($0) })
 
-    static func outputFormat(_ config: NodeConfig) -> AudioFormat {
-        AudioFormat(sampleRate: Int(config.number(of: "rate").rounded()), channelCount: config.integer(of: "channels"))
-    }
-
     public let pusher: AudioPusher
     private let name: String
     private let block: Int
@@ -139,7 +135,8 @@ public final class PushInputNode: SourceNode {
     private var pendingGap: GapRecord?
 
     init(_ context: NodeContext) throws {
-        let format = context.outputFormats["out"] ?? Self.outputFormat(context.config)
+        // The planner derives it from `rate` and `channels` (the port's format rule).
+        let format = context.outputFormats["out"]!
         name = context.config.name
         block = context.config.integer(of: "block")
         let seconds = context.config.number(of: "buffer")

@@ -11,7 +11,7 @@ import Synchronization
 /// for room (so with live input, audio is dropped on the JACK side and reported as gaps, never buffered
 /// without bound).
 ///
-/// The runner puts nodes whose descriptor says `prefersWorkerThread` on workers when a graph has two or
+/// The runner puts nodes whose descriptor's threading domain is `.worker` on workers when a graph has two or
 /// more of them; a single one runs on the graph thread (nothing to gain).
 final class WorkerNode: GraphNode {
     private struct Command: BitwiseCopyable {
