@@ -78,6 +78,14 @@ public final class RecognizerNode: GraphNode {
                     + "result, with normalisation over the whole utterance as utterance mode does. Volatile results "
                     + "while speaking and final results as accurate as utterance mode, for about twice the CPU; the "
                     + "final result waits for the second decoding (about a tenth of the utterance's duration)."),
+            .integer(
+                "phases", default: 1, range: 1...5,
+                doc: "Whole-utterance decoding (mode utterance, final-pass): decode each utterance this many "
+                    + "times, its audio shifted by a fraction of PocketSphinx's 10 ms frame each time, and keep "
+                    + "the transcription that agrees most with the others. PocketSphinx's result depends on where "
+                    + "its frames fall in the audio, which live input does not control: more phases give "
+                    + "results that depend less on it, for that many times the CPU of the whole-utterance "
+                    + "decoding, and the final result waits for all of them."),
             .boolean(
                 "words", default: true,
                 doc: "Add word timings and confidences to final results. Off, "
@@ -103,6 +111,8 @@ public final class RecognizerNode: GraphNode {
     /// Streaming mode with `final-pass`: the held utterance is decoded again, whole, for the final result.
     private let finalPass: Bool
     private let wholeModel: SphinxModel
+    /// Whole-utterance decodings per utterance, at shifted frame phases.
+    private let phases: Int
     private var wholeDecoder: SphinxDecoder?
     private let volatileFrames: Int64
     private var framesSinceVolatile: Int64 = 0
@@ -111,8 +121,15 @@ public final class RecognizerNode: GraphNode {
     private var held: [Int16] = []
     /// Streaming mode: samples waiting to be decoded as one batch.
     private var pending: [Int16] = []
+    /// When the first block of `pending` arrived: its deadline at the gate.
+    private var batchArrival = 0.0
     private let batchSamples: Int
     private let pool: SphinxDecoderPool
+    /// Decoding waits for a slot here: ends of utterances first (see ComputeGate).
+    private let gate: ComputeGate
+    private let backlog: WorkerBacklog
+    /// Streaming mode: the decoder has seen audio since the last volatile check.
+    private var decodedSinceCheck = false
     private var decoder: SphinxDecoder?
     private var pcm: UnsafeMutableBufferPointer<Int16>
     private var inUtterance = false
@@ -150,6 +167,7 @@ public final class RecognizerNode: GraphNode {
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
         model.maxHMMs = c.integer(of: "max-hmms")
         finalPass = !wholeUtterances && c.bool(of: "final-pass")
+        phases = c.integer(of: "phases")
         // PocketSphinx's second pass (-fwdflat) searches the whole utterance again when it ends, and the final
         // result waits for it: about 40 ms per second of the utterance. Whole utterances keep it (utterance
         // mode and the final pass: pocketsphinx_batch's setting). Streamed decoding skips it: on the
@@ -171,6 +189,8 @@ public final class RecognizerNode: GraphNode {
             ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
         // The graph's own pool (or one its maker handed it on purpose): never another graph's decoders.
         pool = context.resources.shared(SphinxDecoderPool.self) { SphinxDecoderPool() }
+        gate = context.resources.shared(ComputeGate.self) { ComputeGate() }
+        backlog = context.backlog
         pcm = .allocate(capacity: max(context.maxBlockFrames, 1))
         pcm.initialize(repeating: 0)
     }
@@ -192,6 +212,7 @@ public final class RecognizerNode: GraphNode {
             utteranceStart = block.startTime
             framesSinceVolatile = 0
             lastVolatile = ""
+            decodedSinceCheck = false
             chunkEnergies.removeAll(keepingCapacity: true)
             chunkSum = 0
             chunkFill = 0
@@ -218,8 +239,12 @@ public final class RecognizerNode: GraphNode {
                 held.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
             }
             if !wholeUtterances {
+                if pending.isEmpty { batchArrival = backlog.arrival }
                 pending.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
-                if pending.count >= batchSamples { try decodePending() }
+                if pending.count >= batchSamples {
+                    // Urgent when an utterance's end already waits behind this audio.
+                    try gate.run(urgent: backlog.hasEvents, deadline: batchArrival) { try decodePending() }
+                }
             }
             offset += n
         }
@@ -230,7 +255,9 @@ public final class RecognizerNode: GraphNode {
             // At most one volatile result per interval of audio, and only a changed text: once an interval has
             // passed since the last one, every block is checked until the text changes.
             framesSinceVolatile += Int64(block.frameCount)
-            if framesSinceVolatile >= volatileFrames {
+            // The hypothesis only changes when the decoder has taken audio (a batch).
+            if framesSinceVolatile >= volatileFrames && decodedSinceCheck {
+                decodedSinceCheck = false
                 let text = decoder.hypothesis
                 if text != lastVolatile {
                     framesSinceVolatile = 0
@@ -323,29 +350,82 @@ public final class RecognizerNode: GraphNode {
         guard let decoder, !pending.isEmpty else { return }
         try pending.withUnsafeBufferPointer { try decoder.process($0) }
         pending.removeAll(keepingCapacity: true)
+        decodedSinceCheck = true
     }
 
     private func endUtterance(output: NodeOutput) throws {
-        guard inUtterance, var decoder else { return }
+        guard inUtterance, let decoder else { return }
         inUtterance = false
+        // Someone waits for this result: it goes ahead of other graphs' batches.
+        let result = try gate.run(urgent: true) { try finalResult(decoder) }
+        try output.emit(.result(result))
+    }
+
+    /// The rest of the utterance decoded, and its final result.
+    private func finalResult(_ streamed: SphinxDecoder) throws -> Transcription {
+        var decoder = streamed
         if !wholeUtterances { try decodePending() }
         if finalPass, let whole = wholeDecoder {
             try decoder.endUtterance()
             decoder = whole
         }
+        var text: String
+        var words: [Word]
         if wholeUtterances || finalPass {
-            try decoder.startUtterance(newStream: streamBegins)
-            streamBegins = false
-            try held.withUnsafeBufferPointer { try decoder.process($0, wholeUtterance: true) }
+            // Each phase decodes the utterance with its frames shifted by a fraction of a frame.
+            var candidates: [(text: String, words: [Word])] = []
+            for k in 0..<phases {
+                let skip = min(k * (sampleRate / 100) / phases, held.count)
+                try decoder.startUtterance(newStream: streamBegins)
+                streamBegins = false
+                try held.withUnsafeBufferPointer {
+                    try decoder.process(UnsafeBufferPointer(rebasing: $0[skip...]), wholeUtterance: true)
+                }
+                try decoder.endUtterance()
+                let start = utteranceStart + Double(skip) / Double(sampleRate)
+                candidates.append((decoder.hypothesis, includeWords ? decoder.words(frameOffset: start) : []))
+            }
             held.removeAll(keepingCapacity: true)
+            (text, words) = candidates[RecognizerNode.medoid(candidates.map(\.text))]
+        } else {
+            try decoder.endUtterance()
+            text = decoder.hypothesis
+            words = includeWords ? decoder.words(frameOffset: utteranceStart) : []
         }
-        try decoder.endUtterance()
-        let words = includeWords ? decoder.words(frameOffset: utteranceStart) : []
-        let result = Transcription(
+        return Transcription(
             utterance: utterance, isFinal: true,
             range: TimeRange(start: utteranceStart, end: utteranceEnd),
-            text: decoder.hypothesis, words: words, node: name)
-        try output.emit(.result(result))
+            text: text, words: words, node: name)
+    }
+
+    /// The index of the text whose words differ least from the others' (summed word edit distance); the first
+    /// of equals.
+    static func medoid(_ texts: [String]) -> Int {
+        guard texts.count > 2 else { return 0 }
+        let words = texts.map { $0.split(separator: " ") }
+        var best = 0
+        var bestSum = Int.max
+        for i in words.indices {
+            var sum = 0
+            for j in words.indices where j != i { sum += editDistance(words[i], words[j]) }
+            if sum < bestSum { (best, bestSum) = (i, sum) }
+        }
+        return best
+    }
+
+    static func editDistance(_ a: [Substring], _ b: [Substring]) -> Int {
+        if a.isEmpty { return b.count }
+        var row = Array(0...b.count)
+        for i in 1...a.count {
+            var diagonal = row[0]
+            row[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let above = row[j]
+                row[j] = min(above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1))
+                diagonal = above
+            }
+        }
+        return row[b.count]
     }
 
     public func close() {

@@ -209,8 +209,9 @@ final class Stream: @unchecked Sendable {
     var endedAt = 0.0
     let fed = DispatchSemaphore(value: 0)
 
-    init(plan: GraphPlan, audio: [Float], offset: Int) throws {
-        graph = try RunningGraph(plan: plan, registry: registry)
+    init(plan: GraphPlan, audio: [Float], offset: Int, gate: ComputeGate? = nil) throws {
+        graph = try RunningGraph(
+            plan: plan, registry: registry, resources: GraphResources(providing: gate.map { [$0] } ?? []))
         guard let pusher = graph.input(named: "mic") else { fail("no push.input node 'mic'") }
         self.pusher = pusher
         self.audio = audio
@@ -275,8 +276,10 @@ func childCPU(paced: Bool, path: String, seconds: Double?, finalPass: Bool) thro
 func childStreams(count: Int, path: String, seconds: Double?, finalPass: Bool) throws {
     let audio = loadAudio(path, seconds: seconds)
     let plan = makePlan(finalPass: finalPass)
+    // The streams share the machine as a server's graphs would: one gate for all their decoding.
+    let gate = ComputeGate()
     let streams = try (0..<count).map {
-        try Stream(plan: plan, audio: audio, offset: startFrame(audio, index: $0, count: count))
+        try Stream(plan: plan, audio: audio, offset: startFrame(audio, index: $0, count: count), gate: gate)
     }
     for s in streams { s.graph.start() }
     let cpu0 = processCPU()

@@ -3,6 +3,8 @@ import SpeechGraphNodes
 import SpeechGraphTestSupport
 import Testing
 
+@testable import SpeechGraphSphinx
+
 /// The tests that decode with the real model. Each graph has decoders of its own, so their results do not
 /// depend on the order; they run one at a time only to keep the machine's two cores for one decoder each.
 @Suite(.serialized) enum Decoding {}
@@ -79,6 +81,45 @@ extension Decoding {
             #expect(
                 abs(shifted[0].range.start - onset) <= 0.15,
                 "first word at \(shifted[0].range.start), sound at \(onset)")
+        }
+
+        /// `phases: 3` decodes each utterance three times, shifted by a third of a frame each time, and keeps
+        /// the transcription that agrees most with the others; its word times stay on the audio clock.
+        @Test(arguments: ["utterance", "streaming"])
+        func phasesDecodeShiftedCopiesAndKeepTheMedoid(mode: String) throws {
+            let wav = dir.path("call.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            func final(phases: Int) throws -> Transcription {
+                let (events, _) = try Harness.run(
+                    """
+                    node src = file.input { path: "\(wav)" }
+                    node asr = recognizer { mode: \(mode), final-pass: true, phases: \(phases) }
+                    node out = collect
+                    src -> asr -> out
+                    """)
+                let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+                #expect(finals.count == 1)
+                return try #require(finals.first)
+            }
+            let one = try final(phases: 1)
+            let three = try final(phases: 3)
+            let wer = wordErrorRate(reference: Sentences.call, hypothesis: three.text)
+            #expect(wer <= 0.25, "'\(three.text)' is too far from '\(Sentences.call)' (WER \(wer))")
+            #expect(three.words.map(\.text).joined(separator: " ") == three.text)
+            if three.text == one.text {
+                for (a, b) in zip(one.words, three.words) {
+                    #expect(abs(a.range.end - b.range.end) <= 0.05, "\(a.text): \(a.range.end) -> \(b.range.end)")
+                }
+            }
+        }
+
+        @Test func theMedoidIsTheTranscriptionClosestToTheOthers() {
+            #expect(RecognizerNode.medoid(["a b c", "a x c", "a b c d"]) == 0)
+            #expect(RecognizerNode.medoid(["a b", "a b c", "a b c"]) == 1)
+            #expect(RecognizerNode.medoid(["one", "two"]) == 0)
+            #expect(RecognizerNode.medoid(["", "a", "a"]) == 1)
+            #expect(RecognizerNode.editDistance(["a", "b"], []) == 2)
+            #expect(RecognizerNode.editDistance(["a", "b", "c"], ["a", "c"]) == 1)
         }
 
         @Test func grammarRestrictsTheVocabulary() throws {

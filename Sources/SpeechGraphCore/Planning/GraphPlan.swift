@@ -89,7 +89,11 @@ extension GraphPlan {
         let live = nodes.filter { registry[$0.typeName]?.descriptor.threading == .realtime }.map(\.name)
         let costly = nodes.filter { registry[$0.typeName]?.descriptor.threading == .worker }.map(\.name)
         var threads = "threads: one graph thread runs the nodes above in order"
-        if costly.count >= 2 { threads += "; \(costly.joined(separator: ", ")) each on a worker thread" }
+        if costly.count >= 2 {
+            threads += "; \(costly.joined(separator: ", ")) each on a worker thread"
+        } else if let one = costly.first {
+            threads += "; \(one) on a worker thread when the input is live (JACK, pushed audio)"
+        }
         threads +=
             live.isEmpty
             ? "; no real-time rings (no JACK node)."

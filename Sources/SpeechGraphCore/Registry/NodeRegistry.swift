@@ -114,12 +114,16 @@ public struct NodeContext: Sendable {
     public var resources: GraphResources
     /// The names of the input ports that have a connection.
     public var connectedInputs: Set<String>
+    /// For a node on a worker thread: whether events wait behind the input it is working on.
+    public var backlog: WorkerBacklog
 
     public init(
         config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],
-        maxBlockFrames: Int, resources: GraphResources = GraphResources(), connectedInputs: Set<String> = []
+        maxBlockFrames: Int, resources: GraphResources = GraphResources(), connectedInputs: Set<String> = [],
+        backlog: WorkerBacklog = WorkerBacklog()
     ) {
         self.connectedInputs = connectedInputs
+        self.backlog = backlog
         self.config = config
         self.inputFormats = inputFormats
         self.outputFormats = outputFormats

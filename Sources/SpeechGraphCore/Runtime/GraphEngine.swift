@@ -31,14 +31,18 @@ final class GraphEngine {
 
     init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources) throws {
         self.plan = plan
+        var backlogs: [WorkerBacklog] = []
         for (index, node) in plan.nodes.enumerated() {
             guard let type = registry[node.typeName] else {
                 throw SpeechGraphError("node type '\(node.typeName)' is not registered")
             }
             let connected = Set(plan.edges.filter { $0.toNode == index }.map { type.descriptor.inputs[$0.toPort].name })
+            let backlog = WorkerBacklog()
+            backlogs.append(backlog)
             let context = NodeContext(
                 config: node.config, inputFormats: node.inputFormats, outputFormats: node.outputFormats,
-                maxBlockFrames: max(node.maxInputFrames, 1), resources: resources, connectedInputs: connected)
+                maxBlockFrames: max(node.maxInputFrames, 1), resources: resources, connectedInputs: connected,
+                backlog: backlog)
             do {
                 nodes.append(try type.make(context))
             } catch let error as SpeechGraphError {
@@ -46,12 +50,18 @@ final class GraphEngine {
                 throw located(error, node: index)
             }
         }
-        // Several costly nodes: each on a worker thread of its own (see WorkerNode).
+        // Costly nodes on worker threads of their own (see WorkerNode): when there are several, so that they use
+        // several cores; and with live input, so that the graph thread (a vad deciding where speech ends) never
+        // waits for a decoder. A single one on offline input stays on the graph thread, where the order of
+        // every event at the sinks is fixed.
         let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.threading == .worker }
-        if costly.count >= 2 && resources.settings["threads"] != "one" {
+        let live = nodes.contains { ($0 as? any SourceNode)?.isLive == true }
+        if (costly.count >= 2 || live) && resources.settings["threads"] != "one" {
             for i in costly {
                 let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
-                nodes[i] = WorkerNode(nodes[i], maxQueuedFrames: 2 * format.sampleRate, format: format)
+                nodes[i] = WorkerNode(
+                    nodes[i], maxQueuedFrames: 2 * format.sampleRate, format: format, wake: resources.wake,
+                    backlog: backlogs[i])
                 workers.append(i)
             }
         }

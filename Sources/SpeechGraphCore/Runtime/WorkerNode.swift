@@ -1,6 +1,28 @@
 import Foundation
 import Synchronization
 
+/// What waits for a node on its worker thread: how many events (and discontinuities, and the finish) are queued
+/// behind the input it is working on. A recognizer decoding a batch while an event waits (speechEnded) is
+/// catching up on audio someone is waiting for: its ``ComputeGate`` turn is urgent. Any thread (an atomic).
+public final class WorkerBacklog: Sendable {
+    private let events = Atomic<Int>(0)
+    private let arrivalBits = Atomic<UInt64>(0)
+
+    public init() {}
+
+    /// When the block the node is processing reached its graph (monotonic clock, seconds; 0 for a node on the
+    /// graph thread): the deadline of the decoding it causes, see ``ComputeGate``.
+    public var arrival: Double { Double(bitPattern: arrivalBits.load(ordering: .relaxed)) }
+
+    func setArrival(_ time: Double) { arrivalBits.store(time.bitPattern, ordering: .relaxed) }
+
+    /// Whether an event waits behind the current input (always false for a node on the graph thread).
+    public var hasEvents: Bool { events.load(ordering: .relaxed) > 0 }
+
+    func queued() { events.add(1, ordering: .relaxed) }
+    func taken() { events.subtract(1, ordering: .relaxed) }
+}
+
 /// Runs a costly node (a recognizer) on a thread of its own, so that several of them use several cores.
 ///
 /// The graph thread hands it its input through two preallocated single-producer single-consumer rings
@@ -11,8 +33,10 @@ import Synchronization
 /// for room (so with live input, audio is dropped on the JACK side and reported as gaps, never buffered
 /// without bound).
 ///
-/// The runner puts nodes whose descriptor's threading domain is `.worker` on workers when a graph has two or
-/// more of them; a single one runs on the graph thread (nothing to gain).
+/// The runner puts the nodes whose descriptor's threading domain is `.worker` on workers when a graph has two or
+/// more of them (several use several cores) or live input (the graph thread, a vad deciding where speech ends,
+/// never waits for a decoder, which may itself wait for its turn at the ``ComputeGate`` it shares with other
+/// graphs). A single one on offline input stays on the graph thread: the order of events at the sinks is fixed.
 final class WorkerNode: GraphNode {
     private struct Command: BitwiseCopyable {
         enum Kind: UInt8 { case audio, event, discontinuity, finish }
@@ -21,6 +45,8 @@ final class WorkerNode: GraphNode {
         /// Audio: the block's frames (their samples are next in the sample ring) and first frame.
         var frames: Int
         var startFrame: Int64
+        /// When the graph thread queued it (monotonic seconds).
+        var arrival: Double = 0
     }
 
     let inner: any GraphNode
@@ -37,12 +63,19 @@ final class WorkerNode: GraphNode {
     private let work = WakeSignal()
     /// Posted by the worker after each command it took, and when it ends; the graph thread sleeps on it.
     private let room = WakeSignal()
+    /// The graph's wake signal: posted when the worker queued events, so that a graph thread asleep waiting for
+    /// live audio delivers them at once.
+    private let graphWake: WakeSignal
     private let scratch: UnsafeMutableBufferPointer<Float>
     private var thread: Thread?
 
-    init(_ inner: any GraphNode, maxQueuedFrames: Int, format: AudioFormat) {
+    private let backlog: WorkerBacklog
+
+    init(_ inner: any GraphNode, maxQueuedFrames: Int, format: AudioFormat, wake: WakeSignal, backlog: WorkerBacklog) {
         self.inner = inner
         self.format = format
+        graphWake = wake
+        self.backlog = backlog
         samples = AudioRing(minimumCapacity: maxQueuedFrames * format.channelCount)
         scratch = .allocate(capacity: samples.capacity)
         scratch.initialize(repeating: 0)
@@ -78,6 +111,7 @@ final class WorkerNode: GraphNode {
                     let count = command.frames * format.channelCount
                     _ = samples.endpoint.readExactly(into: scratch.baseAddress!, count: count)
                     room.post()
+                    backlog.setArrival(command.arrival)
                     try inner.process(
                         AudioBlock(
                             samples: UnsafeBufferPointer(rebasing: scratch[0..<count]),
@@ -85,12 +119,15 @@ final class WorkerNode: GraphNode {
                         port: Int(command.port), output: output)
                 case .event:
                     let event = inboundEvents.withLock { $0.removeFirst() }
+                    backlog.taken()
                     room.post()
                     try inner.handle(event, port: Int(command.port), output: output)
                 case .discontinuity:
+                    backlog.taken()
                     room.post()
                     try inner.discontinuity(port: Int(command.port), output: output)
                 case .finish:
+                    backlog.taken()
                     try inner.finish(output: output)
                 }
             } catch {
@@ -107,6 +144,7 @@ final class WorkerNode: GraphNode {
     /// Graph thread: queues a command (and its samples), waiting for room when a ring is full.
     private func enqueue(_ command: Command, samples block: UnsafeBufferPointer<Float>? = nil) throws {
         var command = command
+        command.arrival = monotonicSeconds()
         while true {
             if let error = failure.withLock({ $0 }) { throw error }
             let needed = block?.count ?? 0
@@ -138,17 +176,20 @@ final class WorkerNode: GraphNode {
 
     func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         inboundEvents.withLock { $0.append(event) }
+        backlog.queued()
         try enqueue(Command(kind: .event, port: Int32(port), frames: 0, startFrame: 0))
         try deliverOutbound(output)
     }
 
     func discontinuity(port: Int, output: NodeOutput) throws {
+        backlog.queued()
         try enqueue(Command(kind: .discontinuity, port: Int32(port), frames: 0, startFrame: 0))
         try deliverOutbound(output)
     }
 
     /// Waits for everything queued to be done, then delivers the last events.
     func finish(output: NodeOutput) throws {
+        backlog.queued()
         try enqueue(Command(kind: .finish, port: 0, frames: 0, startFrame: 0))
         while !finished.load(ordering: .acquiring) { _ = room.wait(timeout: 0.05) }
         try deliverOutbound(output)
@@ -159,6 +200,7 @@ final class WorkerNode: GraphNode {
         if thread != nil && !finished.load(ordering: .acquiring) {
             // The graph failed before finishing this node: let the worker end before closing the node.
             var command = Command(kind: .finish, port: 0, frames: 0, startFrame: 0)
+            backlog.queued()
             while !commands.endpoint.write(&command, count: 1) {
                 if finished.load(ordering: .acquiring) { break }
                 _ = room.wait(timeout: 0.05)
@@ -174,6 +216,7 @@ final class WorkerNode: GraphNode {
     /// Worker thread: an event for the graph thread.
     func queueOutbound(_ event: GraphEvent, port: Int) {
         outbound.withLock { $0.append((event, port)) }
+        graphWake.post()
     }
 
     /// Graph thread: delivers the events the worker made since the last call, in order.

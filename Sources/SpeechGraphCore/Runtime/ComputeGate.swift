@@ -1,0 +1,70 @@
+import Foundation
+
+/// Lets at most `slots` pieces of costly work (decoding) run at once, and lets urgent work go first.
+///
+/// Many live graphs in one process (a server with one graph per connection, `speechgraph-bench streams`)
+/// each have a recognizer that wakes to decode a batch of audio every 100 ms or so. Left to the kernel,
+/// eight decoders on two cores interleave in short time slices: each evicts the others' models from the
+/// caches, and the one whose utterance has just ended (someone is waiting for its final result) gets an
+/// eighth of the machine. Behind a gate with one slot per core, each batch runs to its end on a core of its
+/// own, and the end of an utterance (urgent) takes the next free slot ahead of every waiting batch. Batches
+/// take slots oldest audio first (earliest deadline), so a graph that fell behind in a burst catches up
+/// before the others' newer batches, and none starves.
+///
+/// A graph makes its own gate (one slot per core) unless its maker provides one in its ``GraphResources``:
+/// graphs that should share the machine fairly are handed the same gate. Worker threads only, never the
+/// real-time thread: it blocks.
+public final class ComputeGate: @unchecked Sendable {
+    // @unchecked: every stored property below is read and written only with `condition` locked.
+    private let condition = NSCondition()
+    private var free: Int
+    private struct Claim: Comparable {
+        var urgent: Bool
+        var deadline: Double
+        var ticket: UInt64
+        static func < (a: Claim, b: Claim) -> Bool {
+            (a.urgent ? 0 : 1, a.deadline, a.ticket) < (b.urgent ? 0 : 1, b.deadline, b.ticket)
+        }
+    }
+    private var waiting: [Claim] = []
+    private var nextTicket: UInt64 = 0
+
+    /// How many pieces of work may run at once.
+    public let slots: Int
+
+    /// - Parameter slots: default: the number of cores this process may use.
+    public init(slots: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.slots = max(1, slots)
+        free = self.slots
+    }
+
+    /// How many pieces of work wait for a slot now.
+    public var waitingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiting.count
+    }
+
+    /// Runs `body` once a slot is free and no waiting work comes before it: urgent work first, then the work
+    /// whose `deadline` (when its input arrived, on any clock all users of the gate share) is earliest, then
+    /// in the order asked.
+    public func run<T>(urgent: Bool, deadline: Double = 0, _ body: () throws -> T) rethrows -> T {
+        condition.lock()
+        let claim = Claim(urgent: urgent, deadline: deadline, ticket: nextTicket)
+        nextTicket += 1
+        waiting.append(claim)
+        while free == 0 || waiting.contains(where: { $0 < claim }) { condition.wait() }
+        waiting.removeAll { $0.ticket == claim.ticket }
+        free -= 1
+        // Another waiter may be able to go too (a slot is still free, and it now comes first).
+        condition.broadcast()
+        condition.unlock()
+        defer {
+            condition.lock()
+            free += 1
+            condition.broadcast()
+            condition.unlock()
+        }
+        return try body()
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import SpeechGraphCore
+import Synchronization
+import Testing
+
+@Suite struct ComputeGateTests {
+    /// With the only slot taken, three pieces of work queue up; when it is freed they run urgent first, then
+    /// earliest deadline first, whatever the order they asked in.
+    @Test func urgentWorkThenEarliestDeadlineGoFirst() {
+        let gate = ComputeGate(slots: 1)
+        let order = Mutex<[String]>([])
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        func spawn(_ body: @escaping @Sendable () -> Void) {
+            done.enter()
+            Thread {
+                body()
+                done.leave()
+            }.start()
+        }
+        spawn {
+            gate.run(urgent: false) {
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        let claims: [(String, Bool, Double)] = [("late", false, 5), ("early", false, 1), ("urgent", true, 9)]
+        for (k, claim) in claims.enumerated() {
+            spawn { gate.run(urgent: claim.1, deadline: claim.2) { order.withLock { $0.append(claim.0) } } }
+            // Each asks only after the one before is waiting: their order of asking is known.
+            while gate.waitingCount < k + 1 { usleep(1000) }
+        }
+        release.signal()
+        done.wait()
+        #expect(order.withLock { $0 } == ["urgent", "early", "late"])
+        #expect(gate.waitingCount == 0)
+    }
+
+    /// Never more pieces of work at once than slots.
+    @Test func atMostSlotsRunAtOnce() {
+        let gate = ComputeGate(slots: 2)
+        let running = Atomic<Int>(0)
+        let most = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 64) { i in
+            gate.run(urgent: i % 5 == 0, deadline: Double(i % 7)) {
+                let now = running.add(1, ordering: .relaxed).newValue
+                _ = most.max(now, ordering: .relaxed)
+                usleep(200)
+                running.subtract(1, ordering: .relaxed)
+            }
+        }
+        #expect(most.load(ordering: .relaxed) <= 2)
+        #expect(most.load(ordering: .relaxed) >= 1)
+        #expect(gate.waitingCount == 0)
+    }
+}
