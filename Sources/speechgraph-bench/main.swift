@@ -14,7 +14,8 @@
 //       every stream. Figures: the most streams with p95 <= --limit (400 ms), and the most with p95 at most
 //       --margin (100 ms) above one stream's (what the load adds); the sweep stops at the first N past the
 //       second, or that drops audio. The streams play the file from staggered starting points (the
-//       quietest 10 ms near i/N of the way through, wrapping round), so utterance ends do not coincide.
+//       quietest 10 ms near i/N of the way through, wrapping round), so utterance ends do not coincide. The
+//       graphs share one ComputeGate, as a server's graphs would (one decoding slot per core).
 //       With and without `final-pass: true` (the shipped live graph's setting). Other processes' CPU use
 //       during each run is reported on standard error (the bench machine is shared).
 //
