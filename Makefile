@@ -69,13 +69,13 @@ test-fast: deps lint
 	$(SWIFT) build --build-tests
 	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|DetectorTests"
 
-## test-tsan: the ring and wake-signal tests, and two real recognizer graphs running at once, under
+## test-tsan: the ring, wake-signal and compute-gate tests, and two real recognizer graphs running at once, under
 ## ThreadSanitizer. ignore_interceptors_accesses=0
 ## makes TSan check the ring's memmove copies too (by default it skips accesses inside memmove).
 test-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	TSAN_OPTIONS=ignore_interceptors_accesses=0 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan \
-		--filter "SPSCRing|WakeSignal|concurrentGraphs|pushedAudio"
+		--filter "SPSCRing|WakeSignal|ComputeGate|concurrentGraphs|pushedAudio"
 
 ## bench: figures as 'name value unit', one per line
 bench: build
