@@ -112,7 +112,9 @@ public enum NodeReference {
     static func threadingText(_ t: ThreadingDomain) -> String {
         switch t {
         case .any: return "the graph thread"
-        case .worker: return "a worker thread of its own when the graph has several such nodes, else the graph thread"
+        case .worker:
+            return
+                "a worker thread of its own when the graph has several such nodes or live input, else the graph thread"
         case .realtime:
             return "the graph thread, fed by (or feeding) the audio server's real-time thread through SPSC rings"
         }
