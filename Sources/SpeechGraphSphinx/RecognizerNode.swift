@@ -253,9 +253,9 @@ public final class RecognizerNode: GraphNode {
         guard inUtterance else { return }
         if volatileFrames > 0 {
             // At most one volatile result per interval of audio, and only a changed text: once an interval has
-            // passed since the last one, every block is checked until the text changes.
+            // passed since the last one, the hypothesis is checked after every batch the decoder takes (it
+            // cannot change in between) until the text changes.
             framesSinceVolatile += Int64(block.frameCount)
-            // The hypothesis only changes when the decoder has taken audio (a batch).
             if framesSinceVolatile >= volatileFrames && decodedSinceCheck {
                 decodedSinceCheck = false
                 let text = decoder.hypothesis
@@ -398,8 +398,8 @@ public final class RecognizerNode: GraphNode {
             text: text, words: words, node: name)
     }
 
-    /// The index of the text whose words differ least from the others' (summed word edit distance); the first
-    /// of equals.
+    /// The index of the text whose words differ least from the others' (summed word edit distance, the core's
+    /// `editDistance` over words); the first of equals.
     static func medoid(_ texts: [String]) -> Int {
         guard texts.count > 2 else { return 0 }
         let words = texts.map { $0.split(separator: " ") }
@@ -411,21 +411,6 @@ public final class RecognizerNode: GraphNode {
             if sum < bestSum { (best, bestSum) = (i, sum) }
         }
         return best
-    }
-
-    static func editDistance(_ a: [Substring], _ b: [Substring]) -> Int {
-        if a.isEmpty { return b.count }
-        var row = Array(0...b.count)
-        for i in 1...a.count {
-            var diagonal = row[0]
-            row[0] = i
-            for j in stride(from: 1, through: b.count, by: 1) {
-                let above = row[j]
-                row[j] = min(above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1))
-                diagonal = above
-            }
-        }
-        return row[b.count]
     }
 
     public func close() {

@@ -118,8 +118,8 @@ extension Decoding {
             #expect(RecognizerNode.medoid(["a b", "a b c", "a b c"]) == 1)
             #expect(RecognizerNode.medoid(["one", "two"]) == 0)
             #expect(RecognizerNode.medoid(["", "a", "a"]) == 1)
-            #expect(RecognizerNode.editDistance(["a", "b"], []) == 2)
-            #expect(RecognizerNode.editDistance(["a", "b", "c"], ["a", "c"]) == 1)
+            #expect(editDistance(["a", "b"], [Substring]()) == 2)
+            #expect(editDistance(["a", "b", "c"] as [Substring], ["a", "c"]) == 1)
         }
 
         @Test func grammarRestrictsTheVocabulary() throws {

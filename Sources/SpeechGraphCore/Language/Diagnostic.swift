@@ -96,9 +96,9 @@ public func closestMatch(to word: String, in candidates: some Sequence<String>) 
     return best?.0
 }
 
-func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-    // Optimal string alignment: insertions, deletions, substitutions and adjacent transpositions
-    // ("hangvoer" is one slip from "hangover").
+/// The edit distance between two sequences (of characters, of words): optimal string alignment, which counts
+/// insertions, deletions, substitutions and adjacent transpositions ("hangvoer" is one slip from "hangover").
+public func editDistance<Element: Equatable>(_ a: [Element], _ b: [Element]) -> Int {
     if a.isEmpty { return b.count }
     if b.isEmpty { return a.count }
     var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)

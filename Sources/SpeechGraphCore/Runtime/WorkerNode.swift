@@ -105,6 +105,7 @@ final class WorkerNode: GraphNode {
                 _ = work.wait(timeout: 1)
                 continue
             }
+            if command.kind != .audio { backlog.taken() }
             do {
                 switch command.kind {
                 case .audio:
@@ -119,15 +120,12 @@ final class WorkerNode: GraphNode {
                         port: Int(command.port), output: output)
                 case .event:
                     let event = inboundEvents.withLock { $0.removeFirst() }
-                    backlog.taken()
                     room.post()
                     try inner.handle(event, port: Int(command.port), output: output)
                 case .discontinuity:
-                    backlog.taken()
                     room.post()
                     try inner.discontinuity(port: Int(command.port), output: output)
                 case .finish:
-                    backlog.taken()
                     try inner.finish(output: output)
                 }
             } catch {
@@ -145,6 +143,7 @@ final class WorkerNode: GraphNode {
     private func enqueue(_ command: Command, samples block: UnsafeBufferPointer<Float>? = nil) throws {
         var command = command
         command.arrival = monotonicSeconds()
+        if command.kind != .audio { backlog.queued() }
         while true {
             if let error = failure.withLock({ $0 }) { throw error }
             let needed = block?.count ?? 0
@@ -176,20 +175,17 @@ final class WorkerNode: GraphNode {
 
     func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         inboundEvents.withLock { $0.append(event) }
-        backlog.queued()
         try enqueue(Command(kind: .event, port: Int32(port), frames: 0, startFrame: 0))
         try deliverOutbound(output)
     }
 
     func discontinuity(port: Int, output: NodeOutput) throws {
-        backlog.queued()
         try enqueue(Command(kind: .discontinuity, port: Int32(port), frames: 0, startFrame: 0))
         try deliverOutbound(output)
     }
 
     /// Waits for everything queued to be done, then delivers the last events.
     func finish(output: NodeOutput) throws {
-        backlog.queued()
         try enqueue(Command(kind: .finish, port: 0, frames: 0, startFrame: 0))
         while !finished.load(ordering: .acquiring) { _ = room.wait(timeout: 0.05) }
         try deliverOutbound(output)
