@@ -124,6 +124,8 @@ public final class RecognizerNode: GraphNode {
     /// When the first block of `pending` arrived: its deadline at the gate.
     private var batchArrival = 0.0
     private let batchSamples: Int
+    /// A batch is decoded this many samples at a time when other graphs' urgent work may need the gate.
+    private let yieldSamples: Int
     private let pool: SphinxDecoderPool
     /// Decoding waits for a slot here: ends of utterances first (see ComputeGate).
     private let gate: ComputeGate
@@ -179,6 +181,7 @@ public final class RecognizerNode: GraphNode {
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate
         batchSamples = Int(c.number(of: "batch") * Double(rate))
+        yieldSamples = rate / 50
         pending.reserveCapacity(batchSamples + max(context.maxBlockFrames, 1))
         maxSamples = Int(c.number(of: "max-utterance") * Double(rate))
         lookbackSamples = min(5 * rate, maxSamples / 2)
@@ -243,7 +246,10 @@ public final class RecognizerNode: GraphNode {
                 pending.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
                 if pending.count >= batchSamples {
                     // Urgent when an utterance's end already waits behind this audio.
-                    try gate.run(urgent: backlog.hasEvents, deadline: batchArrival) { try decodePending() }
+                    let urgent = backlog.hasEvents
+                    try gate.run(urgent: urgent, deadline: batchArrival) {
+                        try decodePending(yielding: !urgent)
+                    }
                 }
             }
             offset += n
@@ -345,10 +351,20 @@ public final class RecognizerNode: GraphNode {
         }
     }
 
-    /// Streaming mode: decodes the gathered batch.
-    private func decodePending() throws {
+    /// Streaming mode: decodes the gathered batch. `yielding`: a few frames at a time, letting another graph's
+    /// end of utterance (urgent) take the gate's slot in between.
+    private func decodePending(yielding: Bool = false) throws {
         guard let decoder, !pending.isEmpty else { return }
-        try pending.withUnsafeBufferPointer { try decoder.process($0) }
+        try pending.withUnsafeBufferPointer { all in
+            guard yielding else { return try decoder.process(all) }
+            var start = 0
+            while start < all.count {
+                if start > 0 { gate.yieldToUrgentWork(deadline: batchArrival) }
+                let end = min(all.count, start + yieldSamples)
+                try decoder.process(UnsafeBufferPointer(rebasing: all[start..<end]))
+                start = end
+            }
+        }
         pending.removeAll(keepingCapacity: true)
         decodedSinceCheck = true
     }

@@ -38,6 +38,38 @@ import Testing
         #expect(gate.waitingCount == 0)
     }
 
+    /// A long batch that yields between its pieces lets urgent work (another graph's end of utterance) run
+    /// before its next piece; one that does not yield keeps the slot to its end.
+    @Test(arguments: [true, false]) func urgentWorkRunsBetweenTheBatchPieces(yields: Bool) {
+        let gate = ComputeGate(slots: 1)
+        let order = Mutex<[String]>([])
+        let done = DispatchGroup()
+        let holding = DispatchSemaphore(value: 0)
+        done.enter()
+        Thread {
+            gate.run(urgent: false, deadline: 1) {
+                order.withLock { $0.append("piece 1") }
+                holding.signal()
+                // The urgent claim is observable before the batch goes on.
+                while !gate.urgentWorkWaits { usleep(1000) }
+                if yields { gate.yieldToUrgentWork(deadline: 1) }
+                order.withLock { $0.append("piece 2") }
+            }
+            done.leave()
+        }.start()
+        holding.wait()
+        done.enter()
+        Thread {
+            gate.run(urgent: true) { order.withLock { $0.append("urgent") } }
+            done.leave()
+        }.start()
+        done.wait()
+        let expected = yields ? ["piece 1", "urgent", "piece 2"] : ["piece 1", "piece 2", "urgent"]
+        #expect(order.withLock { $0 } == expected)
+        #expect(!gate.urgentWorkWaits)
+        #expect(gate.waitingCount == 0)
+    }
+
     /// Never more pieces of work at once than slots.
     @Test func atMostSlotsRunAtOnce() {
         let gate = ComputeGate(slots: 2)

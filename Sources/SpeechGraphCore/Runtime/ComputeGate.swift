@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Lets at most `slots` pieces of costly work (decoding) run at once, and lets urgent work go first.
 ///
@@ -15,7 +16,8 @@ import Foundation
 /// graphs that should share the machine fairly are handed the same gate. Worker threads only, never the
 /// real-time thread: it blocks.
 public final class ComputeGate: @unchecked Sendable {
-    // @unchecked: every stored property below is read and written only with `condition` locked.
+    // @unchecked: every stored property below is read and written only with `condition` locked, except the
+    // atomic `urgentWaiting`.
     private let condition = NSCondition()
     private var free: Int
     private struct Claim: Comparable {
@@ -28,6 +30,9 @@ public final class ComputeGate: @unchecked Sendable {
     }
     private var waiting: [Claim] = []
     private var nextTicket: UInt64 = 0
+    /// How many urgent claims are in `waiting`: changed with `condition` locked, read without it by
+    /// `yieldToUrgentWork`.
+    private let urgentWaiting = Atomic<Int>(0)
 
     /// How many pieces of work may run at once.
     public let slots: Int
@@ -49,22 +54,43 @@ public final class ComputeGate: @unchecked Sendable {
     /// whose `deadline` (when its input arrived, on any clock all users of the gate share) is earliest, then
     /// in the order asked.
     public func run<T>(urgent: Bool, deadline: Double = 0, _ body: () throws -> T) rethrows -> T {
+        acquire(urgent: urgent, deadline: deadline)
+        defer { release() }
+        return try body()
+    }
+
+    /// Called between the pieces of a long, non-urgent `run` body (a batch decoded a few frames at a time):
+    /// when urgent work waits, gives the slot to it and waits for a slot again (with the same `deadline`), so
+    /// that the end of an utterance waits for at most a piece of another graph's batch, not the whole of it.
+    /// Costs one atomic load when nothing urgent waits. Only from inside a `run` body.
+    public func yieldToUrgentWork(deadline: Double) {
+        guard urgentWaiting.load(ordering: .relaxed) > 0 else { return }
+        release()
+        acquire(urgent: false, deadline: deadline)
+    }
+
+    /// Whether urgent work waits for a slot now (a hint: it may change at once).
+    public var urgentWorkWaits: Bool { urgentWaiting.load(ordering: .relaxed) > 0 }
+
+    private func acquire(urgent: Bool, deadline: Double) {
         condition.lock()
         let claim = Claim(urgent: urgent, deadline: deadline, ticket: nextTicket)
         nextTicket += 1
         waiting.append(claim)
+        if urgent { urgentWaiting.add(1, ordering: .relaxed) }
         while free == 0 || waiting.contains(where: { $0 < claim }) { condition.wait() }
         waiting.removeAll { $0.ticket == claim.ticket }
+        if urgent { urgentWaiting.subtract(1, ordering: .relaxed) }
         free -= 1
         // Another waiter may be able to go too (a slot is still free, and it now comes first).
         condition.broadcast()
         condition.unlock()
-        defer {
-            condition.lock()
-            free += 1
-            condition.broadcast()
-            condition.unlock()
-        }
-        return try body()
+    }
+
+    private func release() {
+        condition.lock()
+        free += 1
+        condition.broadcast()
+        condition.unlock()
     }
 }
