@@ -36,8 +36,8 @@ public final class JSONLinesSink: GraphNode {
     init(_ context: NodeContext) throws {
         let config = context.config
         out = try TextOutput(
-            path: config.string(of: "path"),
-            statusLine: context.resources.existing(StatusLine.self))
+            path: config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
+            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
         includeVolatile = config.bool(of: "volatile")
         source = config.string("source")
         latency = config.bool(of: "latency")
@@ -57,6 +57,11 @@ public final class JSONLinesSink: GraphNode {
     }
 
     public func finish(output: NodeOutput) throws { out.flush() }
+
+    public func close() { out.close() }
+
+    /// A failed write: reported once, and the graph's other sinks go on.
+    public var warnings: [String] { out.failure.map { [$0] } ?? [] }
 }
 
 /// The `console` sink: a transcript for people, on standard output.
@@ -81,7 +86,11 @@ public final class ConsoleSink: GraphNode {
     public static let type = NodeType(
         descriptor,
         make: {
-            ConsoleSink($0.config, out: .standardOutput(statusLine: $0.resources.existing(StatusLine.self)))
+            ConsoleSink(
+                $0.config,
+                out: .standardOutput(
+                    statusLine: $0.resources.existing(StatusLine.self),
+                    shared: $0.resources.shared(StandardOutput.self) { StandardOutput() }))
         })
 
     private let out: TextOutput
@@ -147,4 +156,7 @@ public final class ConsoleSink: GraphNode {
         if tailShown { out.write("\r\u{1B}[2K") }
         out.flush()
     }
+
+    /// A failed write: reported once, and the graph's other sinks go on.
+    public var warnings: [String] { out.failure.map { [$0] } ?? [] }
 }

@@ -7,6 +7,11 @@ import Synchronization
 
 /// Where a sink writes text: standard output or a file. Written with `write(2)`, flushed per event,
 /// so a consumer reading a pipe sees each result as soon as it is made.
+///
+/// A write that fails (a full disk, a closed pipe: the program ignores SIGPIPE) is not retried: its text and
+/// everything written after it are dropped, and `failure` says what happened, once, so that the sink can
+/// report it as a warning while the graph's other sinks go on. Standard output's failure is also kept in
+/// the program's ``StandardOutput``, so that the other writers to it stop too, without a message of their own.
 public final class TextOutput {
     public let path: String
     private let fd: Int32
@@ -14,27 +19,37 @@ public final class TextOutput {
     private var buffer: [UInt8] = []
     /// The program's status line on the same terminal, cleared before results go to standard output.
     private let statusLine: StatusLine?
+    /// Standard output's shared state (only when writing there).
+    private let standardOutput: StandardOutput?
+    /// The first write of this output that failed, as a message for the user.
+    public private(set) var failure: String?
 
-    public static func standardOutput(statusLine: StatusLine? = nil) -> TextOutput {
-        TextOutput(fd: 1, path: "-", statusLine: statusLine)
+    /// Standard output. `shared`: the program's state of it (which failure every writer to it sees).
+    public static func standardOutput(statusLine: StatusLine? = nil, shared: StandardOutput? = nil) -> TextOutput {
+        TextOutput(fd: 1, path: "-", statusLine: statusLine, shared: shared ?? StandardOutput())
     }
 
-    private init(fd: Int32, path: String, statusLine: StatusLine?) {
+    private init(fd: Int32, path: String, statusLine: StatusLine?, shared: StandardOutput?) {
         self.fd = fd
         self.path = path
         self.ownsDescriptor = false
         self.statusLine = statusLine
+        self.standardOutput = shared
     }
 
     /// Opens (creating or truncating) a file, or standard output for "-" or "".
-    public init(path: String, append: Bool = false, statusLine: StatusLine? = nil) throws {
+    public init(
+        path: String, append: Bool = false, statusLine: StatusLine? = nil, shared: StandardOutput? = nil
+    ) throws {
         self.path = path
         self.statusLine = statusLine
         if path == "-" || path.isEmpty {
             fd = 1
             ownsDescriptor = false
+            standardOutput = shared ?? StandardOutput()
             return
         }
+        standardOutput = nil
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
         let opened = open(path, flags, 0o644)
         guard opened >= 0 else {
@@ -45,9 +60,17 @@ public final class TextOutput {
     }
 
     deinit {
-        flush()
-        if ownsDescriptor { Glibc.close(fd) }
+        close()
     }
+
+    /// Flushes, and closes a file (standard output stays open). A failure to close is a write failure.
+    public func close() {
+        flush()
+        guard ownsDescriptor, fd >= 0, !closed else { return }
+        closed = true
+        if Glibc.close(fd) != 0 && failure == nil { failure = describe(errno) }
+    }
+    private var closed = false
 
     public var isTerminal: Bool { isatty(fd) == 1 }
 
@@ -56,6 +79,8 @@ public final class TextOutput {
     }
 
     public func flush() {
+        defer { buffer.removeAll(keepingCapacity: true) }
+        guard failure == nil, standardOutput?.failure == nil, !closed else { return }
         // A progress line on the same terminal goes first, so results never land on it.
         if fd == 1, !buffer.isEmpty { statusLine?.clear() }
         var offset = 0
@@ -63,11 +88,34 @@ public final class TextOutput {
             let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n < 0 {
                 if errno == EINTR { continue }
-                break  // a closed pipe: nothing more can be delivered there
+                let message = describe(errno)
+                failure = message
+                standardOutput?.fail(message)
+                return
             }
             offset += n
         }
-        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func describe(_ code: Int32) -> String {
+        "cannot write \(fd == 1 ? "standard output" : path): \(String(cString: strerror(code)))"
+    }
+}
+
+/// Standard output as every writer in one program shares it: once a write to it failed (a closed pipe, a
+/// full disk), the others stop writing there too, and the program can stop work whose only output it was.
+/// The program makes one and hands it to its graphs in their resources (`GraphResources(providing:)`),
+/// where the sinks find it; a graph without one makes its own.
+public final class StandardOutput: Sendable {
+    private let failed = Mutex<String?>(nil)
+
+    public init() {}
+
+    /// What the first failed write to standard output said, or `nil`.
+    public var failure: String? { failed.withLock { $0 } }
+
+    func fail(_ message: String) {
+        failed.withLock { if $0 == nil { $0 = message } }
     }
 }
 

@@ -24,7 +24,11 @@ final class SignalHandling {
 
     init(status: StatusLine) {
         self.status = status
-        for sig in [SIGINT, SIGTERM] {
+        // A closed pipe on standard output is a write error (EPIPE), reported by whatever wrote there, while
+        // the other sinks finish: not a silent death.
+        signal(SIGPIPE, SIG_IGN)
+        // A closed terminal (SIGHUP) finishes the results in flight as SIGTERM does.
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [target] in
@@ -196,9 +200,11 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
 ///
 /// Every file's graph gets the same decoder pool, so the model is loaded once (a reused decoder is reset:
 /// the results are those of a fresh process). `started` is called once a file's graph runs (to feed a
-/// pushed input), `handle` once it has ended.
+/// pushed input), `handle` once it has ended. Once a write to standard output failed (`output`: a closed
+/// pipe, a full disk), the loop reports it once and stops: nothing more can be delivered there.
 func runEachFile(
-    _ files: [String], registry: NodeRegistry, signals: SignalHandling, realtime: Bool = false,
+    _ files: [String], registry: NodeRegistry, signals: SignalHandling, output: StandardOutput,
+    realtime: Bool = false,
     plan: (String) throws -> GraphPlan, started: (String, RunningGraph) -> Void = { _, _ in },
     handle: (String, RunningGraph) throws -> Void
 ) throws {
@@ -214,16 +220,24 @@ func runEachFile(
             }
             let graph = try RunningGraph(
                 plan: plan(file), registry: registry,
-                resources: GraphResources(providing: [pool, signals.status]), options: options)
+                resources: GraphResources(providing: [pool, signals.status, output]), options: options)
             graph.start()
             started(file, graph)
             try signals.run(graph)
             progress.clear()
-            for w in graph.warnings {
+            let warnings = graph.warnings
+            for w in warnings {
                 printError("speechgraph: warning: \(w)")
                 failures += 1
             }
             try handle(file, graph)
+            if let failure = output.failure {
+                if !warnings.contains(where: { $0.hasSuffix(failure) }) {
+                    printError("speechgraph: error: \(failure)")
+                    failures += 1
+                }
+                break
+            }
         } catch {
             guard reportFileFailure(error, status: signals.status) else { throw error }
             failures += 1

@@ -77,7 +77,8 @@ extension SpeechgraphCommand {
             let planner = GraphPlanner(registry: registry)
             let status = StatusLine()
             let signals = SignalHandling(status: status)
-            let out = TextOutput.standardOutput(statusLine: status)
+            let output = StandardOutput()
+            let out = TextOutput.standardOutput(statusLine: status, shared: output)
             var stdin: StandardInputAudio?
             if files.contains("-") {
                 do {
@@ -88,7 +89,7 @@ extension SpeechgraphCommand {
                 }
             }
             try runEachFile(
-                files, registry: registry, signals: signals, realtime: realtime,
+                files, registry: registry, signals: signals, output: output, realtime: realtime,
                 plan: { try planner.plan(graph(for: $0, stdin: $0 == "-" ? stdin : nil)) },
                 started: { file, graph in
                     if file == "-", let stdin, let pusher = graph.input(named: "src") { stdin.feed(pusher) }

@@ -49,9 +49,10 @@ extension SpeechgraphCommand {
             }
 
             let status = StatusLine()
-            let out = TextOutput.standardOutput(statusLine: status)
+            let output = StandardOutput()
+            let out = TextOutput.standardOutput(statusLine: status, shared: output)
             try runEachFile(
-                files, registry: registry, signals: SignalHandling(status: status),
+                files, registry: registry, signals: SignalHandling(status: status), output: output,
                 plan: { try planner.plan(graph(for: $0), overrides: overrides) },
                 handle: { file, runner in
                     guard let collector = runner.node(named: "out") as? EventCollector else { return }

@@ -235,7 +235,7 @@ import Testing
         #expect(bad.stderr.contains("--results expects progressive, final-only, fast, got 'slow'"), "\(bad.stderr)")
     }
 
-    @Test(arguments: [SIGINT, SIGTERM])
+    @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
     func aSignalStopsTheRunAndFlushesTheUtteranceInFlight(signal: Int32) throws {
         // 12 s of speech played in real time; stopped once the first words have been recognised.
         let wav = try speech()
