@@ -49,7 +49,10 @@ public final class FileInputNode: SourceNode {
     private var framesEmitted: Int64 = 0
     private var wallStart: Double?
     private let resources: GraphResources
-    public private(set) var warnings: [String] = []
+    private var truncation: String?
+    private var sampleGuard = SampleGuard()
+
+    public var warnings: [String] { [truncation, sampleGuard.warning].compactMap { $0 } }
 
     public init(_ context: NodeContext) throws {
         let c = context.config
@@ -64,7 +67,7 @@ public final class FileInputNode: SourceNode {
         interleaved.initialize(repeating: 0)
         mono = .allocate(capacity: block)
         mono.initialize(repeating: 0)
-        if let truncation = file.truncation { warnings.append(truncation) }
+        truncation = file.truncation
     }
 
     deinit {
@@ -89,6 +92,7 @@ public final class FileInputNode: SourceNode {
             if n == 0 { return false }
         }
         let channels = file.channelCount
+        sampleGuard.clean(UnsafeMutableBufferPointer(rebasing: interleaved[0..<(n * channels)]), channels: channels)
         let samples: UnsafeBufferPointer<Float>
         if channels == 1 {
             samples = UnsafeBufferPointer(rebasing: interleaved[0..<n])

@@ -54,7 +54,10 @@ public final class JackInputNode: SourceNode {
         category: .input,
         ports: [
             .audioOutput("out", format: .computed, doc: "The ports' audio, interleaved, at the server's rate."),
-            .eventOutput("events", emits: .only([.gap, .availability]), doc: "gap and availability events."),
+            .eventOutput(
+                "events", emits: .only([.gap, .availability, .warning]),
+                doc: "gap and availability events; a warning event the first time samples that are not "
+                    + "numbers (NaN, infinite) were faded out to silence."),
         ],
         parameters: [
             .integer("channels", default: 1, range: 1...64, doc: "Number of input ports."),
@@ -92,6 +95,7 @@ public final class JackInputNode: SourceNode {
     private var pendingGap: GapRecord?
     /// xruns are reported at most once a second, as one gap event with their count.
     private var xrunsPending = 0
+    private var sampleGuard = SampleGuard()
     private var xrunsSince: Int64 = 0
     private var lastXrunReport = Date.distantPast
     private let exitOnServerLoss: Bool
@@ -221,6 +225,11 @@ public final class JackInputNode: SourceNode {
                     for i in 0..<n { interleaved[i * channels + c] = scratch[i] }
                 }
             }
+            // Any JACK client can write NaN into our port: it becomes silence here, before any node sees it.
+            sampleGuard.clean(UnsafeMutableBufferPointer(start: interleaved, count: n * channels), channels: channels)
+            if let warning = sampleGuard.firstWarning(node: name, time: time(streamFrame)) {
+                try output.emit(warning, port: 1)
+            }
             try output.emit(
                 AudioBlock(
                     samples: UnsafeBufferPointer(start: interleaved, count: n * channels),
@@ -230,6 +239,8 @@ public final class JackInputNode: SourceNode {
     }
 
     public func close() { session.close() }
+
+    public var warnings: [String] { sampleGuard.warning.map { [$0] } ?? [] }
 }
 
 /// The `jack.output` node: any audio stream of the graph back out to JACK ports.

@@ -72,11 +72,12 @@ public final class ConsoleSink: GraphNode {
         doc: "Each final result is one line, with its time range unless 'timestamps' is off. On a terminal the "
             + "volatile text of the utterance in flight is shown dimmed and rewritten in place until its final "
             + "result replaces it; when standard output is not a terminal only final lines are written. Gaps and "
-            + "changes of availability are shown between the lines.",
+            + "changes of availability (and warnings about the input) are shown between the lines.",
         category: .sink,
         ports: [
             .eventInput(
-                "in", accepts: .only([.result, .gap, .availability]), doc: "Result, gap and availability events.")
+                "in", accepts: .only([.result, .gap, .availability, .warning]),
+                doc: "Result, gap, availability and warning events.")
         ],
         parameters: [
             .boolean("timestamps", default: true, doc: "Start each line with the utterance's time range."),
@@ -140,6 +141,10 @@ public final class ConsoleSink: GraphNode {
                 : "-- \(reason) at \(Self.clock(r.start)) --"
         case .availability(_, let available, let reason):
             line = available ? "-- recognition available (\(reason)) --" : "-- recognition not available: \(reason) --"
+        case .custom(let e) where e.kind == .warning:
+            var reason = "warning"
+            if case .string(let r) = e.fields["reason"] { reason = r }
+            line = "-- warning: \(reason)" + (e.time.map { " at \(Self.clock($0))" } ?? "") + " --"
         default:
             return  // speech activity, levels and kinds added by plugins are not part of a transcript
         }

@@ -227,7 +227,7 @@ public final class RecognizerNode: GraphNode {
             let n = min(pcm.count, samples.count - offset)
             for i in 0..<n {
                 // libsndfile reads 16-bit files as s / 32768: this gives back the exact samples.
-                let v = (samples[offset + i] * 32768).rounded()
+                let v = (SampleGuard.clean(samples[offset + i]) * 32768).rounded()
                 pcm[i] = v >= 32767 ? .max : v <= -32768 ? .min : Int16(v)
                 chunkSum += v * v
                 chunkFill += 1

@@ -1,4 +1,5 @@
 import CFFTW
+import SpeechGraphCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -255,7 +256,9 @@ public final class VoiceActivityDetector {
         while i < count {
             let take = min(Self.hop - hopFill, count - i)
             for j in 0..<take {
-                let x = samples[i + j]
+                // The graph's sources clean their input; a sample that is still not a number (from a plugin,
+                // say) must not stall the noise estimate.
+                let x = SampleGuard.clean(samples[i + j])
                 history[historyPos] = x
                 historyPos = historyPos + 1 == Self.window ? 0 : historyPos + 1
                 let a = abs(x)

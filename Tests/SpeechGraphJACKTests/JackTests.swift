@@ -257,6 +257,111 @@ import Testing
         // Gaps not reached by a block came after the last one.
         #expect(gaps[gapIndex...].allSatisfy { Int64(($0.start * 48000).rounded()) >= expected })
     }
+    /// Any JACK client can write NaN into our port: a player in this process sends speech with NaN and
+    /// infinite samples in it (from a source of its own: file.input would clean them first).
+    @Test func notANumberFromAJackClientIsConcealedAndTheRunGoesOn() async throws {
+        try server.start()
+        let wav = try speech()
+        let file = try AudioFile(path: wav)
+        var speech = [Float](repeating: 0, count: Int(file.frameCount))
+        _ = try speech.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
+        // A second of silence first (a loaded machine's xruns while the clients start fall on it), then the
+        // sentence with a lone NaN, a run of them and infinities a third of the way in, then silence.
+        var audio = [Float](repeating: 0, count: file.sampleRate) + speech + [Float](repeating: 0, count: 8000)
+        let k = file.sampleRate + speech.count / 3
+        audio[k] = .nan
+        for i in (k + 400)..<(k + 440) { audio[i] = .nan }
+        audio[k + 900] = .infinity
+        audio[k + 901] = -.infinity
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        try registry.register(PoisonedSource.type(audio))
+        let client = "speechgraph-nan-\(getpid())"
+        let spec = try GraphParser.parse(
+            """
+            node player = test.poisoned { rate: \(file.sampleRate) Hz }
+            node speak  = jack.output { port: "play", connect: "\(client):in_1" }
+            node mic    = jack.input { buffer: 10 s }
+            node vad    = vad
+            node asr    = recognizer
+            node out    = collect
+            player     -> speak
+            mic.out    -> vad.in
+            vad.out    -> asr.in
+            vad.events -> asr.control
+            asr        -> out
+            mic.events -> out
+            """, file: "nan.graph", environment: [:])
+        let resources = GraphResources(settings: ["jack.name": client])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        let results = runner.events(of: "asr")
+        runner.start()
+        // A deadline only bounds a hang: the run stops once a final result shows the sentence's last word.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120) { runner.stop() }
+        var finals: [String] = []
+        for await event in results {
+            guard case .result(let t) = event, t.isFinal else { continue }
+            finals.append(t.text)
+            if t.text.contains("evening") { break }
+        }
+        runner.stop()
+        try await runner.wait()
+        let text = finals.joined(separator: " ")
+        #expect(wordErrorRate(reference: sentence, hypothesis: text) <= 0.25, "\(finals)")
+        let events = try #require(runner.node(named: "out") as? EventCollector).events
+        let warnings = events.filter { $0.kind == .warning }
+        #expect(warnings.count == 1, "one warning event, the first time")
+        #expect(warnings.first?.node == "mic")
+        #expect(runner.warnings.count == 1)
+        #expect(runner.warnings.first?.contains("were not a number (NaN or infinite)") == true, "\(runner.warnings)")
+    }
+}
+
+/// A source that plays the samples it was made with, paced like live audio, without cleaning them.
+final class PoisonedSource: SourceNode {
+    static func type(_ samples: [Float]) -> NodeType {
+        NodeType(
+            NodeDescriptor(
+                typeName: "test.poisoned", summary: "", category: .input,
+                ports: [.audioOutput("out", format: .parameters(rate: "rate", channels: "channels"), doc: "")],
+                parameters: [
+                    ParameterDescriptor(
+                        "rate", kind: .quantity(.frequency), default: .number(16000), range: 1000...384_000,
+                        doc: ""),
+                    .integer("channels", default: 1, range: 1...1, doc: ""),
+                ]),
+            maxOutputFrames: { _, _, _ in 1024 },
+            make: { PoisonedSource(samples, rate: Int($0.config.number(of: "rate"))) })
+    }
+
+    let samples: [Float]
+    let rate: Int
+    var emitted = 0
+    var started: Date?
+
+    init(_ samples: [Float], rate: Int) {
+        self.samples = samples
+        self.rate = rate
+    }
+
+    var position: Double { Double(emitted) / Double(rate) }
+
+    func pull(output: NodeOutput) throws -> Bool {
+        guard emitted < samples.count else { return false }
+        let n = min(1024, samples.count - emitted)
+        try samples[emitted..<(emitted + n)].withUnsafeBufferPointer {
+            try output.emit(
+                AudioBlock(
+                    samples: $0, format: AudioFormat(sampleRate: rate, channelCount: 1), startFrame: Int64(emitted)))
+        }
+        emitted += n
+        let start = started ?? Date()
+        started = start
+        let due = start.addingTimeInterval(position).timeIntervalSinceNow
+        if due > 0 { Thread.sleep(forTimeInterval: due) }
+        return true
+    }
 }
 
 /// A sink too slow for live audio: 40 ms per block.

@@ -155,6 +155,45 @@ import Testing
         #expect(gaps.first.map { abs($0.start * 16000 - Double(accepted)) < 1 } == true)
     }
 
+    @Test("pushed NaN and infinite samples: no trap, the text of the clean audio, one warning event")
+    func pushedNonFiniteSamples() throws {
+        let (plain, _, _) = try speech()
+        let file = try AudioFile(path: plain)
+        var samples = [Float](repeating: 0, count: Int(file.frameCount))
+        _ = try samples.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
+        func run(_ audio: [Float]) throws -> (finals: [String], warnings: [GraphEvent], graph: RunningGraph) {
+            let graph = try RunningGraph(
+                plan: Harness.plan(
+                    """
+                    node src = push.input { rate: \(file.sampleRate) Hz, buffer: 60 s }
+                    node asr = recognizer
+                    node out = collect
+                    src -> asr -> out
+                    src.events -> out
+                    """), registry: Harness.registry)
+            let pusher = try #require(graph.input(named: "src"))
+            audio.withUnsafeBufferPointer { _ = pusher.write($0) }
+            pusher.end()
+            try graph.run()
+            let events = try #require(graph.node(named: "out") as? EventCollector).events
+            return (try Self.finals(graph), events.filter { $0.kind == .warning }, graph)
+        }
+        let clean = try run(samples)
+        var poisoned = samples
+        for k in [samples.count / 4, samples.count / 3, samples.count / 2] { poisoned[k] = .nan }
+        poisoned[samples.count / 2 + 3] = .infinity
+        let dirty = try run(poisoned)
+        #expect(clean.warnings.isEmpty && clean.graph.warnings.isEmpty)
+        #expect(dirty.finals == clean.finals)
+        #expect(!clean.finals.joined().isEmpty)
+        #expect(dirty.warnings.count == 1)
+        #expect(dirty.warnings.first?.node == "src")
+        #expect(
+            dirty.graph.warnings == [
+                "node 'src': 4 samples were not a number (NaN or infinite) and were faded out to silence"
+            ])
+    }
+
     @Test("stop() before the end finishes the utterance in flight and ends the event stream")
     func stopEndsStreams() async throws {
         let graph = try RunningGraph(

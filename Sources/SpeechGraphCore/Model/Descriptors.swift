@@ -108,10 +108,13 @@ public struct EventKind: RawRepresentable, Hashable, Sendable, ExpressibleByStri
     public static let gap: EventKind = "gap"
     public static let availability: EventKind = "availability"
     public static let level: EventKind = "level"
+    /// Something about the input worth telling the user that did not stop the graph (samples that were not
+    /// numbers): a ``CustomEvent`` with a `reason` field.
+    public static let warning: EventKind = "warning"
 
     /// The kinds speechgraph itself defines (docs/events.md).
     public static let builtIn: [EventKind] = [
-        .result, .speechStarted, .speechEnded, .speechPaused, .speechResumed, .gap, .availability, .level,
+        .result, .speechStarted, .speechEnded, .speechPaused, .speechResumed, .gap, .availability, .level, .warning,
     ]
     /// Speech activity, as a vad node emits it.
     public static let speechActivity: [EventKind] = [.speechStarted, .speechEnded, .speechPaused, .speechResumed]

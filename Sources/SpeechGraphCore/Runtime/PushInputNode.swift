@@ -106,7 +106,9 @@ public final class PushInputNode: SourceNode {
                 "out", format: .parameters(rate: "rate", channels: "channels"),
                 doc: "The pushed audio, interleaved, at 'rate' with 'channels' channels."),
             .eventOutput(
-                "events", emits: .only([.gap]), doc: "gap events for audio dropped because the graph fell behind."),
+                "events", emits: .only([.gap, .warning]),
+                doc: "gap events for audio dropped because the graph fell behind; a warning event the first "
+                    + "time samples that are not numbers (NaN, infinite) were faded out to silence."),
         ],
         parameters: [
             ParameterDescriptor(
@@ -133,6 +135,7 @@ public final class PushInputNode: SourceNode {
     private var streamFrame: Int64 = 0
     private var readFrames = 0
     private var pendingGap: GapRecord?
+    private var sampleGuard = SampleGuard()
 
     init(_ context: NodeContext) throws {
         // The planner derives it from `rate` and `channels` (the port's format rule).
@@ -184,6 +187,10 @@ public final class PushInputNode: SourceNode {
             pusher.room.post()
             readFrames += n / channels
             budget -= n / channels
+            sampleGuard.clean(UnsafeMutableBufferPointer(rebasing: scratch[0..<n]), channels: channels)
+            if let warning = sampleGuard.firstWarning(node: name, time: Double(streamFrame) / rate) {
+                try output.emit(warning, port: 1)
+            }
             try output.emit(
                 AudioBlock(
                     samples: UnsafeBufferPointer(rebasing: scratch[0..<n]), format: pusher.format,
@@ -194,4 +201,6 @@ public final class PushInputNode: SourceNode {
     }
 
     public func close() { pusher.close() }
+
+    public var warnings: [String] { sampleGuard.warning.map { [$0] } ?? [] }
 }
