@@ -24,8 +24,12 @@ public final class AudioFile {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw SpeechGraphError("\(path): permission denied", parameter: "path")
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
-        if size == 0 { throw SpeechGraphError("\(path): empty file, no audio in it", parameter: "path") }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        // A pipe, a FIFO, /dev/stdin: no size to check, no frame count to trust.
+        let isStream = (attributes?[.type] as? FileAttributeType) != .typeRegular
+        if !isStream && (attributes?[.size] as? Int) == 0 {
+            throw SpeechGraphError("\(path): empty file, no audio in it", parameter: "path")
+        }
         var info = SF_INFO()
         guard let h = sf_open(path, Int32(SFM_READ), &info) else {
             let reason = String(cString: sf_strerror(nil))
@@ -37,6 +41,16 @@ public final class AudioFile {
             handle = nil
             throw SpeechGraphError(
                 "\(path): invalid header (rate \(info.samplerate), \(info.channels) channels)", parameter: "path")
+        }
+        if let problem = AudioFormat.rateProblem(Int(info.samplerate)) {
+            sf_close(h)
+            handle = nil
+            throw SpeechGraphError("\(path): \(problem)", parameter: "path")
+        }
+        if info.frames == 0 && !isStream {
+            sf_close(h)
+            handle = nil
+            throw SpeechGraphError("\(path): no audio in it (a header without samples)", parameter: "path")
         }
         sampleRate = Int(info.samplerate)
         channelCount = Int(info.channels)

@@ -36,6 +36,12 @@ extension SpeechgraphCommand {
         @Flag(help: "At the end, print JACK figures to standard error: overruns, xruns, underruns, callback duration.")
         var stats = false
 
+        func validate() throws {
+            if let duration, !(duration.isFinite && duration > 0 && duration <= 1e9) {
+                throw ValidationError("--duration: a number of seconds greater than 0")
+            }
+        }
+
         func run() throws {
             let registry = BuiltinNodes.registry()
             let status = StatusLine()

@@ -39,6 +39,12 @@ struct SpeechgraphCommand: ParsableCommand {
         subcommands: [Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self])
 
     static func main() {
+        if let bad = unknownShortOption(Array(CommandLine.arguments.dropFirst())) {
+            printError(
+                "speechgraph: error: unknown option '\(bad)' (a file whose name starts with '-': write ./\(bad), "
+                    + "or put it after --)")
+            Glibc.exit(Exit.usage)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -56,6 +62,20 @@ struct SpeechgraphCommand: ParsableCommand {
             Glibc.exit(code == .validationFailure ? Exit.usage : code.rawValue == 1 ? Exit.failure : code.rawValue)
         }
     }
+}
+
+/// The first argument that looks like grouped short flags (`-dash.wav`) before any `--`: speechgraph has no
+/// short option but `-h`, and the parser would read `-dash.wav` as `-d -a -s -h ...` and print the help.
+func unknownShortOption(_ arguments: [String]) -> String? {
+    for argument in arguments {
+        if argument == "--" { return nil }
+        if argument.hasPrefix("-") && !argument.hasPrefix("--") && argument.count > 1 && argument != "-h"
+            && Double(argument) == nil
+        {
+            return argument
+        }
+    }
+    return nil
 }
 
 /// Writes a line to standard error.

@@ -26,13 +26,17 @@ final class StandardInputAudio: @unchecked Sendable {
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
-    /// Reads the WAV header (or takes `rate` and `channels` for raw samples).
-    init(rate: Int?, channels: Int) throws {
+    /// Where the stream is read: standard input (0), or a FIFO or device named on the command line.
+    private let fd: Int32
+
+    /// Reads the WAV header (or takes `rate` and `channels` for raw samples) from `fd`.
+    init(rate: Int?, channels: Int, fd: Int32 = 0) throws {
+        self.fd = fd
         var buffer = [UInt8]()
         func fill(_ count: Int) -> Bool {
             while buffer.count < count {
                 var chunk = [UInt8](repeating: 0, count: max(4096, count - buffer.count))
-                let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { return false }
                 buffer += chunk[0..<n]
@@ -89,7 +93,10 @@ final class StandardInputAudio: @unchecked Sendable {
                 description: "standard input: WAV encoding \(format.tag) with \(format.bits) bits is not "
                     + "supported (16-, 24- or 32-bit PCM, 8-bit PCM, 32-bit float)")
         }
-        guard format.channels >= 1, format.rate >= 1000 else {
+        if let problem = AudioFormat.rateProblem(format.rate) {
+            throw Failure(description: "standard input: \(problem)")
+        }
+        guard format.channels >= 1 else {
             throw Failure(
                 description: "standard input: the WAV header says \(format.channels) channels at \(format.rate) Hz")
         }
@@ -136,7 +143,7 @@ final class StandardInputAudio: @unchecked Sendable {
                 remaining -= whole
             }
             if remaining < frameBytes { return }
-            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return }
             bytes += chunk[0..<n]

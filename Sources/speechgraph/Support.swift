@@ -193,6 +193,23 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
     }
 }
 
+/// A file name as one field of a line (tsv): a tab, newline or carriage return in it is written `\t`, `\n`,
+/// `\r`, and a backslash `\\`, so that every result stays one line of its columns.
+func escapedField(_ text: String) -> String {
+    guard text.contains(where: { "\\\t\n\r".contains($0) }) else { return text }
+    var out = ""
+    for c in text {
+        switch c {
+        case "\\": out += "\\\\"
+        case "\t": out += "\\t"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        default: out.append(c)
+        }
+    }
+    return out
+}
+
 /// The loop of the many-file commands (`transcribe`, `vad`): each file's graph is planned and run in
 /// turn, with progress on a terminal; `handle` reads the finished runner. A file that fails, or warns, is
 /// reported and counted, the others still run; a stop request ends the loop after the file in flight.

@@ -49,6 +49,16 @@ extension SpeechgraphCommand {
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
 
+        /// '-', or a file that is read as a stream, once, as it comes: a FIFO, a device, /dev/stdin on a pipe
+        /// (libsndfile cannot read those by name).
+        static func isStream(_ file: String) -> Bool {
+            if file == "-" { return true }
+            var info = stat()
+            guard stat(file, &info) == 0 else { return false }
+            let type = info.st_mode & S_IFMT
+            return type == S_IFIFO || type == S_IFCHR || type == S_IFSOCK
+        }
+
         /// Long files are cut into utterances by the vad node; short ones are one utterance each.
         static let vadThresholdSeconds = 30.0
 
@@ -66,8 +76,11 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
-            if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("'-' (standard input) can be given once") }
-            if let rate, !(1000...384_000).contains(rate) { throw ValidationError("--rate: 1000 to 384000 Hz") }
+            if files.filter(Self.isStream).count > 1 {
+                throw ValidationError(
+                    "one stream at a time: '-' (standard input), a FIFO or a device can be given once")
+            }
+            if let rate, AudioFormat.rateProblem(rate) != nil { throw ValidationError("--rate: 4000 to 384000 Hz") }
             if !(1...64).contains(channels) { throw ValidationError("--channels: 1 to 64") }
         }
 
@@ -80,9 +93,18 @@ extension SpeechgraphCommand {
             let output = StandardOutput()
             let out = TextOutput.standardOutput(statusLine: status, shared: output)
             var stdin: StandardInputAudio?
-            if files.contains("-") {
+            let stream = files.first(where: Self.isStream)
+            if let stream {
                 do {
-                    stdin = try StandardInputAudio(rate: rate, channels: channels)
+                    var fd: Int32 = 0
+                    if stream != "-" {
+                        fd = open(stream, O_RDONLY | O_CLOEXEC)
+                        if fd < 0 {
+                            printError("speechgraph: error: \(stream): \(String(cString: strerror(errno)))")
+                            throw Reported(code: Exit.failure)
+                        }
+                    }
+                    stdin = try StandardInputAudio(rate: rate, channels: channels, fd: fd)
                 } catch let error as StandardInputAudio.Failure {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)
@@ -90,15 +112,17 @@ extension SpeechgraphCommand {
             }
             try runEachFile(
                 files, registry: registry, signals: signals, output: output, realtime: realtime,
-                plan: { try planner.plan(graph(for: $0, stdin: $0 == "-" ? stdin : nil)) },
+                plan: { try planner.plan(graph(for: $0, stdin: $0 == stream ? stdin : nil)) },
                 started: { file, graph in
-                    if file == "-", let stdin, let pusher = graph.input(named: "src") { stdin.feed(pusher) }
+                    if file == stream, let stdin, let pusher = graph.input(named: "src") { stdin.feed(pusher) }
                 },
                 handle: { file, runner in
                     guard format != .jsonl, let collector = runner.node(named: "out") as? EventCollector else { return }
                     let text = collector.finalResults.map(\.text).filter { !$0.isEmpty }.joined(separator: " ")
                     out.write(
-                        format == .tsv ? "\(file)\t\(text)\n" : files.count > 1 ? "\(file): \(text)\n" : "\(text)\n")
+                        format == .tsv
+                            ? "\(escapedField(file))\t\(text)\n"
+                            : files.count > 1 ? "\(escapedField(file)): \(text)\n" : "\(text)\n")
                     out.flush()
                 })
         }

@@ -67,7 +67,8 @@ extension SpeechgraphCommand {
                             case .speechEnded(_, let time):
                                 guard let s = start else { continue }
                                 out.write(
-                                    String(format: "%.3f\t%.3f", s, time) + (files.count > 1 ? "\t\(file)\n" : "\n"))
+                                    String(format: "%.3f\t%.3f", s, time)
+                                        + (files.count > 1 ? "\t\(escapedField(file))\n" : "\n"))
                                 start = nil
                             default: break
                             }

@@ -59,4 +59,123 @@ import Testing
         #expect(ok.stdout.split(separator: "\n").count == 2, "\(ok.stdout)")
         #expect(r.stdout == ok.stdout)
     }
+
+    func sentence() throws -> String {
+        let wav = dir.path("call.wav")
+        if !FileManager.default.fileExists(atPath: wav) {
+            try TestSpeech.synthesize("please call my mother at seven in the evening", to: wav)
+        }
+        return wav
+    }
+
+    @Test("a file name that starts with a dash is not a group of flags: exit 2; -- and ./ name it")
+    func fileNamesWithADash() throws {
+        let wav = try sentence()
+        try FileManager.default.copyItem(atPath: wav, toPath: dir.path("-dash.wav"))
+        let bin = TestPaths.binary.path
+        func run(_ args: String) throws -> ProcessResult {
+            try Run.process("/bin/bash", ["-c", "cd '\(dir.url.path)' && '\(bin)' \(args)"])
+        }
+        let bad = try run("transcribe -dash.wav")
+        #expect(bad.status == 2, "\(bad.stdout) \(bad.stderr)")
+        #expect(bad.stdout.isEmpty, "no help on standard output")
+        #expect(
+            bad.stderr.contains("unknown option '-dash.wav'") && bad.stderr.contains("./-dash.wav"), "\(bad.stderr)")
+        let among = try run("transcribe call.wav -dash.wav")
+        #expect(among.status == 2 && among.stdout.isEmpty)
+        for args in ["transcribe -- -dash.wav", "transcribe ./-dash.wav", "transcribe call.wav -- -dash.wav"] {
+            let ok = try run(args)
+            #expect(ok.status == 0, "\(args): \(ok.stderr)")
+            #expect(ok.stdout.contains("mother"), "\(args)")
+        }
+    }
+
+    @Test("--duration must be a number of seconds above 0", arguments: ["-1", "nan", "0", "inf", "--", "abc"])
+    func durationIsChecked(value: String) throws {
+        let r = try Run.speechgraph(["run", "--duration", value, "graphs/demo.graph"], timeout: 30)
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+        #expect(!r.signaled)
+    }
+
+    /// A WAV header that says `rate` (the samples of an 8 kHz file).
+    func wav(withRate rate: UInt32) throws -> String {
+        let wav = try sentence()
+        let eight = dir.path("eight.wav")
+        try TestSpeech.sox([wav, "-r", "8000", eight])
+        var data = try Data(contentsOf: URL(fileURLWithPath: eight))
+        let fmt = try #require(data.range(of: Data("fmt ".utf8)))
+        let at = fmt.upperBound + 8
+        withUnsafeBytes(of: rate.littleEndian) { data.replaceSubrange(at..<(at + 4), with: $0) }
+        withUnsafeBytes(of: (rate * 2).littleEndian) { data.replaceSubrange((at + 4)..<(at + 8), with: $0) }
+        let path = dir.path("rate\(rate).wav")
+        try data.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("a header that says 1 Hz (or 1 MHz) is refused before any work, as a file and on standard input")
+    func absurdRatesAreRefused() throws {
+        for rate: UInt32 in [1, 3999, 1_000_000] {
+            let file = try wav(withRate: rate)
+            let r = try Run.speechgraph(["transcribe", file], timeout: 60)
+            #expect(r.status == 1, "\(r.stderr)")
+            #expect(r.stderr.contains("its sample rate, \(rate) Hz, is outside"), "\(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1)
+            let bin = TestPaths.binary.path
+            let piped = try Run.process("/bin/bash", ["-c", "cat '\(file)' | '\(bin)' transcribe -"], timeout: 60)
+            #expect(piped.status == 1, "\(piped.stderr)")
+            #expect(piped.stderr.contains("standard input: its sample rate, \(rate) Hz, is outside"))
+        }
+        let raw = try Run.speechgraph(["transcribe", "--rate", "1", "-"], timeout: 60)
+        #expect(raw.status == 2, "\(raw.stderr)")
+        // 8 kHz itself is fine.
+        let ok = try Run.speechgraph(["transcribe", try wav(withRate: 8000)], timeout: 120)
+        #expect(ok.status == 0, "\(ok.stderr)")
+    }
+
+    @Test("a WAV header with no samples after it is an error, as an empty file is")
+    func headerOnlyWAV() throws {
+        let wav = try sentence()
+        var data = try Data(contentsOf: URL(fileURLWithPath: wav))
+        let marker = try #require(data.range(of: Data("data".utf8)))
+        data = data.prefix(marker.upperBound + 4)
+        withUnsafeBytes(of: UInt32(0).littleEndian) {
+            data.replaceSubrange(marker.upperBound..<(marker.upperBound + 4), with: $0)
+        }
+        withUnsafeBytes(of: UInt32(data.count - 8).littleEndian) { data.replaceSubrange(4..<8, with: $0) }
+        let header = dir.path("header.wav")
+        try data.write(to: URL(fileURLWithPath: header))
+        let r = try Run.speechgraph(["transcribe", header])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("no audio in it"), "\(r.stderr)")
+    }
+
+    @Test("tsv: a newline or tab in a file name is escaped, every result stays one line of two columns")
+    func tsvEscapesFileNames() throws {
+        let odd = dir.path("odd\tname\nhere.wav")
+        try FileManager.default.copyItem(atPath: try sentence(), toPath: odd)
+        let r = try Run.speechgraph(["transcribe", "--format", "tsv", odd, try sentence()])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { $0.split(separator: "\t", omittingEmptySubsequences: false).count == 2 })
+        #expect(lines.first?.hasPrefix(dir.path("odd\\tname\\nhere.wav") + "\t") == true, "\(r.stdout)")
+    }
+
+    @Test("/dev/stdin on a pipe and a FIFO with a writer are read as streams, as '-' is")
+    func pipesByName() throws {
+        let wav = try sentence()
+        let bin = TestPaths.binary.path
+        let file = try Run.speechgraph(["transcribe", wav])
+        #expect(file.status == 0)
+        let stdin = try Run.process("/bin/bash", ["-c", "cat '\(wav)' | '\(bin)' transcribe /dev/stdin"])
+        #expect(stdin.status == 0, "\(stdin.stderr)")
+        #expect(stdin.stdout == file.stdout)
+        let fifo = dir.path("fifo.wav")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let viaFifo = try Run.process(
+            "/bin/bash", ["-c", "cat '\(wav)' > '\(fifo)' & '\(bin)' transcribe '\(fifo)'; wait"])
+        #expect(viaFifo.status == 0, "\(viaFifo.stderr)")
+        #expect(viaFifo.stdout == file.stdout)
+    }
 }

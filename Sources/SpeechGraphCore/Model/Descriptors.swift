@@ -9,6 +9,16 @@ public struct AudioFormat: Hashable, Sendable, CustomStringConvertible {
         self.channelCount = channelCount
     }
 
+    /// The sample rates an input may have: what the converters turn into a recognizer's rate sensibly. A file
+    /// whose header says 1 Hz would otherwise be resampled 16,000 times over, for minutes, on a few bytes.
+    public static let supportedRates: ClosedRange<Int> = 4000...384_000
+
+    /// Why an input at `rate` is refused, or `nil`.
+    public static func rateProblem(_ rate: Int) -> String? {
+        supportedRates.contains(rate)
+            ? nil : "its sample rate, \(rate) Hz, is outside what speechgraph takes (4000 to 384000 Hz)"
+    }
+
     public var description: String {
         "float32 \(sampleRate) Hz \(channelCount == 1 ? "mono" : channelCount == 2 ? "stereo" : "\(channelCount) ch")"
     }

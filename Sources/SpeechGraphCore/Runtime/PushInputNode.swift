@@ -112,7 +112,8 @@ public final class PushInputNode: SourceNode {
         ],
         parameters: [
             ParameterDescriptor(
-                "rate", kind: .quantity(.frequency), default: .number(16000), range: 1000...384_000,
+                "rate", kind: .quantity(.frequency), default: .number(16000),
+                range: Double(AudioFormat.supportedRates.lowerBound)...Double(AudioFormat.supportedRates.upperBound),
                 displayUnit: .kilohertz, doc: "Sample rate of the pushed audio."),
             .integer("channels", default: 1, range: 1...64, doc: "Channels of the pushed audio (interleaved)."),
             .quantity(
