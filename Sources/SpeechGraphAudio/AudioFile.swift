@@ -18,7 +18,10 @@ public final class AudioFile {
         self.path = path
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
-            throw SpeechGraphError("\(path): no such file", parameter: "path")
+            // A directory on the way that cannot be searched hides the file: say so, not "no such file".
+            var info = stat()
+            let reason = stat(path, &info) != 0 && errno != ENOENT ? String(cString: strerror(errno)) : "no such file"
+            throw SpeechGraphError("\(path): \(reason.prefix(1).lowercased() + reason.dropFirst())", parameter: "path")
         }
         if isDir.boolValue { throw SpeechGraphError("\(path): is a directory, not an audio file", parameter: "path") }
         guard FileManager.default.isReadableFile(atPath: path) else {

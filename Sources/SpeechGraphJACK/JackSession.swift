@@ -104,6 +104,8 @@ public final class JackSession: @unchecked Sendable {
     private var lastAttempt = Date.distantPast
     private var xrunsSeen = 0
     private var planningRateMismatch: (Int, Int)?
+    /// The server rate last reported as not ours, while the server stays at it.
+    private var reportedMismatch: Int?
 
     /// Posted after each period that brought input: the graph's wake signal.
     let inputWake: WakeSignal
@@ -374,9 +376,14 @@ public final class JackSession: @unchecked Sendable {
             try? open(initial: false)
             if let (from, to) = planningRateMismatch {
                 planningRateMismatch = nil
-                changes.append(.rateChanged(from: from, to: to))
+                // Said once per rate: the attempts go on every 250 ms until a server at our rate is back.
+                if reportedMismatch != to { changes.append(.rateChanged(from: from, to: to)) }
+                reportedMismatch = to
             }
-            if isAvailable { changes.append(.restored(Date().timeIntervalSince(lostAt ?? Date()))) }
+            if isAvailable {
+                reportedMismatch = nil
+                changes.append(.restored(Date().timeIntervalSince(lostAt ?? Date())))
+            }
         }
         if isAvailable {
             let xruns = notifications.pointee.xruns.load(ordering: .relaxed)

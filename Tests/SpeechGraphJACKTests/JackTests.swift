@@ -170,6 +170,43 @@ import Testing
             })
     }
 
+    /// JACK restarted at another rate: said once (not every 250 ms while the server stays so), and when a
+    /// server at our rate is back, transcription goes on, with the lost audio as a gap.
+    @Test func aServerBackAtAnotherRateIsReportedOnce() throws {
+        try server.start()
+        let out = dir.path("rate.out")
+        let log = dir.path("rate.jsonl")
+        let graph = dir.path("rate.graph")
+        try """
+        node mic    = jack.input { connect: "system:capture_1" }
+        node screen = console
+        node log    = jsonl { path: "\(log)" }
+        mic.events -> screen, log
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let p = try Process.launchSpeechgraph(["run", graph], environment: env, output: out)
+        func waitFor(_ what: (String) -> Bool) {
+            let deadline = Date().addingTimeInterval(120)
+            while !what(contents(out)) && Date() < deadline && p.isRunning { usleep(20_000) }
+        }
+        waitFor { _ in (try? self.server.lsp().contains("speechgraph:in_1")) == true }
+        server.stop()
+        waitFor { $0.contains("recognition not available") }
+        try server.start(rate: 44100, period: 1024)
+        waitFor { $0.contains("came back at 44100 Hz") }
+        // Not a synchronisation: the client retries every 250 ms, so in 2 s it has tried about 8 times more.
+        Thread.sleep(forTimeInterval: 2)
+        server.stop()
+        try server.start()
+        waitFor { $0.contains("-- recognition available") }
+        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
+        let lines = contents(out).split(separator: "\n")
+        #expect(lines.filter { $0.contains("came back at 44100 Hz") }.count == 1, "\(contents(out))")
+        #expect(lines.contains { $0.contains("-- recognition available") })
+        #expect(contents(log).contains(#""type":"gap""#), "the audio lost while no server ran at our rate")
+    }
+
     /// The process callback allocates nothing: every allocation on JACK's process thread is counted
     /// for 10 s of a graph that plays speech out and records it back in, with recognition running.
     @Test func theProcessThreadDoesNotAllocate() throws {

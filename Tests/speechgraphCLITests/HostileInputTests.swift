@@ -178,4 +178,25 @@ import Testing
         #expect(viaFifo.status == 0, "\(viaFifo.stderr)")
         #expect(viaFifo.stdout == file.stdout)
     }
+
+    @Test("a file behind a directory that cannot be searched: permission denied, not 'no such file'")
+    func unsearchableDirectory() throws {
+        let locked = dir.path("locked")
+        try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: try sentence(), toPath: locked + "/call.wav")
+        chmod(dir.url.path, 0o755)
+        chmod(locked, 0)
+        defer { chmod(locked, 0o755) }
+        // root searches any directory: run as nobody then.
+        let bin = TestPaths.binary.path
+        let command = "'\(bin)' transcribe '\(locked)/call.wav' '\(dir.path("absent.wav"))'"
+        let r =
+            getuid() == 0
+            ? try Run.process(
+                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/bash", "-c", command])
+            : try Run.process("/bin/bash", ["-c", command])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("locked/call.wav: permission denied"), "\(r.stderr)")
+        #expect(r.stderr.contains("absent.wav: no such file"), "\(r.stderr)")
+    }
 }
