@@ -108,13 +108,13 @@ func loadPlan(
                 }, at: 0)
         }
         let validated = try planner.validate(spec, overrides: parsedOverrides)
-        for w in validated.warnings { printError(w.description) }
+        printDiagnostics(validated.warnings)
         guard negotiate else { return validated }
         let planned = try planner.negotiate(validated, resources: resources)
         for note in planned.warnings.dropFirst(validated.warnings.count) { printError(note.description) }
         return planned
     } catch let error as GraphError {
-        for d in error.diagnostics { printError(d.description) }
+        printDiagnostics(error.diagnostics)
         let errors = error.diagnostics.filter { $0.severity == .error }.count
         printError("\(errors) error\(errors == 1 ? "" : "s") in \(path)")
         throw Reported(code: Exit.usage)
@@ -190,6 +190,17 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
         return true
     default:
         return false
+    }
+}
+
+/// At most this many diagnostics are printed (a line of 600,000 stray braces would print 50 MB).
+let diagnosticLimit = 100
+
+/// Prints diagnostics, one a line, the first `diagnosticLimit` of them, then how many more there were.
+func printDiagnostics(_ diagnostics: [Diagnostic]) {
+    for d in diagnostics.prefix(diagnosticLimit) { printError(d.description) }
+    if diagnostics.count > diagnosticLimit {
+        printError("... and \(diagnostics.count - diagnosticLimit) more (the first \(diagnosticLimit) are shown)")
     }
 }
 

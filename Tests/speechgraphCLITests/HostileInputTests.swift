@@ -199,4 +199,29 @@ import Testing
         #expect(r.stderr.contains("locked/call.wav: permission denied"), "\(r.stderr)")
         #expect(r.stderr.contains("absent.wav: no such file"), "\(r.stderr)")
     }
+
+    @Test("check: a NUL byte or a terminal escape in a graph file is quoted as an escape, never raw")
+    func controlCharactersInDiagnostics() throws {
+        let graph = dir.path("control.graph")
+        try Data("node a = fi\0le.input { path: \"x\" }\nnode b = \u{1B}[31mred\n".utf8)
+            .write(to: URL(fileURLWithPath: graph))
+        let r = try Run.speechgraph(["check", graph])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains(#"unexpected character '\0'"#), "\(r.stderr)")
+        #expect(r.stderr.contains(#"unexpected character '\u{1B}'"#), "\(r.stderr)")
+        #expect(!r.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" })
+    }
+
+    @Test("check: a line with 600,000 errors prints the first 100 and the count, not 50 MB")
+    func manyErrorsAreCapped() throws {
+        let graph = dir.path("many.graph")
+        try ("node a = " + String(repeating: "} ", count: 600_000) + "\n").write(
+            toFile: graph, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(["check", graph])
+        #expect(r.status == 2)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 102, "\(lines.suffix(3))")
+        #expect(r.stderr.contains("... and 599900 more (the first 100 are shown)"))
+        #expect(lines.last == "600000 errors in \(graph)")
+    }
 }

@@ -37,8 +37,30 @@ public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {
 
     /// `file:line:col: error: message`, the form compilers use, so editors can jump to it.
     public var description: String {
-        if let location { return "\(location): \(severity.rawValue): \(message)" }
-        return "\(severity.rawValue): \(message)"
+        let text = Self.printable(message)
+        if let location { return "\(location): \(severity.rawValue): \(text)" }
+        return "\(severity.rawValue): \(text)"
+    }
+
+    /// `text` with its control characters written as escapes (`\0`, `\u{1B}`): a graph file's NUL byte or
+    /// terminal escape quoted in a message must not reach the terminal raw.
+    public static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar == "\0" {
+                out += "\\0"
+            } else if isControl(scalar) {
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func isControl(_ s: Unicode.Scalar) -> Bool {
+        s.value < 0x20 || (0x7F...0x9F).contains(s.value)
     }
 }
 
