@@ -224,4 +224,27 @@ import Testing
         #expect(r.stderr.contains("... and 599900 more (the first 100 are shown)"))
         #expect(lines.last == "600000 errors in \(graph)")
     }
+
+    @Test("SIGQUIT (Ctrl-\\) quits at once: exit 131, one line, no backtrace")
+    func quitSignal() throws {
+        let wav = try sentence()
+        let long = dir.path("long.wav")
+        try TestSpeech.sox([wav, wav, wav, long])
+        let log = dir.path("quit.jsonl")
+        let r = try Run.speechgraph(
+            ["run", "--realtime", "graphs/demo.graph"], environment: ["DEMO_AUDIO": long, "DEMO_LOG": log],
+            timeout: 120
+        ) { process in
+            // Once it runs (a first volatile result is written), the signal; a deadline only bounds a hang.
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline && process.isRunning
+                && !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains(#""type":"result""#)
+            {
+                usleep(20_000)
+            }
+            kill(process.processIdentifier, SIGQUIT)
+        }
+        #expect(r.status == 131, "\(r.stderr)")
+        #expect(r.stderr == "speechgraph: quit (SIGQUIT): results in flight are lost\n")
+    }
 }

@@ -104,4 +104,57 @@ import Testing
         #expect(r.stderr.contains("cannot write standard output: Broken pipe"), "\(r.stderr)")
         #expect(try finalTexts(log) == expected)
     }
+
+    @Test(
+        "SIGTERM after 25 s of long_clean in real time: exit 0, every final made so far in the file, whole lines",
+        .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
+    func signalAfter25Seconds() throws {
+        let shared = try TestPaths.requireShared()
+        let long = shared.appendingPathComponent("corpus/long/long_clean.wav").path
+        let log = dir.path("long.jsonl")
+        let graph = dir.path("long.graph")
+        try """
+        node src = file.input { path: "\(long)", realtime: true }
+        node vad = vad
+        node asr = recognizer { mode: streaming, final-pass: true }
+        node log = jsonl { path: "\(log)" }
+        src -> vad
+        vad.out -> asr.in
+        vad.events -> asr.control
+        asr -> log
+        vad.events -> log
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        func events() throws -> [[String: Any]] {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return try text.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)")
+            }
+        }
+        var stoppedAt = 0.0
+        let r = try Run.speechgraph(["run", graph], timeout: 180) { process in
+            // 25 s of audio heard: the vad's events carry the audio clock (a deadline only bounds a hang).
+            let deadline = Date().addingTimeInterval(120)
+            while Date() < deadline && process.isRunning {
+                let times = ((try? events()) ?? []).compactMap { $0["time"] as? Double }
+                if let last = times.max(), last >= 25 {
+                    stoppedAt = last
+                    break
+                }
+                usleep(50_000)
+            }
+            kill(process.processIdentifier, SIGTERM)
+        }
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(stoppedAt >= 25)
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.hasSuffix("\n"), "whole lines only")
+        let all = try events()
+        let starts = all.filter { $0["type"] as? String == "speechStarted" }.count
+        let finals = all.filter { $0["type"] as? String == "result" && $0["isFinal"] as? Bool == true }
+        // Each utterance begun has its final result, the one in flight at the stop too.
+        #expect(starts >= 3)
+        #expect(finals.count == starts, "\(starts) utterances, \(finals.count) finals")
+        // (The one in flight may have begun just before the stop, with no word yet.)
+        #expect(finals.dropLast().allSatisfy { !(($0["text"] as? String) ?? "").isEmpty })
+    }
 }
