@@ -14,7 +14,7 @@ DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx poc
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run run-offline test test-fast test-tsan bench docs format lint clean
+.PHONY: deps build run run-offline test test-fast test-tsan fuzz bench docs format lint clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat)
 deps:
@@ -52,11 +52,11 @@ out/demo.wav: scripts/make-demo-audio.sh
 
 ## format: the house style (.swift-format, lines <= 120) on every Swift file; run before each commit
 format:
-	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Fuzz
 
 ## lint: fails when a Swift file is not in the house style (make format fixes it)
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Fuzz
 
 ## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI), after the style check
 test: deps lint
@@ -76,6 +76,11 @@ test-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	TSAN_OPTIONS=ignore_interceptors_accesses=0 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan \
 		--filter "SPSCRing|WakeSignal|ComputeGate|concurrentGraphs|pushedAudio"
+
+## fuzz: libFuzzer over the graph parser and the audio readers, FUZZ_SECONDS (300) each (scripts/fuzz.sh);
+## inputs that add coverage, and any crash, are kept in Tests/Fuzz/ and become regression tests
+fuzz: deps
+	bash scripts/fuzz.sh
 
 ## bench: figures as 'name value unit', one per line
 bench: build

@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -73,3 +74,12 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// `make fuzz` (SPEECHGRAPH_FUZZ=1): libFuzzer targets over the graph language and the audio readers. Built
+// with -sanitize=fuzzer,address for every target (scripts/fuzz.sh); absent from every other build.
+if ProcessInfo.processInfo.environment["SPEECHGRAPH_FUZZ"] == "1" {
+    package.targets += [
+        .executableTarget(name: "fuzz-graph-parser", dependencies: ["SpeechGraph"], path: "Fuzz/GraphParser"),
+        .executableTarget(name: "fuzz-audio-input", dependencies: ["SpeechGraph"], path: "Fuzz/AudioInput"),
+    ]
+}

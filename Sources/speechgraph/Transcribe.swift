@@ -62,7 +62,7 @@ extension SpeechgraphCommand {
         /// Long files are cut into utterances by the vad node; short ones are one utterance each.
         static let vadThresholdSeconds = 30.0
 
-        private func usesVAD(_ file: String, stdin: StandardInputAudio?) -> Bool {
+        private func usesVAD(_ file: String, stdin: WAVStreamReader?) -> Bool {
             switch vad {
             case .on: return true
             case .off: return false
@@ -92,7 +92,7 @@ extension SpeechgraphCommand {
             let signals = SignalHandling(status: status)
             let output = StandardOutput()
             let out = TextOutput.standardOutput(statusLine: status, shared: output)
-            var stdin: StandardInputAudio?
+            var stdin: WAVStreamReader?
             let stream = files.first(where: Self.isStream)
             if let stream {
                 do {
@@ -104,8 +104,8 @@ extension SpeechgraphCommand {
                             throw Reported(code: Exit.failure)
                         }
                     }
-                    stdin = try StandardInputAudio(rate: rate, channels: channels, fd: fd)
-                } catch let error as StandardInputAudio.Failure {
+                    stdin = try WAVStreamReader(rate: rate, channels: channels, fd: fd)
+                } catch let error as WAVStreamReader.Failure {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)
                 }
@@ -127,7 +127,7 @@ extension SpeechgraphCommand {
                 })
         }
 
-        private func graph(for file: String, stdin: StandardInputAudio?) -> GraphSpec {
+        private func graph(for file: String, stdin: WAVStreamReader?) -> GraphSpec {
             // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
             var asr: [(String, ValueLiteral)] = [("mode", .word(mode.rawValue))]
             // Only JSON Lines shows word timings; the other formats skip their cost.

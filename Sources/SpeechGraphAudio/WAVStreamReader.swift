@@ -1,14 +1,14 @@
 import Foundation
-import SpeechGraph
+import SpeechGraphCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Audio on standard input (`speechgraph transcribe -`): a WAV stream (any length, also one whose header
-/// gives no length, as `arecord` and `sox ... -t wav -` write to a pipe), or raw signed 16-bit
-/// little-endian samples when `--rate` is given.
-final class StandardInputAudio: @unchecked Sendable {
+/// Audio read as a stream from a file descriptor (`speechgraph transcribe -`, a FIFO): a WAV stream (any
+/// length, also one whose header gives no length, as `arecord` and `sox ... -t wav -` write to a pipe), or
+/// raw signed 16-bit little-endian samples when a rate is given.
+public final class WAVStreamReader: @unchecked Sendable {
     // @unchecked: `header` and the first buffered bytes are read on the main thread before the feeder
     // thread starts; from then on only the feeder thread reads standard input and `pending`.
     enum Encoding {
@@ -16,21 +16,21 @@ final class StandardInputAudio: @unchecked Sendable {
         case float32
     }
 
-    let sampleRate: Int
-    let channelCount: Int
+    public let sampleRate: Int
+    public let channelCount: Int
     private let encoding: Encoding
     /// Bytes of audio the header announces, when it does (not 0 and not the 0xFFFFFFFF of a stream).
     let dataBytes: Int?
     /// Bytes read past the header.
     private var pending: [UInt8]
 
-    struct Failure: Error, CustomStringConvertible { var description: String }
+    public struct Failure: Error, CustomStringConvertible { public var description: String }
 
     /// Where the stream is read: standard input (0), or a FIFO or device named on the command line.
     private let fd: Int32
 
     /// Reads the WAV header (or takes `rate` and `channels` for raw samples) from `fd`.
-    init(rate: Int?, channels: Int, fd: Int32 = 0) throws {
+    public init(rate: Int?, channels: Int, fd: Int32 = 0) throws {
         self.fd = fd
         var buffer = [UInt8]()
         func fill(_ count: Int) -> Bool {
@@ -108,7 +108,7 @@ final class StandardInputAudio: @unchecked Sendable {
     }
 
     /// Seconds of audio the header announces, when it does.
-    var duration: Double? {
+    public var duration: Double? {
         dataBytes.map { Double($0) / Double(bytesPerSample * channelCount * sampleRate) }
     }
 
@@ -120,7 +120,7 @@ final class StandardInputAudio: @unchecked Sendable {
     }
 
     /// Feeds the rest of standard input into `pusher` on a thread of its own, then ends its stream.
-    func feed(_ pusher: AudioPusher) {
+    public func feed(_ pusher: AudioPusher) {
         let job = self
         let thread = Thread { job.pump(into: pusher) }
         thread.name = "speechgraph stdin"
@@ -129,6 +129,22 @@ final class StandardInputAudio: @unchecked Sendable {
 
     private func pump(into pusher: AudioPusher) {
         defer { pusher.end() }
+        // Stops when the graph has stopped (it takes nothing more).
+        forEachChunk { pusher.write($0, waitForRoom: true) > 0 }
+    }
+
+    /// Reads the rest of the stream here, at most `limit` samples: for tests and the fuzzer.
+    public func readAll(limit: Int = .max) -> [Float] {
+        var all: [Float] = []
+        forEachChunk { chunk in
+            all += chunk.prefix(limit - all.count)
+            return all.count < limit
+        }
+        return all
+    }
+
+    /// Hands the stream's samples on in chunks while `body` returns true.
+    private func forEachChunk(_ body: ([Float]) -> Bool) {
         let frameBytes = bytesPerSample * channelCount
         var remaining = dataBytes ?? Int.max
         var bytes = pending
@@ -138,7 +154,7 @@ final class StandardInputAudio: @unchecked Sendable {
             let whole = min(bytes.count - bytes.count % frameBytes, remaining - remaining % frameBytes)
             if whole > 0 {
                 convert(bytes[0..<whole], into: &samples)
-                if pusher.write(samples, waitForRoom: true) == 0 { return }  // the graph has stopped
+                if !body(samples) { return }
                 bytes.removeFirst(whole)
                 remaining -= whole
             }
