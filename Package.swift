@@ -79,7 +79,10 @@ let package = Package(
 // with -sanitize=fuzzer,address for every target (scripts/fuzz.sh); absent from every other build.
 if ProcessInfo.processInfo.environment["SPEECHGRAPH_FUZZ"] == "1" {
     package.targets += [
-        .executableTarget(name: "fuzz-graph-parser", dependencies: ["SpeechGraph"], path: "Fuzz/GraphParser"),
-        .executableTarget(name: "fuzz-audio-input", dependencies: ["SpeechGraph"], path: "Fuzz/AudioInput"),
+        .target(name: "FuzzSupport", path: "Fuzz/Support"),
+        .executableTarget(
+            name: "fuzz-graph-parser", dependencies: ["SpeechGraph", "FuzzSupport"], path: "Fuzz/GraphParser"),
+        .executableTarget(
+            name: "fuzz-audio-input", dependencies: ["SpeechGraph", "FuzzSupport"], path: "Fuzz/AudioInput"),
     ]
 }

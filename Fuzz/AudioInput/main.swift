@@ -3,6 +3,7 @@
 // `speechgraph transcribe -` reads it). Either gives samples or a clear error, never a trap; what reaches
 // the graph is cleaned of samples that are not numbers. `make fuzz` runs it.
 import Foundation
+import FuzzSupport
 import SpeechGraph
 
 #if canImport(Glibc)
@@ -49,14 +50,4 @@ func fuzzAudioInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-// libFuzzer's driver, called from our own main (SwiftPM gives every executable its own entry point).
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv) { fuzzAudioInput($0, $1) })
+runFuzzer { fuzzAudioInput($0, $1) }

@@ -1,6 +1,7 @@
 // libFuzzer target over the graph language: any bytes, parsed and validated against the built-in node types,
 // must give a graph or located diagnostics, never a trap, a hang or unbounded memory. `make fuzz` runs it.
 import Foundation
+import FuzzSupport
 import SpeechGraph
 
 // libFuzzer calls the target from one thread: one planner for the whole run.
@@ -19,14 +20,4 @@ func fuzzGraphParser(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-// libFuzzer's driver, called from our own main (SwiftPM gives every executable its own entry point).
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv) { fuzzGraphParser($0, $1) })
+runFuzzer { fuzzGraphParser($0, $1) }

@@ -73,6 +73,18 @@ public struct ProcessResult: Sendable {
 }
 
 public enum Run {
+    /// Waits, polling every 20 ms, until `condition` holds or `process` has ended; `seconds` only bounds a
+    /// hang (what the test waits for is the condition, never the time).
+    public static func wait(for process: Process, seconds: Double = 60, until condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline && process.isRunning && !condition() { usleep(20_000) }
+    }
+
+    /// The lines of a file being written (none while it does not exist).
+    public static func lines(of path: String) -> [Substring] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
+    }
+
     /// Runs a program to completion (or `timeout`, then SIGKILL), capturing both streams.
     /// `whileRunning` gets the process once it has started (to send it a signal, say).
     @discardableResult

@@ -247,16 +247,9 @@ import Testing
             ["run", "--realtime", "graphs/demo.graph"], environment: ["DEMO_AUDIO": long, "DEMO_LOG": log],
             timeout: 120
         ) { process in
-            // A deadline only bounds a hang: the signal goes as soon as a volatile result shows "please".
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline && process.isRunning {
-                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                if text.split(separator: "\n").contains(where: {
-                    $0.contains(#""isFinal":false"#) && $0.contains("please")
-                }) {
-                    break
-                }
-                usleep(20_000)
+            // The signal goes as soon as a volatile result shows "please".
+            Run.wait(for: process) {
+                Run.lines(of: log).contains { $0.contains(#""isFinal":false"#) && $0.contains("please") }
             }
             kill(process.processIdentifier, signal)
         }

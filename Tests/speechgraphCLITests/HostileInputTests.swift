@@ -235,13 +235,8 @@ import Testing
             ["run", "--realtime", "graphs/demo.graph"], environment: ["DEMO_AUDIO": long, "DEMO_LOG": log],
             timeout: 120
         ) { process in
-            // Once it runs (a first volatile result is written), the signal; a deadline only bounds a hang.
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline && process.isRunning
-                && !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains(#""type":"result""#)
-            {
-                usleep(20_000)
-            }
+            // Once it runs (a first result is written), the signal.
+            Run.wait(for: process) { Run.lines(of: log).contains { $0.contains(#""type":"result""#) } }
             kill(process.processIdentifier, SIGQUIT)
         }
         #expect(r.status == 131, "\(r.stderr)")
