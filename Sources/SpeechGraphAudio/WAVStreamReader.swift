@@ -9,8 +9,8 @@ import SpeechGraphCore
 /// length, also one whose header gives no length, as `arecord` and `sox ... -t wav -` write to a pipe), or
 /// raw signed 16-bit little-endian samples when a rate is given.
 public final class WAVStreamReader: @unchecked Sendable {
-    // @unchecked: `header` and the first buffered bytes are read on the main thread before the feeder
-    // thread starts; from then on only the feeder thread reads standard input and `pending`.
+    // @unchecked: the header and the first buffered bytes are read on the calling thread before the feeder
+    // thread starts; from then on only the feeder thread reads the stream and `pending`.
     enum Encoding {
         case int(bits: Int)
         case float32
@@ -29,8 +29,9 @@ public final class WAVStreamReader: @unchecked Sendable {
     /// Where the stream is read: standard input (0), or a FIFO or device named on the command line.
     private let fd: Int32
 
-    /// Reads the WAV header (or takes `rate` and `channels` for raw samples) from `fd`.
-    public init(rate: Int?, channels: Int, fd: Int32 = 0) throws {
+    /// Reads the WAV header (or takes `rate` and `channels` for raw samples) from `fd`; errors name the stream
+    /// `name`.
+    public init(rate: Int?, channels: Int, fd: Int32 = 0, name: String = "standard input") throws {
         self.fd = fd
         var buffer = [UInt8]()
         func fill(_ count: Int) -> Bool {
@@ -59,14 +60,14 @@ public final class WAVStreamReader: @unchecked Sendable {
         guard fill(12), buffer[0..<4] == [0x52, 0x49, 0x46, 0x46], buffer[8..<12] == [0x57, 0x41, 0x56, 0x45] else {
             throw Failure(
                 description: buffer.isEmpty
-                    ? "standard input is empty"
-                    : "standard input is not a WAV stream (for raw signed 16-bit samples give --rate)")
+                    ? "\(name) is empty"
+                    : "\(name) is not a WAV stream (for raw signed 16-bit samples give --rate)")
         }
         var offset = 12
         var format: (tag: Int, channels: Int, rate: Int, bits: Int)?
         while true {
             guard fill(offset + 8) else {
-                throw Failure(description: "standard input: the WAV stream ends in its header")
+                throw Failure(description: "\(name): the WAV stream ends in its header")
             }
             let id = String(decoding: buffer[offset..<offset + 4], as: UTF8.self)
             let size = u32(offset + 4)
@@ -75,7 +76,7 @@ public final class WAVStreamReader: @unchecked Sendable {
                 break
             }
             guard size < 1 << 20, fill(offset + 8 + size + (size & 1)) else {
-                throw Failure(description: "standard input: a damaged WAV header (chunk '\(id)')")
+                throw Failure(description: "\(name): a damaged WAV header (chunk '\(id)')")
             }
             if id == "fmt " && size >= 16 {
                 var tag = u16(offset + 8)
@@ -84,21 +85,21 @@ public final class WAVStreamReader: @unchecked Sendable {
             }
             offset += 8 + size + (size & 1)
         }
-        guard let format else { throw Failure(description: "standard input: the WAV stream has no 'fmt ' chunk") }
+        guard let format else { throw Failure(description: "\(name): the WAV stream has no 'fmt ' chunk") }
         switch (format.tag, format.bits) {
         case (1, 8), (1, 16), (1, 24), (1, 32): encoding = .int(bits: format.bits)
         case (3, 32): encoding = .float32
         default:
             throw Failure(
-                description: "standard input: WAV encoding \(format.tag) with \(format.bits) bits is not "
+                description: "\(name): WAV encoding \(format.tag) with \(format.bits) bits is not "
                     + "supported (16-, 24- or 32-bit PCM, 8-bit PCM, 32-bit float)")
         }
         if let problem = AudioFormat.rateProblem(format.rate) {
-            throw Failure(description: "standard input: \(problem)")
+            throw Failure(description: "\(name): \(problem)")
         }
         guard format.channels >= 1 else {
             throw Failure(
-                description: "standard input: the WAV header says \(format.channels) channels at \(format.rate) Hz")
+                description: "\(name): the WAV header says \(format.channels) channels at \(format.rate) Hz")
         }
         sampleRate = format.rate
         channelCount = format.channels
@@ -119,7 +120,7 @@ public final class WAVStreamReader: @unchecked Sendable {
         }
     }
 
-    /// Feeds the rest of standard input into `pusher` on a thread of its own, then ends its stream.
+    /// Feeds the rest of the stream into `pusher` on a thread of its own, then ends its stream.
     public func feed(_ pusher: AudioPusher) {
         let job = self
         let thread = Thread { job.pump(into: pusher) }

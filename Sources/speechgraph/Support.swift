@@ -121,7 +121,7 @@ func loadPlan(
         printDiagnostics(validated.warnings)
         guard negotiate else { return validated }
         let planned = try planner.negotiate(validated, resources: resources)
-        for note in planned.warnings.dropFirst(validated.warnings.count) { printError(note.description) }
+        printDiagnostics(Array(planned.warnings.dropFirst(validated.warnings.count)))
         return planned
     } catch let error as GraphError {
         printDiagnostics(error.diagnostics)

@@ -104,7 +104,8 @@ extension SpeechgraphCommand {
                             throw Reported(code: Exit.failure)
                         }
                     }
-                    stdin = try WAVStreamReader(rate: rate, channels: channels, fd: fd)
+                    stdin = try WAVStreamReader(
+                        rate: rate, channels: channels, fd: fd, name: stream == "-" ? "standard input" : stream)
                 } catch let error as WAVStreamReader.Failure {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)

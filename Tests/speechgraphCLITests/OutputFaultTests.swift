@@ -43,6 +43,16 @@ import Testing
         return path
     }
 
+    /// The graph over `wav` with nothing going wrong: what it prints, and its three final results.
+    func referenceRun(_ wav: String) throws -> (run: ProcessResult, finals: [String]) {
+        let reference = dir.path("reference.jsonl")
+        let ok = try Run.speechgraph(["run", try graph(wav, log: reference)])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        let texts = try finalTexts(reference)
+        #expect(texts.count == 3, "\(texts)")
+        return (ok, texts)
+    }
+
     func finalTexts(_ jsonl: String) throws -> [String] {
         try String(contentsOfFile: jsonl, encoding: .utf8).split(separator: "\n").compactMap { line in
             let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
@@ -68,11 +78,7 @@ import Testing
     @Test("a jsonl sink writing to /dev/full: exit 1, one message naming it, the console transcript complete")
     func fullDiskInAFileSink() throws {
         let wav = try sentences()
-        let reference = dir.path("reference.jsonl")
-        let ok = try Run.speechgraph(["run", try graph(wav, log: reference)])
-        #expect(ok.status == 0, "\(ok.stderr)")
-        let texts = try finalTexts(reference)
-        #expect(texts.count == 3, "\(texts)")
+        let (ok, _) = try referenceRun(wav)
 
         let r = try Run.speechgraph(["run", try graph(wav, log: "/dev/full")])
         #expect(r.status == 1, "\(r.stderr)")
@@ -85,11 +91,7 @@ import Testing
     @Test("run … | head -n 1: the reader goes away, the file sink still gets every result, exit 1")
     func closedPipeOnStandardOutput() throws {
         let wav = try sentences()
-        let reference = dir.path("reference.jsonl")
-        let ok = try Run.speechgraph(["run", try graph(wav, log: reference)])
-        #expect(ok.status == 0, "\(ok.stderr)")
-        let expected = try finalTexts(reference)
-        #expect(expected.count == 3, "\(expected)")
+        let (_, expected) = try referenceRun(wav)
 
         // Played in real time, so that results come after head has read its line and gone.
         let log = dir.path("piped.jsonl")

@@ -3,8 +3,8 @@
 /// One NaN would trap the conversion to 16-bit samples, spread through a resampler's filter, and stall a
 /// voice activity detector's noise estimate for seconds. The sources (file.input, jack.input, push.input)
 /// clean what they read before any node sees it: a NaN or infinite sample is concealed (it fades to silence)
-/// and counted, a finite one larger than `limit` is clamped, and the first time a source replaces samples it says so once
-/// (a `warning` event where it has an event port, and a warning when the run ends).
+/// and counted, a finite one larger than `limit` is clamped, and the first time a source replaces samples it
+/// says so once (a `warning` event where it has an event port, and a warning when the run ends).
 public struct SampleGuard: Sendable {
     /// The largest magnitude passed on: far above full scale (1.0), low enough that energies stay finite.
     public static let limit: Float = 65536

@@ -55,7 +55,7 @@ final class GraphEngine {
         // waits for a decoder. A single one on offline input stays on the graph thread, where the order of
         // every event at the sinks is fixed.
         let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.threading == .worker }
-        let live = nodes.contains { ($0 as? any SourceNode)?.isLive == true }
+        let live = !sources(live: true).isEmpty
         if (costly.count >= 2 || live) && resources.settings["threads"] != "one" {
             for i in costly {
                 let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
@@ -191,6 +191,14 @@ final class GraphEngine {
 
     var warnings: [String] {
         nodes.indices.flatMap { i in nodes[i].warnings.map { "node '\(plan.nodes[i].name)': \($0)" } }
+    }
+
+    /// The source nodes that receive audio on their own time (`live`: JACK ports, pushed inputs), or those that
+    /// read on demand (files), with their indices: what the live and offline drivers pull.
+    func sources(live: Bool) -> [(index: Int, node: any SourceNode)] {
+        nodes.enumerated().compactMap { i, n in
+            (n as? any SourceNode).flatMap { $0.isLive == live ? (i, $0) : nil }
+        }
     }
 
     func node(named name: String) -> (any GraphNode)? {

@@ -215,9 +215,7 @@ struct OfflineDriver {
     init(engine: GraphEngine, realtime: Bool, resources: GraphResources) {
         self.engine = engine
         self.realtime = realtime
-        sources = engine.nodes.enumerated().compactMap { i, n in
-            (n as? any SourceNode).flatMap { $0.isLive ? nil : (i, $0) }
-        }
+        sources = engine.sources(live: false)
         start = monotonicSeconds()
         if realtime && !sources.isEmpty { resources.setAudioEpochIfUnset(Date().timeIntervalSince1970) }
     }
@@ -259,9 +257,7 @@ struct LiveDriver {
     init(engine: GraphEngine, wake: WakeSignal) {
         self.engine = engine
         self.wake = wake
-        sources = engine.nodes.enumerated().compactMap { i, n in
-            (n as? any SourceNode).flatMap { $0.isLive ? (i, $0) : nil }
-        }
+        sources = engine.sources(live: true)
     }
 
     /// - Parameters:
