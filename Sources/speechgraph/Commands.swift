@@ -7,7 +7,7 @@ extension SpeechgraphCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run a graph file until its inputs end or Ctrl-C.",
             discussion: """
-                Offline inputs run as fast as the CPU allows unless --realtime is given. Ctrl-C or SIGTERM \
+                Offline inputs run as fast as the CPU allows unless --realtime is given. Ctrl-C, SIGTERM or SIGHUP \
                 stops the graph: the utterance in flight is finished and every result is written before exit.
                 """)
 

@@ -14,7 +14,8 @@ extension SpeechgraphCommand {
 
                 '-' reads standard input: a WAV stream (as 'arecord -f S16_LE -r 16000' or 'sox FILE -t wav -' \
                 write it), or raw signed 16-bit little-endian samples with --rate. Results come as the audio \
-                arrives: 'arecord -f S16_LE -r 16000 | speechgraph transcribe --format jsonl -' transcribes live.
+                arrives: 'arecord -f S16_LE -r 16000 | speechgraph transcribe --format jsonl -' transcribes live. \
+                A FIFO or /dev/stdin named as a file is read the same way. Rates outside 4 to 384 kHz are refused.
 
                 Formats: text (the transcript; 'file: transcript' for several files), \
                 tsv ('file<TAB>transcript' per file, for wer.py), jsonl (every event, see docs/events.md).
