@@ -14,7 +14,10 @@ DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx poc
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run run-offline test test-fast test-tsan fuzz bench docs format lint clean
+PREFIX ?= /usr/local
+PLUGINS = speechgraph-gate speechgraph-match
+
+.PHONY: deps build plugins install run run-offline run-plugins test test-fast test-tsan fuzz bench docs format lint clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat)
 deps:
@@ -26,9 +29,22 @@ deps:
 	fi
 	@command -v $(SWIFT) >/dev/null || { echo "error: no Swift toolchain on PATH: install Swift 6 from swift.org (Debian does not package it)" >&2; exit 1; }
 
-## build: the release binary at .build/release/speechgraph
+## build: the release binary at .build/release/speechgraph, the example plugins beside it
+## (libspeechgraph-gate.so, libspeechgraph-match.so) and the RealtimeSanitizer runtime `plugin check` preloads
 build: deps
 	$(SWIFT) build $(BUILD_FLAGS) --product speechgraph
+	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/release
+
+## plugins: the example plugins (Plugins/) and libspeechgraph-rtsan.so, in CONFIG_DIR
+CONFIG_DIR ?= .build/release
+plugins:
+	@for p in $(PLUGINS); do $(SWIFT) build $(if $(filter .build/release,$(CONFIG_DIR)),-c release) --product $$p >&2 || exit 1; done
+	bash scripts/build-rtsan.sh $(CONFIG_DIR)/libspeechgraph-rtsan.so
+
+## install: speechgraph, the plugin ABI header and its pkg-config file (speechgraph-plugin), the example plugins
+## in PREFIX/lib/speechgraph/plugins (PREFIX=/usr/local)
+install: build
+	bash scripts/install.sh $(PREFIX) .build/release
 
 ## run: live recognition from JACK. With a JACK server running: graphs/live.graph on it (Ctrl-C stops).
 ## Without one: a private dummy server, and graphs/jack-demo.graph plays the synthesised demo
@@ -41,6 +57,12 @@ run: build out/demo.wav
 		scripts/with-jack.sh $(BIN) run graphs/jack-demo.graph --duration $$(soxi -D out/demo.wav | awk '{ print $$1 + 1.5 }'); \
 	fi
 
+## run-plugins: the two example plugins in graphs: match.graph (Swift: phrases heard in the demo recording)
+run-plugins: build out/demo.wav
+	$(BIN) plugin check .build/release/libspeechgraph-gate.so
+	$(BIN) plugin check .build/release/libspeechgraph-match.so
+	$(BIN) run --plugin-path .build/release graphs/match.graph
+
 ## run-offline: the same demo recording through graphs/demo.graph, as fast as the CPU allows
 run-offline: build out/demo.wav
 	$(BIN) check --plan graphs/demo.graph >&2
@@ -52,15 +74,16 @@ out/demo.wav: scripts/make-demo-audio.sh
 
 ## format: the house style (.swift-format, lines <= 120) on every Swift file; run before each commit
 format:
-	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Fuzz
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Fuzz Plugins
 
 ## lint: fails when a Swift file is not in the house style (make format fixes it)
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Fuzz
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Fuzz Plugins
 
 ## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI), after the style check
 test: deps lint
 	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/debug
 	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
 
 ## test-fast: the tests that need no PocketSphinx model, no JACK server and no corpus (the core: language,

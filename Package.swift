@@ -10,6 +10,11 @@ let package = Package(
         .library(name: "SpeechGraph", targets: ["SpeechGraph"]),
         // For node and plugin authors: the core alone (no C library).
         .library(name: "SpeechGraphCore", targets: ["SpeechGraphCore"]),
+        // For plugins written in Swift: the plugin ABI with a Swift layer, linked into the plugin.
+        .library(name: "SpeechGraphPluginKit", targets: ["SpeechGraphPluginKit"]),
+        // The example plugins (Plugins/), loadable at run time: libspeechgraph-gate.so, libspeechgraph-match.so.
+        .library(name: "speechgraph-gate", type: .dynamic, targets: ["GatePlugin"]),
+        .library(name: "speechgraph-match", type: .dynamic, targets: ["MatchPlugin"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
@@ -36,6 +41,17 @@ let package = Package(
         .target(name: "SpeechGraphJACK", dependencies: ["SpeechGraphCore", "CJack"]),
         // Voice activity detection on FFTW.
         .target(name: "SpeechGraphVAD", dependencies: ["SpeechGraphCore", "CFFTW"]),
+        // The plugin ABI: one C header, speechgraph/plugin.h (installed by `make install`).
+        .target(name: "CSpeechGraphPlugin"),
+        // Plugin loading: search path, validation in a child process, cache, plugin node types.
+        .target(
+            name: "SpeechGraphPlugins", dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSpeechGraphPlugin"]),
+        // For plugins in Swift: the exported ABI version (C) and the Swift layer over the ABI.
+        .target(name: "SpeechGraphPluginABI", dependencies: ["CSpeechGraphPlugin"]),
+        .target(name: "SpeechGraphPluginKit", dependencies: ["CSpeechGraphPlugin", "SpeechGraphPluginABI"]),
+        // The example plugins.
+        .target(name: "GatePlugin", dependencies: ["CSpeechGraphPlugin"], path: "Plugins/gate", publicHeadersPath: "."),
+        .target(name: "MatchPlugin", dependencies: ["SpeechGraphPluginKit"], path: "Plugins/match"),
         // Every built-in node family, registered in one place.
         .target(
             name: "SpeechGraphNodes",
@@ -44,7 +60,7 @@ let package = Package(
                 "SpeechGraphJACK", "SpeechGraphVAD",
             ]),
         // The library product apps depend on.
-        .target(name: "SpeechGraph", dependencies: ["SpeechGraphNodes"]),
+        .target(name: "SpeechGraph", dependencies: ["SpeechGraphNodes", "SpeechGraphPlugins"]),
         // The thin CLI.
         .executableTarget(
             name: "speechgraph",

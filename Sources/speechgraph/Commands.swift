@@ -35,6 +35,7 @@ extension SpeechgraphCommand {
         var exitOnServerLoss = false
         @Flag(help: "At the end, print JACK figures to standard error: overruns, xruns, underruns, callback duration.")
         var stats = false
+        @OptionGroup var plugins: PluginOptions
 
         func validate() throws {
             if let duration, !(duration.isFinite && duration > 0 && duration <= 1e9) {
@@ -43,7 +44,7 @@ extension SpeechgraphCommand {
         }
 
         func run() throws {
-            let registry = BuiltinNodes.registry()
+            let registry = plugins.registry()
             let status = StatusLine()
             var settings = ["jack.name": name]
             if exitOnServerLoss { settings["jack.exitOnServerLoss"] = "1" }
@@ -95,9 +96,10 @@ extension SpeechgraphCommand {
                 "Override a parameter, as node.param=value (repeatable).",
                 valueName: "node.param=value"))
         var overrides: [String] = []
+        @OptionGroup var plugins: PluginOptions
 
         func run() throws {
-            let registry = BuiltinNodes.registry()
+            let registry = plugins.registry()
             let result = try loadPlan(path: graph, overrides: overrides, registry: registry, negotiate: plan)
             if plan {
                 print(result.render(registry: registry), terminator: "")
@@ -112,10 +114,12 @@ extension SpeechgraphCommand {
             abstract: "List node types, or show one type's ports and parameters.")
 
         @Argument(help: "A node type, such as recognizer.") var type: String?
-        @Flag(help: "Print the whole reference as Markdown (docs/nodes.md).") var markdown = false
+        @Flag(help: "Print the reference of the built-in types as Markdown (docs/nodes.md); no plugins.")
+        var markdown = false
+        @OptionGroup var plugins: PluginOptions
 
         func run() throws {
-            let registry = BuiltinNodes.registry()
+            let registry = markdown ? BuiltinNodes.registry() : plugins.registry()
             if markdown {
                 print(NodeReference.markdown(registry), terminator: "")
             } else if let type {

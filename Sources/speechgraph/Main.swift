@@ -37,7 +37,7 @@ struct SpeechgraphCommand: ParsableCommand {
             samples that were not numbers); 2 usage or graph-file error (nothing ran); 131 after SIGQUIT \
             (quit at once).
             """,
-        subcommands: [Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self])
+        subcommands: [Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self, PluginCommand.self])
 
     static func main() {
         if let bad = unknownShortOption(Array(CommandLine.arguments.dropFirst())) {

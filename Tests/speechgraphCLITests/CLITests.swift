@@ -188,8 +188,11 @@ import Testing
         )
         .filter { $0.hasSuffix(".graph") }
         #expect(!graphs.isEmpty)
+        // graphs/match.graph uses the example plugin built beside speechgraph.
+        let plugins = TestPaths.binary.deletingLastPathComponent().path
         for g in graphs {
-            let r = try Run.speechgraph(["check", "graphs/\(g)"])
+            let r = try Run.speechgraph(
+                ["check", "--plugin-path", plugins, "graphs/\(g)"], environment: ["XDG_CACHE_HOME": dir.path("cache")])
             #expect(r.status == 0, "\(g): \(r.stderr)")
         }
         let wav = dir.path("demo.wav")

@@ -458,12 +458,15 @@ public struct NodeDescriptor: Sendable {
     public var threading: ThreadingDomain
     /// Event kinds this type adds to the built-in ones (a plugin's own), with their docs.
     public var eventKinds: [EventKindDescriptor]
+    /// The plugin file the type came from; `nil` for a type built into speechgraph.
+    public var origin: String?
 
     public init(
         typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
         parameters: [ParameterDescriptor], threading: ThreadingDomain = .any,
-        eventKinds: [EventKindDescriptor] = []
+        eventKinds: [EventKindDescriptor] = [], origin: String? = nil
     ) {
+        self.origin = origin
         self.threading = threading
         self.eventKinds = eventKinds
         self.typeName = typeName

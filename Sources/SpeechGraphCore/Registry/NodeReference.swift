@@ -16,6 +16,9 @@ public enum NodeReference {
             lines.append(
                 "  " + t.descriptor.typeName.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
                     + t.descriptor.summary)
+            if let origin = t.descriptor.origin {
+                lines.append("  " + String(repeating: " ", count: width) + "  (plugin: \(origin))")
+            }
         }
         lines.append("")
         lines.append("'speechgraph nodes TYPE' shows a type's ports and parameters.")
@@ -26,6 +29,7 @@ public enum NodeReference {
     public static func detail(_ d: NodeDescriptor) -> String {
         var lines = ["\(d.typeName) (\(d.category.rawValue)): \(d.summary)"]
         if !d.doc.isEmpty { lines += ["", wrap(d.doc, indent: "")] }
+        if let origin = d.origin { lines += ["", "plugin: \(origin)"] }
         lines += ["", "runs on: \(threadingText(d.threading))"]
         lines += ["", "ports:"]
         let width = d.ports.map(\.name.count).max() ?? 0

@@ -1,0 +1,324 @@
+import CSpeechGraphPlugin
+import SpeechGraphCore
+import SpeechGraphSinks
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Opens plugin files in this process when a graph first makes one of their nodes, once per path. One
+/// loader per catalog (no process-wide registry of its own; the dynamic linker's is the process's).
+public final class PluginLoader: Sendable {
+    private let libraries = Mutex<[String: PluginLibrary]>([:])
+
+    public init() {}
+
+    func library(_ path: String) throws -> PluginLibrary {
+        try libraries.withLock { open in
+            if let library = open[path] { return library }
+            let library = try PluginLibrary(path: path)
+            open[path] = library
+            return library
+        }
+    }
+}
+
+extension NodeManifest {
+    /// The node type: its descriptor from the manifest, and a factory that opens the plugin file when the
+    /// first node is made.
+    public func nodeType(path: String, loader: PluginLoader) -> NodeType {
+        let manifest = self
+        return NodeType(descriptor(origin: path)) { context in
+            let library = try loader.library(path)
+            guard let cls = library.nodeClass(manifest.typeName) else {
+                throw SpeechGraphError("plugin \(path) no longer offers node type '\(manifest.typeName)'")
+            }
+            switch manifest.kind {
+            case .audio: return try PluginAudioNode(cls: cls, context: context)
+            case .event: return try PluginEventNode(cls: cls, manifest: manifest, context: context)
+            }
+        }
+    }
+}
+
+/// C strings and values that live as long as one call into a plugin.
+struct CValues: ~Copyable {
+    private var strings: [UnsafeMutablePointer<CChar>] = []
+    private(set) var values: UnsafeMutablePointer<sg_value>
+    let count: Int
+
+    init(_ fields: [(String, ParameterValue)]) {
+        count = fields.count
+        values = .allocate(capacity: max(1, fields.count))
+        for (i, (name, value)) in fields.enumerated() {
+            var v = sg_value()
+            v.name = UnsafePointer(keep(name))
+            switch value {
+            case .number(let n):
+                v.type = UInt32(SG_VALUE_NUMBER.rawValue)
+                v.number = n
+            case .integer(let n):
+                v.type = UInt32(SG_VALUE_INTEGER.rawValue)
+                v.integer = Int64(n)
+                v.number = Double(n)
+            case .boolean(let b):
+                v.type = UInt32(SG_VALUE_BOOLEAN.rawValue)
+                v.integer = b ? 1 : 0
+                v.number = b ? 1 : 0
+            case .string(let s):
+                v.type = UInt32(SG_VALUE_STRING.rawValue)
+                v.string = UnsafePointer(keep(s))
+            }
+            (values + i).initialize(to: v)
+        }
+    }
+
+    mutating func keep(_ s: String) -> UnsafeMutablePointer<CChar> {
+        let p = strdup(s)!
+        strings.append(p)
+        return p
+    }
+
+    deinit {
+        for p in strings { free(p) }
+        values.deallocate()
+    }
+}
+
+/// Reads the values a plugin hands the host back into parameter values.
+func parameterValues(_ values: UnsafePointer<sg_value>?, _ count: UInt32) -> [String: EventValue] {
+    guard let values, count > 0, count <= 256 else { return [:] }
+    var out: [String: EventValue] = [:]
+    for i in 0..<Int(count) {
+        let v = values[i]
+        guard let name = v.name else { continue }
+        let value: EventValue
+        switch v.type {
+        case UInt32(SG_VALUE_INTEGER.rawValue): value = .integer(Int(v.integer))
+        case UInt32(SG_VALUE_BOOLEAN.rawValue): value = .boolean(v.integer != 0)
+        case UInt32(SG_VALUE_STRING.rawValue): value = .string(v.string.map { String(cString: $0) } ?? "")
+        default: value = .number(v.number)
+        }
+        out[String(cString: name)] = value
+    }
+    return out
+}
+
+/// What every plugin node does: make the C instance with its configuration, collect its warnings, free it.
+class PluginNodeBase {
+    let cls: UnsafePointer<sg_node_class>
+    let name: String
+    let host: UnsafeMutablePointer<sg_host>
+    var instance: UnsafeMutableRawPointer?
+    private(set) var collected: [String] = []
+
+    init(cls: UnsafePointer<sg_node_class>, context: NodeContext) throws {
+        self.cls = cls
+        name = context.config.name
+        host = .allocate(capacity: 1)
+        host.initialize(to: sg_host())
+        host.pointee.abi = sg_abi_version(major: UInt32(SG_ABI_MAJOR), minor: UInt32(SG_ABI_MINOR))
+        host.pointee.warn = { context, message in
+            guard let context, let message else { return }
+            let node = Unmanaged<PluginNodeBase>.fromOpaque(context).takeUnretainedValue()
+            let text = String(cString: message)
+            if !node.collected.contains(text), node.collected.count < 100 { node.collected.append(text) }
+        }
+        host.pointee.emit = { context, port, kind, time, fields, count in
+            guard let context else { return -1 }
+            let node = Unmanaged<PluginNodeBase>.fromOpaque(context).takeUnretainedValue()
+            return node.emitted(port: Int(port), kind: kind.map { String(cString: $0) }, time: time, fields, count)
+        }
+        host.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+        let config = CValues(context.config.values.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        var c = sg_config()
+        let nodeName = strdup(name)!
+        defer { free(nodeName) }
+        c.node_name = UnsafePointer(nodeName)
+        c.values = UnsafePointer(config.values)
+        c.value_count = UInt32(config.count)
+        var error = [CChar](repeating: 0, count: 512)
+        guard let create = cls.pointee.create, let made = create(host, &c, &error, error.count) else {
+            host.deallocate()
+            throw SpeechGraphError(
+                "node '\(name)' could not be made: \(Self.sentence(error, or: "its plugin gave no reason"))")
+        }
+        instance = made
+    }
+
+    static func sentence(_ buffer: [CChar], or fallback: String) -> String {
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.isEmpty ? fallback : text
+    }
+
+    /// An event nodes emits through the host; audio nodes cannot.
+    func emitted(port: Int, kind: String?, time: Double, _ fields: UnsafePointer<sg_value>?, _ count: UInt32)
+        -> Int32
+    { -1 }
+
+    var warnings: [String] { collected.map { "node '\(name)': \($0)" } }
+
+    func close() {
+        if let instance { cls.pointee.destroy?(instance) }
+        instance = nil
+    }
+
+    deinit {
+        close()
+        host.deallocate()
+    }
+}
+
+/// An audio node from a plugin (SG_NODE_AUDIO): `process` on every block, into a buffer sized when the
+/// graph was made.
+final class PluginAudioNode: PluginNodeBase, GraphNode {
+    private let outputFormat: AudioFormat
+    private let output: UnsafeMutablePointer<Float>
+    private let maxFrames: Int
+
+    override init(cls: UnsafePointer<sg_node_class>, context: NodeContext) throws {
+        guard let input = context.inputFormats["in"], let out = context.outputFormats["out"] else {
+            throw SpeechGraphError("node '\(context.config.name)' has no audio input connected")
+        }
+        outputFormat = out
+        maxFrames = max(1, context.maxBlockFrames)
+        output = .allocate(capacity: maxFrames * out.channelCount)
+        output.initialize(repeating: 0, count: maxFrames * out.channelCount)
+        try super.init(cls: cls, context: context)
+        var setup = sg_audio_setup(
+            sample_rate: UInt32(input.sampleRate), input_channels: UInt32(input.channelCount),
+            output_channels: UInt32(out.channelCount), max_frames: UInt32(maxFrames))
+        var error = [CChar](repeating: 0, count: 512)
+        if let prepare = cls.pointee.prepare, prepare(instance, &setup, &error, error.count) != 0 {
+            close()
+            throw SpeechGraphError(
+                "node '\(name)' could not be prepared: \(Self.sentence(error, or: "its plugin gave no reason"))")
+        }
+    }
+
+    deinit { output.deallocate() }
+
+    func process(_ block: AudioBlock, port: Int, output next: NodeOutput) throws {
+        guard let process = cls.pointee.process, let base = block.samples.baseAddress else { return }
+        var start = 0
+        let frames = block.frameCount
+        let inChannels = block.format.channelCount
+        while start < frames {
+            let n = min(maxFrames, frames - start)
+            process(instance, base + start * inChannels, output, UInt32(n))
+            try next.emit(
+                AudioBlock(
+                    samples: UnsafeBufferPointer(start: output, count: n * outputFormat.channelCount),
+                    format: outputFormat, startFrame: block.startFrame + Int64(start)))
+            start += n
+        }
+    }
+
+    func discontinuity(port: Int, output: NodeOutput) throws {
+        cls.pointee.reset?(instance)
+        try output.emitDiscontinuity()
+    }
+
+    func finish(output: NodeOutput) throws { cls.pointee.reset?(instance) }
+}
+
+/// An event node from a plugin (SG_NODE_EVENT): events in through `handle_event`, its own events out
+/// through the host's `emit`, on the graph thread.
+final class PluginEventNode: PluginNodeBase, GraphNode {
+    private let outputs: [(name: String, kinds: EventKinds)]
+    private var current: NodeOutput?
+    private var emitError: (any Error)?
+
+    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, context: NodeContext) throws {
+        outputs = manifest.ports.filter { !$0.isInput }.map {
+            ($0.name, $0.eventKinds.map { .only($0.map { EventKind(rawValue: $0) }) } ?? .any)
+        }
+        try super.init(cls: cls, context: context)
+    }
+
+    override func emitted(port: Int, kind: String?, time: Double, _ fields: UnsafePointer<sg_value>?, _ count: UInt32)
+        -> Int32
+    {
+        guard let output = current, let kind, outputs.indices.contains(port),
+            outputs[port].kinds.contains(EventKind(kind))
+        else { return -1 }
+        let event = CustomEvent(
+            kind: EventKind(kind), node: name, time: time.isFinite ? time : nil, fields: parameterValues(fields, count))
+        do { try output.emit(.custom(event), port: port) } catch {
+            emitError = error
+            return -1
+        }
+        return 0
+    }
+
+    func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        guard let handle = cls.pointee.handle_event else { return }
+        var values = CValues(Self.fields(of: event).sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        var e = Self.cEvent(event, json: JSONLines.line(for: event), &values)
+        var error = [CChar](repeating: 0, count: 512)
+        current = output
+        let status = handle(instance, UInt32(port), &e, &error, error.count)
+        current = nil
+        if let emitError {
+            self.emitError = nil
+            throw emitError
+        }
+        if status != 0 {
+            throw SpeechGraphError("node '\(name)' stopped: \(Self.sentence(error, or: "its plugin gave no reason"))")
+        }
+    }
+
+    func finish(output: NodeOutput) throws {
+        current = output
+        cls.pointee.reset?(instance)
+        current = nil
+        if let emitError { throw emitError }
+    }
+
+    /// The event as `sg_event`; its strings live in `values` (which holds its fields).
+    static func cEvent(_ event: GraphEvent, json: String, _ values: inout CValues) -> sg_event {
+        var e = sg_event()
+        e.kind = UnsafePointer(values.keep(event.kind.rawValue))
+        e.node = UnsafePointer(values.keep(event.node))
+        e.time = .nan
+        e.end_time = .nan
+        switch event {
+        case .result(let t):
+            e.time = t.range.start
+            e.end_time = t.range.end
+            e.text = UnsafePointer(values.keep(t.text))
+            e.is_final = t.isFinal ? 1 : 0
+            e.utterance = Int32(clamping: t.utterance)
+        case .speechStarted(_, let time), .speechEnded(_, let time), .speechPaused(_, let time),
+            .speechResumed(_, let time), .level(_, let time, _, _):
+            e.time = time
+        case .gap(_, let range, _):
+            e.time = range.start
+            e.end_time = range.end
+        case .custom(let c):
+            e.time = c.time ?? .nan
+        case .availability: break
+        }
+        e.fields = UnsafePointer(values.values)
+        e.field_count = UInt32(values.count)
+        e.json = UnsafePointer(values.keep(json))
+        return e
+    }
+
+    /// The flat fields of an event, as a C plugin sees them beside its JSON form.
+    static func fields(of event: GraphEvent) -> [String: EventValue] {
+        switch event {
+        case .result(let t):
+            return [
+                "text": .string(t.text), "isFinal": .boolean(t.isFinal), "utterance": .integer(t.utterance),
+                "start": .number(t.range.start), "end": .number(t.range.end),
+            ]
+        case .gap(_, _, let reason): return ["reason": .string(reason)]
+        case .availability(_, let available, let reason):
+            return ["isAvailable": .boolean(available), "reason": .string(reason)]
+        case .custom(let c): return c.fields
+        default: return [:]
+        }
+    }
+}

@@ -1,0 +1,449 @@
+import CSpeechGraphPlugin
+import SpeechGraphCore
+import SpeechGraphSinks
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `speechgraph plugin check`'s checks, run inside the child process that loaded the plugin: every
+/// descriptor, then each node made and run with varying block sizes, rates and hostile input, parameters at
+/// and beyond their range ends, reset and re-prepare, and two instances at once. Each check reports one
+/// line; `run` returns whether all passed.
+public struct PluginValidator {
+    public typealias Report = (_ line: String) -> Void
+    let report: Report
+    /// Announces a check before it runs, so that the parent can name it if the plugin crashes.
+    let starting: Report
+    /// Type names already taken (the built-in node types): a plugin type of the same name is refused.
+    let taken: Set<String>
+    private(set) var failures = 0
+
+    public init(taken: Set<String> = [], report: @escaping Report, starting: @escaping Report) {
+        self.taken = taken
+        self.report = report
+        self.starting = starting
+    }
+
+    public static let blockSizes = [1, 7, 64, 1024, 4096]
+    public static let rates = [8000, 16000, 44100, 48000]
+
+    mutating func check(_ name: String, _ body: () throws -> String?) {
+        starting(name)
+        do {
+            if let problem = try body() {
+                failures += 1
+                report("FAIL \(name): \(problem)")
+            } else {
+                report("PASS \(name)")
+            }
+        } catch {
+            failures += 1
+            report("FAIL \(name): \(error)")
+        }
+    }
+
+    /// Loads `path` in this process and checks it; `false` when any check failed.
+    public mutating func run(path: String) -> Bool {
+        starting("loading the plugin")
+        let library: PluginLibrary
+        let manifest: PluginManifest
+        do {
+            library = try PluginLibrary(path: path)
+            report("PASS ABI version and entry point")
+            manifest = try library.manifest()
+        } catch {
+            report("FAIL loading: \(error)")
+            return false
+        }
+        report("PASS descriptors (\(manifest.nodes.count) node type\(manifest.nodes.count == 1 ? "" : "s"))")
+        report(
+            "info plugin \(manifest.name) \(manifest.version) (ABI \(manifest.abi)): \(manifest.description)")
+        for node in manifest.nodes {
+            let rt = node.realtimeSafe ? ", real-time safe" : ""
+            report("info   \(node.typeName) (\(node.kind.rawValue) node\(rt)): \(node.summary)")
+            for p in node.parameters {
+                report("info     \(p.name): \(p.descriptor.kind.summary) = \(p.descriptor.defaultText)")
+            }
+        }
+        for node in manifest.nodes where taken.contains(node.typeName) {
+            failures += 1
+            report("FAIL \(node.typeName): the type name clashes with the built-in node type '\(node.typeName)'")
+        }
+        for node in manifest.nodes {
+            guard let cls = library.nodeClass(node.typeName) else { continue }
+            switch node.kind {
+            case .audio: checkAudio(node, cls)
+            case .event: checkEvent(node, cls)
+            }
+        }
+        return failures == 0
+    }
+
+    // MARK: Making nodes directly through the C ABI.
+
+    /// The parameters with their defaults, and `overrides`; required ones get a plain value.
+    static func values(_ node: NodeManifest, _ overrides: [String: ParameterValue] = [:]) -> [(String, ParameterValue)]
+    {
+        var out: [String: ParameterValue] = [:]
+        for p in node.parameters {
+            if let v = p.descriptor.defaultValue {
+                out[p.name] = v
+            } else if p.required {
+                switch p.kind {
+                case .string, .choice: out[p.name] = .string(p.choices?.first ?? "hello world")
+                default: out[p.name] = .number(p.min ?? 0)
+                }
+            }
+        }
+        for (k, v) in overrides { out[k] = v }
+        return out.sorted { $0.key < $1.key }
+    }
+
+    final class TestHost {
+        var host = sg_host()
+        var emitted: [String] = []
+        init() {
+            host.abi = sg_abi_version(major: UInt32(SG_ABI_MAJOR), minor: UInt32(SG_ABI_MINOR))
+            host.warn = { _, _ in }
+            host.emit = { context, port, kind, _, _, _ in
+                guard let context, let kind else { return -1 }
+                let me = Unmanaged<TestHost>.fromOpaque(context).takeUnretainedValue()
+                me.emitted.append("\(port):\(String(cString: kind))")
+                return 0
+            }
+        }
+    }
+
+    /// A node made through `create`, or the plugin's reason for refusing.
+    struct Made {
+        var instance: UnsafeMutableRawPointer?
+        var error: String
+    }
+
+    static func create(
+        _ cls: UnsafePointer<sg_node_class>, _ node: NodeManifest, _ host: TestHost,
+        _ values: [(String, ParameterValue)]
+    ) -> Made {
+        let config = CValues(values)
+        var c = sg_config()
+        let name = strdup("check")!
+        defer { free(name) }
+        c.node_name = UnsafePointer(name)
+        c.values = UnsafePointer(config.values)
+        c.value_count = UInt32(config.count)
+        var error = [CChar](repeating: 0, count: 512)
+        host.host.context = Unmanaged.passUnretained(host).toOpaque()
+        let made = withUnsafePointer(to: &host.host) { cls.pointee.create?($0, &c, &error, error.count) }
+        return Made(instance: made, error: PluginNodeBase.sentence(error, or: ""))
+    }
+
+    /// Makes a node with its defaults, prepares it at 16 kHz, runs 1024 frames of silence (or nothing, for an
+    /// event node), resets and destroys it. Refusals are not failures here; crashes are (they end the child).
+    static func smoke(_ node: NodeManifest, _ cls: UnsafePointer<sg_node_class>) {
+        let host = TestHost()
+        let made = create(cls, node, host, values(node))
+        guard let instance = made.instance else { return }
+        if node.kind == .audio {
+            let input = node.ports.first { $0.isAudio && $0.isInput }
+            let output = node.ports.first { $0.isAudio && !$0.isInput }
+            let channels = max(1, input?.channels ?? 1)
+            let outChannels = (output?.channels ?? 0) > 0 ? output!.channels : channels
+            let rate = (input?.rate ?? 0) > 0 ? input!.rate : 16000
+            if prepare(cls, instance, rate: rate, channels: channels, outChannels: outChannels, maxFrames: 1024) == nil
+            {
+                var out: [Float] = []
+                _ = drive(
+                    cls, instance, channels: channels, outChannels: outChannels, block: 1024, frames: 1024,
+                    signal: .silence, output: &out)
+            }
+        }
+        cls.pointee.reset?(instance)
+        cls.pointee.destroy?(instance)
+    }
+
+    // MARK: Audio nodes.
+
+    enum Signal: String, CaseIterable {
+        case silence
+        case noise = "full-scale noise"
+        case hostile = "NaN and infinities"
+        case denormals
+        func fill(_ buffer: UnsafeMutablePointer<Float>, _ count: Int, seed: inout UInt64) {
+            for i in 0..<count {
+                switch self {
+                case .silence: buffer[i] = 0
+                case .noise:
+                    seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                    buffer[i] = Float(Int64(bitPattern: seed) >> 11) / Float(1 << 52)
+                case .hostile: buffer[i] = [Float.nan, .infinity, -.infinity, 1, -1][i % 5]
+                case .denormals: buffer[i] = Float.leastNonzeroMagnitude * Float(i % 7 + 1)
+                }
+            }
+        }
+    }
+
+    /// Runs `frames` frames through `instance` in blocks of `block`; the first problem with the output.
+    static func drive(
+        _ cls: UnsafePointer<sg_node_class>, _ instance: UnsafeMutableRawPointer?, channels: Int,
+        outChannels: Int, block: Int, frames: Int, signal: Signal, output: inout [Float]
+    ) -> String? {
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: block * channels)
+        let out = UnsafeMutablePointer<Float>.allocate(capacity: block * outChannels)
+        defer {
+            input.deallocate()
+            out.deallocate()
+        }
+        var seed: UInt64 = 12345
+        var done = 0
+        output.removeAll(keepingCapacity: true)
+        while done < frames {
+            let n = min(block, frames - done)
+            signal.fill(input, n * channels, seed: &seed)
+            out.initialize(repeating: .nan, count: n * outChannels)
+            cls.pointee.process?(instance, input, out, UInt32(n))
+            for i in 0..<(n * outChannels) {
+                if !out[i].isFinite { return "its output holds \(out[i]) (frame \(done + i / outChannels))" }
+            }
+            output.append(contentsOf: UnsafeBufferPointer(start: out, count: n * outChannels))
+            done += n
+        }
+        return nil
+    }
+
+    static func prepare(
+        _ cls: UnsafePointer<sg_node_class>, _ instance: UnsafeMutableRawPointer?, rate: Int,
+        channels: Int, outChannels: Int, maxFrames: Int
+    ) -> String? {
+        var setup = sg_audio_setup(
+            sample_rate: UInt32(rate), input_channels: UInt32(channels), output_channels: UInt32(outChannels),
+            max_frames: UInt32(maxFrames))
+        var error = [CChar](repeating: 0, count: 512)
+        guard cls.pointee.prepare?(instance, &setup, &error, error.count) == 0 else {
+            return PluginNodeBase.sentence(error, or: "prepare failed without a reason")
+        }
+        return nil
+    }
+
+    mutating func checkAudio(_ node: NodeManifest, _ cls: UnsafePointer<sg_node_class>) {
+        let input = node.ports.first { $0.isAudio && $0.isInput }!
+        let output = node.ports.first { $0.isAudio && !$0.isInput }!
+        let channels = input.channels > 0 ? input.channels : 1
+        let outChannels = output.channels > 0 ? output.channels : channels
+        let rates = input.rate > 0 ? [input.rate] : Self.rates
+        let t = node.typeName
+        let host = TestHost()
+
+        for rate in rates {
+            check(
+                "\(t): \(rate) Hz, blocks of \(Self.blockSizes.map(String.init).joined(separator: ", ")) frames, "
+                    + Signal.allCases.map(\.rawValue).joined(separator: ", ")
+            ) {
+                let made = Self.create(cls, node, host, Self.values(node))
+                guard let instance = made.instance else { return "create refused the defaults: \(made.error)" }
+                defer { cls.pointee.destroy?(instance) }
+                if let p = Self.prepare(
+                    cls, instance, rate: rate, channels: channels, outChannels: outChannels,
+                    maxFrames: 4096)
+                {
+                    return "prepare refused \(rate) Hz: \(p)"
+                }
+                var out: [Float] = []
+                for block in Self.blockSizes {
+                    for signal in Signal.allCases {
+                        if let p = Self.drive(
+                            cls, instance, channels: channels, outChannels: outChannels,
+                            block: block, frames: max(block * 3, rate / 10), signal: signal, output: &out)
+                        {
+                            return "\(signal.rawValue) in blocks of \(block): \(p)"
+                        }
+                    }
+                }
+                return nil
+            }
+        }
+
+        let rate = rates.contains(16000) ? 16000 : rates[0]
+        for p in node.parameters where [.number, .integer, .quantity].contains(p.kind) {
+            let d = p.descriptor
+            guard let range = d.range else { continue }
+            let integer = p.kind == .integer
+            func value(_ v: Double) -> ParameterValue { integer ? .integer(Int(v)) : .number(v) }
+            check("\(t): '\(p.name)' at its range ends (\(d.rangeText ?? ""))") {
+                for end in [range.lowerBound, range.upperBound] {
+                    let made = Self.create(cls, node, host, Self.values(node, [p.name: value(end)]))
+                    guard let instance = made.instance else { return "create refused \(end): \(made.error)" }
+                    defer { cls.pointee.destroy?(instance) }
+                    if let problem = Self.prepare(
+                        cls, instance, rate: rate, channels: channels,
+                        outChannels: outChannels, maxFrames: 1024)
+                    {
+                        return "prepare refused \(end): \(problem)"
+                    }
+                    var out: [Float] = []
+                    if let problem = Self.drive(
+                        cls, instance, channels: channels, outChannels: outChannels,
+                        block: 1024, frames: rate / 4, signal: .noise, output: &out)
+                    {
+                        return "at \(end): \(problem)"
+                    }
+                }
+                return nil
+            }
+            check("\(t): '\(p.name)' beyond its range is refused with a reason, or kept safe") {
+                let span = Swift.max(1, range.upperBound - range.lowerBound)
+                for beyond in [range.lowerBound - span, range.upperBound + span] {
+                    let made = Self.create(cls, node, host, Self.values(node, [p.name: value(beyond)]))
+                    guard let instance = made.instance else {
+                        if made.error.isEmpty { return "create refused \(beyond) without a reason" }
+                        continue
+                    }
+                    defer { cls.pointee.destroy?(instance) }
+                    if Self.prepare(
+                        cls, instance, rate: rate, channels: channels, outChannels: outChannels,
+                        maxFrames: 1024) != nil
+                    {
+                        continue
+                    }
+                    var out: [Float] = []
+                    if let problem = Self.drive(
+                        cls, instance, channels: channels, outChannels: outChannels,
+                        block: 1024, frames: rate / 4, signal: .noise, output: &out)
+                    {
+                        return "at \(beyond): \(problem)"
+                    }
+                }
+                return nil
+            }
+        }
+
+        check("\(t): reset and prepare again at another rate give the same output as a new node") {
+            let made = Self.create(cls, node, host, Self.values(node))
+            guard let instance = made.instance else { return "create refused the defaults: \(made.error)" }
+            defer { cls.pointee.destroy?(instance) }
+            var first: [Float] = []
+            var again: [Float] = []
+            let other = rates.last!
+            for (r, keep) in [(rate, true), (other, false), (rate, false)] {
+                if let p = Self.prepare(
+                    cls, instance, rate: r, channels: channels, outChannels: outChannels,
+                    maxFrames: 1024)
+                {
+                    return "prepare refused \(r) Hz: \(p)"
+                }
+                var out: [Float] = []
+                if let p = Self.drive(
+                    cls, instance, channels: channels, outChannels: outChannels, block: 256,
+                    frames: r / 5, signal: .noise, output: &out)
+                {
+                    return p
+                }
+                cls.pointee.reset?(instance)
+                if keep { first = out } else if r == rate { again = out }
+            }
+            return first == again ? nil : "the output after reset and prepare differs from the first run's"
+        }
+
+        check("\(t): two instances at once keep separate state") {
+            let a = Self.create(cls, node, host, Self.values(node))
+            let b = Self.create(cls, node, host, Self.values(node))
+            defer {
+                if let x = a.instance { cls.pointee.destroy?(x) }
+                if let x = b.instance { cls.pointee.destroy?(x) }
+            }
+            guard let ia = a.instance, let ib = b.instance else { return "create refused a second instance" }
+            for i in [ia, ib] {
+                if let p = Self.prepare(
+                    cls, i, rate: rate, channels: channels, outChannels: outChannels,
+                    maxFrames: 512)
+                {
+                    return p
+                }
+            }
+            // b runs silence in between a's noise blocks; a must give what one instance alone gives.
+            var together: [Float] = []
+            var scratch: [Float] = []
+            var piece: [Float] = []
+            for _ in 0..<8 {
+                _ = Self.drive(
+                    cls, ia, channels: channels, outChannels: outChannels, block: 512, frames: 512,
+                    signal: .noise, output: &piece)
+                together += piece
+                _ = Self.drive(
+                    cls, ib, channels: channels, outChannels: outChannels, block: 512, frames: 512,
+                    signal: .silence, output: &scratch)
+            }
+            // Each block of a starts the noise sequence afresh (drive reseeds): compare with the same pattern.
+            var pattern: [Float] = []
+            let solo2 = Self.create(cls, node, host, Self.values(node))
+            guard let s2 = solo2.instance else { return "create refused a fourth instance" }
+            defer { cls.pointee.destroy?(s2) }
+            _ = Self.prepare(cls, s2, rate: rate, channels: channels, outChannels: outChannels, maxFrames: 512)
+            for _ in 0..<8 {
+                _ = Self.drive(
+                    cls, s2, channels: channels, outChannels: outChannels, block: 512, frames: 512,
+                    signal: .noise, output: &piece)
+                pattern += piece
+            }
+            return together == pattern ? nil : "an instance's output changes when another instance runs"
+        }
+    }
+
+    // MARK: Event nodes.
+
+    mutating func checkEvent(_ node: NodeManifest, _ cls: UnsafePointer<sg_node_class>) {
+        let t = node.typeName
+        let host = TestHost()
+        let inputs = node.ports.filter(\.isInput)
+        let samples: [GraphEvent] = [
+            .speechStarted(node: "vad", time: 0.5),
+            .result(
+                Transcription(
+                    utterance: 1, isFinal: false, range: TimeRange(start: 0.5, end: 1), text: "hello", node: "asr")),
+            .result(
+                Transcription(
+                    utterance: 1, isFinal: true, range: TimeRange(start: 0.5, end: 1.8), text: "hello world",
+                    node: "asr")),
+            .speechEnded(node: "vad", time: 1.9),
+            .gap(node: "mic", range: TimeRange(start: 2, end: 2.1), reason: "overrun"),
+            .custom(CustomEvent(kind: "unknownKind", node: "x", time: 3, fields: ["text": .string("\u{0}\u{1}é")])),
+        ]
+        check("\(t): made with its defaults, fed every event kind its inputs accept, reset, made again") {
+            for round in 0..<2 {
+                let made = Self.create(cls, node, host, Self.values(node))
+                guard let instance = made.instance else { return "create refused the defaults: \(made.error)" }
+                defer { cls.pointee.destroy?(instance) }
+                for (index, port) in inputs.enumerated() {
+                    for event in samples where port.eventKinds.map({ $0.contains(event.kind.rawValue) }) ?? true {
+                        var error = [CChar](repeating: 0, count: 512)
+                        let status = Self.deliver(cls, instance, port: index, event, &error)
+                        if status != 0 && PluginNodeBase.sentence(error, or: "").isEmpty {
+                            return "handle_event failed on \(event.kind) without a reason"
+                        }
+                    }
+                }
+                cls.pointee.reset?(instance)
+                _ = round
+            }
+            return nil
+        }
+        check("\(t): two instances at once") {
+            let a = Self.create(cls, node, host, Self.values(node))
+            let b = Self.create(cls, node, host, Self.values(node))
+            defer {
+                if let x = a.instance { cls.pointee.destroy?(x) }
+                if let x = b.instance { cls.pointee.destroy?(x) }
+            }
+            return a.instance != nil && b.instance != nil ? nil : "create refused a second instance"
+        }
+    }
+
+    static func deliver(
+        _ cls: UnsafePointer<sg_node_class>, _ instance: UnsafeMutableRawPointer, port: Int,
+        _ event: GraphEvent, _ error: inout [CChar]
+    ) -> Int32 {
+        var values = CValues(PluginEventNode.fields(of: event).sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        var e = PluginEventNode.cEvent(event, json: JSONLines.line(for: event), &values)
+        return cls.pointee.handle_event?(instance, UInt32(port), &e, &error, error.count) ?? 0
+    }
+}

@@ -1,0 +1,137 @@
+// A test plugin (PluginTests): an audio pass-through node, `fixture.pass`, and variants that break the rules,
+// each chosen with one -D flag: ABI_MAJOR/ABI_MINOR, NO_ENTRY, BAD_DEFAULT, CLASH, CRASH_IN_CONSTRUCTOR,
+// CRASH_IN_ENTRY, CRASH_IN_CREATE, HANG_IN_ENTRY, MALLOC_IN_PROCESS, LOAD_LOG (appends a line to the file named
+// by $FIXTURE_LOAD_LOG each time the library is loaded).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <speechgraph/plugin.h>
+
+#if defined(ABI_MAJOR)
+SG_EXPORT const sg_abi_version speechgraph_plugin_abi = {ABI_MAJOR, ABI_MINOR};
+#else
+SG_PLUGIN_ABI_VERSION;
+#endif
+
+#ifdef CRASH_IN_CONSTRUCTOR
+__attribute__((constructor)) static void crash_on_load(void) {
+    volatile int *p = NULL;
+    *p = 1;
+}
+#endif
+
+#ifdef LOAD_LOG
+__attribute__((constructor)) static void log_load(void) {
+    const char *path = getenv("FIXTURE_LOAD_LOG");
+    if (!path) return;
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "loaded in %d\n", (int)getpid());
+        fclose(f);
+    }
+}
+#endif
+
+typedef struct pass {
+    float gain;
+    uint32_t channels;
+} pass;
+
+static void *pass_create(const sg_host *host, const sg_config *config, char *error, size_t error_size) {
+    (void)host;
+    (void)error;
+    (void)error_size;
+#ifdef CRASH_IN_CREATE
+    volatile int *p = NULL;
+    *p = 1;
+#endif
+    pass *node = calloc(1, sizeof *node);
+    node->gain = 1;
+    for (uint32_t i = 0; i < config->value_count; i++)
+        if (strcmp(config->values[i].name, "gain") == 0) node->gain = (float)config->values[i].number;
+    return node;
+}
+
+static int pass_prepare(void *node, const sg_audio_setup *setup, char *error, size_t error_size) {
+    (void)error;
+    (void)error_size;
+    ((pass *)node)->channels = setup->input_channels;
+    return 0;
+}
+
+static void pass_process(void *node, const float *input, float *output, uint32_t frames) SG_NONBLOCKING {
+    pass *p = node;
+#ifdef MALLOC_IN_PROCESS
+    void *volatile scratch = malloc(64);
+    free(scratch);
+#endif
+    for (uint32_t i = 0; i < frames * p->channels; i++) {
+        float x = input[i] * p->gain;
+        output[i] = x == x && x < 1e30f && x > -1e30f ? x : 0;
+    }
+}
+
+static void pass_destroy(void *node) { free(node); }
+
+static const sg_port_descriptor ports[] = {
+    {.name = "in", .direction = SG_PORT_INPUT, .kind = SG_PORT_AUDIO, .required = 1, .doc = "Audio."},
+    {.name = "out", .direction = SG_PORT_OUTPUT, .kind = SG_PORT_AUDIO, .format_of = "in", .doc = "The same audio."},
+};
+
+static const sg_param_descriptor params[] = {
+#ifdef BAD_DEFAULT
+    {.name = "gain", .type = SG_PARAM_NUMBER, .number_default = 5, .min = 0, .max = 2, .doc = "Gain."},
+#else
+    {.name = "gain", .type = SG_PARAM_NUMBER, .number_default = 1, .min = 0, .max = 2, .doc = "Gain."},
+#endif
+};
+
+static const sg_node_descriptor descriptor = {
+#ifdef CLASH
+    .type_name = "vad",
+#else
+    .type_name = "fixture.pass",
+#endif
+    .summary = "Passes audio through, times a gain (a test plugin).",
+    .doc = "",
+    .kind = SG_NODE_AUDIO,
+    .category = SG_CATEGORY_CONVERTER,
+    .flags = SG_NODE_REALTIME_SAFE,
+    .ports = ports,
+    .port_count = 2,
+    .params = params,
+    .param_count = 1,
+};
+
+static const sg_node_class pass_class = {
+    .descriptor = &descriptor,
+    .create = pass_create,
+    .prepare = pass_prepare,
+    .process = pass_process,
+    .destroy = pass_destroy,
+};
+
+static const sg_node_class *const classes[] = {&pass_class};
+
+static const sg_plugin plugin = {
+    .name = "fixture",
+    .version = "0.1",
+    .description = "A test plugin.",
+    .node_classes = classes,
+    .node_class_count = 1,
+};
+
+#ifndef NO_ENTRY
+SG_EXTERN_C SG_EXPORT const sg_plugin *speechgraph_plugin_entry(void) {
+#ifdef CRASH_IN_ENTRY
+    volatile int *p = NULL;
+    *p = 1;
+#endif
+#ifdef HANG_IN_ENTRY
+    sleep(30);
+#endif
+    return &plugin;
+}
+#endif

@@ -1,0 +1,303 @@
+import Foundation
+import SpeechGraph
+import SpeechGraphTestSupport
+import Testing
+
+/// Plugins as a user meets them: built out of tree against the installed header, found on the search path,
+/// validated in a child process and cached, refused with a message, checked by `plugin check`.
+@Suite struct PluginTests {
+    let dir = TemporaryDirectory()
+    static let fixture = TestPaths.packageRoot.appendingPathComponent("Tests/PluginFixtures/fixture.c").path
+    static let built = TestPaths.binary.deletingLastPathComponent()
+
+    /// Each test's own cache and plugin directory (unique paths; nothing shared between tests).
+    var environment: [String: String] {
+        ["XDG_CACHE_HOME": dir.path("cache"), "SPEECHGRAPH_PLUGIN_PATH": dir.path("plugins"), "HOME": dir.path("home")]
+    }
+
+    /// The header and pkg-config file as `make install` puts them, in a temporary prefix.
+    func installedCFlags() throws -> [String] {
+        let prefix = dir.path("prefix")
+        let install = try Run.process(
+            "/bin/bash",
+            [TestPaths.packageRoot.appendingPathComponent("scripts/install.sh").path, "--dev-only", prefix])
+        try #require(install.status == 0, "\(install.stderr)")
+        let flags = try Run.process(
+            "/usr/bin/pkg-config", ["--cflags", "speechgraph-plugin"],
+            environment: ["PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
+        try #require(flags.status == 0, "\(flags.stderr)")
+        let cflags = flags.stdout.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(cflags.contains("-I\(prefix)/include"))
+        return cflags.filter { !$0.isEmpty }
+    }
+
+    /// Compiles `source` with `defines` into the plugin directory (or `into`) as `name`.
+    @discardableResult
+    func compile(_ source: String, _ name: String, defines: [String] = [], flags: [String] = [], into: String? = nil)
+        throws -> String
+    {
+        let out = (into ?? dir.path("plugins")) + "/" + name
+        try FileManager.default.createDirectory(
+            atPath: (out as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let result = try Run.process(
+            "/usr/bin/env",
+            ["clang", "-shared", "-fPIC", "-O2"] + (try installedCFlags()) + flags + defines.map { "-D\($0)" } + [
+                source, "-o", out, "-lm",
+            ])
+        try #require(result.status == 0, "\(result.stderr)")
+        return out
+    }
+
+    func speechgraph(_ arguments: [String], extra: [String: String] = [:]) throws -> ProcessResult {
+        try Run.speechgraph(arguments, environment: environment.merging(extra) { $1 })
+    }
+
+    @Test("the gate, built out of tree with the installed header and pkg-config, runs in a graph over real speech")
+    func outOfTreeGate() throws {
+        let shared = try TestPaths.requireShared()
+        let source = dir.path("src/gate.c")
+        try FileManager.default.createDirectory(atPath: dir.path("src"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: TestPaths.packageRoot.appendingPathComponent("Plugins/gate/gate.c").path, toPath: source)
+        let plugin = try compile(source, "gate.so")
+
+        let listed = try speechgraph(["nodes"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("gate") && listed.stdout.contains("(plugin: \(plugin))"), "\(listed.stdout)")
+
+        // Real speech: the first utterance of the corpus, with and without the gate.
+        let manifest = try String(
+            contentsOf: shared.appendingPathComponent("corpus/real/manifest.tsv"), encoding: .utf8)
+        let row = try #require(manifest.split(separator: "\n").dropFirst().first).split(separator: "\t")
+        let wav = shared.appendingPathComponent("corpus/real/\(row[0])").path
+        let reference = String(row[1])
+        func transcript(gate: Bool) throws -> String {
+            let graph = dir.path("speech-\(gate).graph")
+            try """
+            node speech = file.input { path: "\(wav)" }
+            \(gate ? "node g = gate { threshold: -50 dB }" : "")
+            node vad = vad
+            node asr = recognizer { mode: utterance }
+            node screen = console { timestamps: false }
+            \(gate ? "speech -> g\ng.out -> vad.in" : "speech.out -> vad.in")
+            vad.out -> asr.in
+            vad.events -> asr.control
+            asr -> screen
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+            let run = try speechgraph(["run", graph])
+            #expect(run.status == 0, "\(run.stderr)")
+            return run.stdout.split(separator: "\n").joined(separator: " ")
+        }
+        let gated = try transcript(gate: true)
+        let plain = try transcript(gate: false)
+        let words = Double(reference.split(separator: " ").count)
+        #expect(!gated.isEmpty)
+        // The gate lets speech through: at most one word worse than the same graph without it.
+        #expect(
+            wordErrorRate(reference: reference, hypothesis: gated)
+                <= wordErrorRate(reference: reference, hypothesis: plain) + 1 / words + 1e-9, "\(gated) | \(plain)")
+    }
+
+    @Test("the gate silences what stays below its threshold and passes what goes above it")
+    func gateSilences() throws {
+        let plugin = try compile(TestPaths.packageRoot.appendingPathComponent("Plugins/gate/gate.c").path, "gate.so")
+        _ = plugin
+        // 1 s of noise at -60 dBFS, then 1 s of a tone at -10 dBFS.
+        let input = dir.path("in.wav")
+        try TestSpeech.sox([
+            "-n", "-r", "16000", "-c", "1", "-b", "16", dir.path("noise.wav"), "synth", "1", "whitenoise", "vol",
+            "0.001",
+        ])
+        try TestSpeech.sox([
+            "-n", "-r", "16000", "-c", "1", "-b", "16", dir.path("tone.wav"), "synth", "1", "sine", "440", "vol",
+            "0.316",
+        ])
+        try TestSpeech.sox([dir.path("noise.wav"), dir.path("tone.wav"), input])
+        let graph = dir.path("gate.graph")
+        let output = dir.path("out.wav")
+        try """
+        node speech = file.input { path: "\(input)" }
+        node g = gate { threshold: -30 dB, attack: 1 ms }
+        node rec = tap.record { path: "\(output)" }
+        speech -> g -> rec
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try speechgraph(["run", graph])
+        #expect(run.status == 0, "\(run.stderr)")
+        func peak(_ start: Double, _ length: Double) throws -> Double {
+            let stat = try Run.process("/usr/bin/sox", [output, "-n", "trim", "\(start)", "\(length)", "stat"])
+            let line = try #require(stat.stderr.split(separator: "\n").first { $0.hasPrefix("Maximum amplitude") })
+            return try #require(Double(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)))
+        }
+        #expect(try peak(0.3, 0.6) < 1e-5)  // the noise: below -100 dBFS
+        #expect(try peak(1.1, 0.8) > 0.3)  // the tone: through
+    }
+
+    @Test("the Swift example (match) hears its phrases in graphs/match.graph, and both examples pass plugin check")
+    func matchExample() throws {
+        let speech = dir.path("speech.wav")
+        try TestSpeech.synthesize("good morning please call my mother at seven", to: speech)
+        let log = dir.path("match.jsonl")
+        let run = try Run.speechgraph(
+            ["run", "--plugin-path", Self.built.path, "graphs/match.graph"],
+            environment: ["DEMO_AUDIO": speech, "MATCH_LOG": log, "XDG_CACHE_HOME": dir.path("cache")])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("match: heard 'call my mother'"), "\(run.stderr)")
+        let events = Run.lines(of: log)
+        #expect(events.count == 1, "\(events)")
+        #expect(events.first?.contains(#""type":"phraseHeard""#) == true)
+        #expect(events.first?.contains(#""phrase":"call my mother""#) == true)
+        for example in ["gate", "match"] {
+            let check = try speechgraph(["plugin", "check", Self.built.path + "/libspeechgraph-\(example).so"])
+            #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+            #expect(check.stdout.contains("PASS") && !check.stdout.contains("FAIL"), "\(check.stdout)")
+        }
+    }
+
+    /// A refused plugin: `plugin check` fails with `message`, `nodes` and `run` still work and name it once.
+    func expectRefused(
+        _ defines: [String], _ message: String, check checkMessage: String? = nil,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) throws {
+        let plugin = try compile(Self.fixture, "bad.so", defines: defines)
+        let check = try speechgraph(["plugin", "check", plugin])
+        #expect(check.status == 1, "\(check.stdout)", sourceLocation: sourceLocation)
+        #expect(
+            (check.stdout + check.stderr).contains(checkMessage ?? message), "\(check.stdout)",
+            sourceLocation: sourceLocation)
+        let nodes = try speechgraph(["nodes"])
+        #expect(nodes.status == 0, "\(nodes.stderr)", sourceLocation: sourceLocation)
+        #expect(nodes.stdout.contains("recognizer"), sourceLocation: sourceLocation)
+        let warnings = nodes.stderr.split(separator: "\n").filter { $0.contains("plugin \(plugin) skipped") }
+        #expect(warnings.count == 1, "\(nodes.stderr)", sourceLocation: sourceLocation)
+        #expect(warnings.first?.contains(message) == true, "\(nodes.stderr)", sourceLocation: sourceLocation)
+        // A graph that names its type: the type is unknown, and the warning says why.
+        let graph = dir.path("uses.graph")
+        try """
+        node tone = file.input { path: "\(dir.path("none.wav"))" }
+        node p = fixture.pass
+        node rec = tap.record { path: "\(dir.path("x.wav"))" }
+        tone -> p -> rec
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let uses = try speechgraph(["check", graph])
+        #expect(uses.status == 2, sourceLocation: sourceLocation)
+        #expect(
+            uses.stderr.contains("unknown node type 'fixture.pass'"), "\(uses.stderr)", sourceLocation: sourceLocation)
+        #expect(uses.stderr.contains(message), sourceLocation: sourceLocation)
+    }
+
+    @Test("a plugin built for another major ABI, or a newer minor, is refused before any of its code runs")
+    func abiMismatch() throws {
+        try expectRefused(["ABI_MAJOR=2", "ABI_MINOR=0", "CRASH_IN_ENTRY"], "built for plugin ABI 2.0")
+        try expectRefused(["ABI_MAJOR=1", "ABI_MINOR=99", "CRASH_IN_ENTRY"], "minor version is newer")
+    }
+
+    @Test("a missing entry point, and a descriptor that does not validate, are refused")
+    func badEntryAndDescriptor() throws {
+        try expectRefused(["NO_ENTRY"], "exports no entry point 'speechgraph_plugin_entry'")
+        try expectRefused(["BAD_DEFAULT"], "parameter 'gain''s default 5.0 is outside its range")
+    }
+
+    @Test("a plugin that crashes while loading, in its entry point or in a node's constructor, or hangs, is skipped")
+    func crashesAndHangs() throws {
+        try expectRefused(["CRASH_IN_CONSTRUCTOR"], "crashed while loading (Segmentation fault)")
+        try expectRefused(["CRASH_IN_ENTRY"], "crashed while loading (Segmentation fault)")
+        try expectRefused(
+            ["CRASH_IN_CREATE"], "crashed while loading (Segmentation fault)",
+            check: "fixture.pass: 8000 Hz, blocks of 1, 7, 64, 1024, 4096 frames, silence, full-scale noise, NaN and "
+                + "infinities, denormals: it crashed (Segmentation fault)")
+        try expectRefused(["HANG_IN_ENTRY"], "hung while loading")
+        // A graph without plugin nodes still runs beside the crashing plugin.
+        let speech = dir.path("s.wav")
+        try TestSpeech.synthesize("good morning", to: speech)
+        let run = try speechgraph(["transcribe", speech])
+        #expect(run.status == 0 && run.stdout.contains("good morning"), "\(run.stderr)")
+    }
+
+    @Test("a node type that clashes with a built-in one is refused")
+    func clash() throws {
+        let plugin = try compile(Self.fixture, "clash.so", defines: ["CLASH"])
+        let check = try speechgraph(["plugin", "check", plugin])
+        #expect(check.status == 1)
+        #expect(check.stdout.contains("FAIL vad: the type name clashes with the built-in node type 'vad'"))
+        let nodes = try speechgraph(["nodes", "vad"])
+        #expect(nodes.status == 0)
+        #expect(!nodes.stdout.contains("plugin:"), "the built-in vad stays")
+        #expect(nodes.stderr.contains("node type 'vad' clashes with the built-in node type of that name"))
+    }
+
+    @Test("a plugin file, or a directory above it, that other users can write to is not loaded")
+    func permissions() throws {
+        let plugin = try compile(Self.fixture, "open.so", defines: ["LOAD_LOG"])
+        let loads = dir.path("loads.log")
+        chmod(plugin, 0o757)
+        var nodes = try speechgraph(["nodes"], extra: ["FIXTURE_LOAD_LOG": loads])
+        #expect(nodes.stderr.contains("the file can be written by any user"), "\(nodes.stderr)")
+        let check = try speechgraph(["plugin", "check", plugin])
+        #expect(check.status == 1 && check.stdout.contains("FAIL permissions: the file can be written by any user"))
+        chmod(plugin, 0o755)
+        chmod(dir.path("plugins"), 0o777)
+        nodes = try speechgraph(["nodes"], extra: ["FIXTURE_LOAD_LOG": loads])
+        #expect(
+            nodes.stderr.contains("its directory \(dir.path("plugins")) can be written by any user"), "\(nodes.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: loads), "the plugin's code never ran")
+        chmod(dir.path("plugins"), 0o755)
+        nodes = try speechgraph(["nodes"], extra: ["FIXTURE_LOAD_LOG": loads])
+        #expect(nodes.stdout.contains("fixture.pass"), "\(nodes.stderr)")
+    }
+
+    @Test("a plugin is validated once in a child process and cached until its file changes")
+    func cache() throws {
+        let plugin = try compile(Self.fixture, "counted.so", defines: ["LOAD_LOG"])
+        let loads = dir.path("loads.log")
+        let extra = ["FIXTURE_LOAD_LOG": loads]
+        for _ in 0..<3 {
+            let nodes = try speechgraph(["nodes"], extra: extra)
+            #expect(nodes.status == 0 && nodes.stdout.contains("fixture.pass"), "\(nodes.stderr)")
+        }
+        var lines = Run.lines(of: loads)
+        #expect(lines.count == 1, "loaded once, in the child: \(lines)")
+        // A change of the file (its modification time) validates it again.
+        let later = Date().addingTimeInterval(5)
+        try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: plugin)
+        _ = try speechgraph(["nodes"], extra: extra)
+        lines = Run.lines(of: loads)
+        #expect(lines.count == 2, "\(lines)")
+        // A graph that uses it loads it in the running process too, and runs it.
+        let input = dir.path("tone.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", input, "synth", "0.5", "sine", "440", "vol", "0.5"])
+        let graph = dir.path("pass.graph")
+        try """
+        node tone = file.input { path: "\(input)" }
+        node p = fixture.pass { gain: 0.5 }
+        node rec = tap.record { path: "\(dir.path("x.wav"))" }
+        tone -> p -> rec
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try speechgraph(["run", graph], extra: extra)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Run.lines(of: loads).count == 3)
+        #expect(FileManager.default.fileExists(atPath: dir.path("x.wav")))
+    }
+
+    @Test(
+        "RealtimeSanitizer: the gate built with -fsanitize=realtime passes; a node that calls malloc in process fails")
+    func realtimeSanitizer() throws {
+        let gate = try compile(
+            TestPaths.packageRoot.appendingPathComponent("Plugins/gate/gate.c").path, "gate-rt.so",
+            flags: ["-fsanitize=realtime"], into: dir.path("rt"))
+        let good = try speechgraph(["plugin", "check", gate])
+        #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
+        #expect(good.stdout.contains("real-time rules: checked by RealtimeSanitizer"), "\(good.stdout)")
+        let bad = try compile(
+            Self.fixture, "malloc-rt.so", defines: ["MALLOC_IN_PROCESS"], flags: ["-fsanitize=realtime"],
+            into: dir.path("rt"))
+        let caught = try speechgraph(["plugin", "check", bad])
+        #expect(caught.status == 1)
+        #expect(
+            caught.stdout.contains("RealtimeSanitizer: Intercepted call to real-time unsafe function `malloc`"),
+            "\(caught.stdout) \(caught.stderr)")
+        // Without the sanitizer the same plugin passes: only RealtimeSanitizer sees the malloc.
+        let plain = try compile(Self.fixture, "malloc.so", defines: ["MALLOC_IN_PROCESS"], into: dir.path("rt"))
+        let unchecked = try speechgraph(["plugin", "check", plain])
+        #expect(unchecked.status == 0 && unchecked.stdout.contains("real-time rules: not checked"))
+    }
+}
