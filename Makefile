@@ -39,7 +39,7 @@ build: deps
 CONFIG_DIR ?= .build/release
 plugins:
 	@for p in $(PLUGINS); do $(SWIFT) build $(if $(filter .build/release,$(CONFIG_DIR)),-c release) --product $$p >&2 || exit 1; done
-	bash scripts/build-rtsan.sh $(CONFIG_DIR)/libspeechgraph-rtsan.so
+	bash scripts/build-rtsan.sh $(CONFIG_DIR)/rtsan/libspeechgraph-rtsan.so
 
 ## install: speechgraph, the plugin ABI header and its pkg-config file (speechgraph-plugin), the example plugins
 ## in PREFIX/lib/speechgraph/plugins (PREFIX=/usr/local)

@@ -69,7 +69,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Load figures for `make bench` (scripts/bench-streams.sh): not a product, nothing installs it.
-        .executableTarget(name: "speechgraph-bench", dependencies: ["SpeechGraph"]),
+        .executableTarget(name: "speechgraph-bench", dependencies: ["SpeechGraph", "CBenchGate"]),
+        // The gate example compiled in, for the bench's plugin-against-built-in figure.
+        .target(name: "CBenchGate", dependencies: ["CSpeechGraphPlugin"]),
 
         .testTarget(
             name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
@@ -78,7 +80,7 @@ let package = Package(
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
         .testTarget(
             name: "SpeechGraphJACKTests",
-            dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CMallocCounter"]),
+            dependencies: ["SpeechGraphNodes", "SpeechGraphPlugins", "SpeechGraphTestSupport", "CMallocCounter"]),
         .testTarget(name: "SpeechGraphVADTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
         // Helpers shared by the end-to-end tests: synthesised speech, processes, word error rate.
         .target(

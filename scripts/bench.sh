@@ -114,3 +114,6 @@ BIN=$BIN SHARED=$SHARED bash scripts/bench-latency.sh
 # Load: the CPU of one real-time stream against the same graph offline, and how many real-time streams
 # the machine holds at end-to-final p95 <= 400 ms, with and without final-pass (issue 10).
 SHARED=$SHARED bash scripts/bench-streams.sh
+
+# Plugins (issue 12): the gate as a plugin against the same gate built in, and the cost of 20 cached plugins.
+BIN=$BIN bash scripts/bench-plugins.sh

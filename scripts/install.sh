@@ -29,7 +29,7 @@ PC
 install -d "$prefix/bin" "$prefix/lib/speechgraph/plugins"
 install -m 755 "$build/speechgraph" "$prefix/bin/speechgraph"
 for p in gate match; do install -m 755 "$build/libspeechgraph-$p.so" "$prefix/lib/speechgraph/plugins/"; done
-if [ -f "$build/libspeechgraph-rtsan.so" ]; then
-  install -m 755 "$build/libspeechgraph-rtsan.so" "$prefix/lib/speechgraph/libspeechgraph-rtsan.so"
+if [ -f "$build/rtsan/libspeechgraph-rtsan.so" ]; then
+  install -m 755 "$build/rtsan/libspeechgraph-rtsan.so" "$prefix/lib/speechgraph/libspeechgraph-rtsan.so"
 fi
 echo "installed speechgraph, speechgraph/plugin.h (pkg-config speechgraph-plugin) and the example plugins in $prefix" >&2

@@ -69,8 +69,10 @@ static int gate_prepare(void *node, const sg_audio_setup *setup, char *error, si
     return 0;
 }
 
-// Real-time safe: arithmetic on memory prepared beforehand, nothing else.
-static void gate_process(void *node, const float *input, float *output, uint32_t frames) SG_NONBLOCKING {
+// Real-time safe: arithmetic on memory prepared beforehand, nothing else. Aligned to a cache line, so that its
+// loop costs the same wherever the linker puts it (built in or loaded as a plugin).
+__attribute__((aligned(64))) static void gate_process(void *node, const float *input, float *output,
+                                                     uint32_t frames) SG_NONBLOCKING {
     gate *g = node;
     const uint32_t channels = g->channels;
     float gain = g->gain;

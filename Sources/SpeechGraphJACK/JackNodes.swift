@@ -37,6 +37,23 @@ enum JackSettings {
 
 /// The `jack.input` node: audio from JACK ports into the graph.
 ///
+/// Lets a real-time safe plugin node that follows a jack.input run in the process callback.
+final class JackInputRealtimeHost: RealtimeProcessorHost {
+    let session: JackSession
+    let group: String
+    let channels: Int
+
+    init(session: JackSession, group: String, channels: Int) {
+        self.session = session
+        self.group = group
+        self.channels = channels
+    }
+
+    func host(_ processor: RealtimeProcessor) -> Bool {
+        session.hostProcessor(processor, group: group, channels: channels)
+    }
+}
+
 /// The JACK process callback copies each period into one ring per port; this node, on the graph thread,
 /// waits for the rings, reads them and emits interleaved blocks timed on the server's sample clock.
 public final class JackInputNode: SourceNode {
@@ -123,6 +140,9 @@ public final class JackInputNode: SourceNode {
             rings.append(ring)
         }
         self.rings = rings
+        // A real-time safe plugin node right after this one may run in the process callback.
+        context.resources.registerRealtimeHost(
+            JackInputRealtimeHost(session: session, group: c.name, channels: format.channelCount), for: c.name)
         scratch = .allocate(capacity: block)
         scratch.initialize(repeating: 0, count: block)
         interleaved = .allocate(capacity: block * format.channelCount)

@@ -122,6 +122,9 @@ public final class JackSession: @unchecked Sendable {
     private let overruns: UnsafeMutablePointer<Atomic<Int>>
     private let timing: UnsafeMutablePointer<CallbackTiming>
     private let timingBuckets: UnsafeMutablePointer<Int>
+    private let groups: UnsafeMutablePointer<RealtimeGroup>
+    /// Real-time processors by the name of the jack.input node (its ports' group) whose audio they process.
+    private var processors: [(group: String, processor: RealtimeProcessor)] = []
 
     /// Makes the session; nothing talks to JACK until `openClient` (planning for a run) or `start`.
     public init(
@@ -152,13 +155,14 @@ public final class JackSession: @unchecked Sendable {
         timingBuckets.initialize(repeating: 0, count: CallbackTiming.bucketCount)
         timing = .allocate(capacity: 1)
         timing.initialize(to: CallbackTiming(buckets: timingBuckets, maxNanoseconds: 0, count: 0))
+        groups = .allocate(capacity: RealtimeGroup.maxGroups)
         realtime = .allocate(capacity: 1)
         realtime.initialize(
             to: RealtimeState(
                 inputs: inputPorts, inputCount: 0, outputs: outputPorts, outputCount: 0,
                 inputWake: inputWake.endpoint, outputWake: outputWake.endpoint, gaps: gapRing.endpoint,
                 running: running, underruns: underruns, overruns: overruns, timing: timing,
-                timingEnabled: measureCallback))
+                timingEnabled: measureCallback, groups: groups, groupCount: 0))
         notifications = .allocate(capacity: 1)
         notifications.initialize(to: Notifications())
         reason = .allocate(capacity: SessionCallbacks.reasonCapacity)
@@ -192,6 +196,23 @@ public final class JackSession: @unchecked Sendable {
         timing.deinitialize(count: 1)
         timing.deallocate()
         timingBuckets.deallocate()
+        groups.deallocate()  // their scratch memory went in close()
+    }
+
+    /// Runs `processor` in the process callback over the audio of the input ports of group `group` (a
+    /// jack.input node's), before it is written to their rings. Before `start` only.
+    func hostProcessor(_ processor: RealtimeProcessor, group: String, channels: Int) -> Bool {
+        guard !started, processor.channels == channels, processors.count < RealtimeGroup.maxGroups,
+            !processors.contains(where: { $0.group == group })
+        else { return false }
+        let capacity = max(1, min(processor.maxFrames, 8192))
+        groups[processors.count] = RealtimeGroup(
+            firstInput: 0, channels: channels, function: processor.function, instance: processor.instance,
+            interleaved: .allocate(capacity: capacity * channels), processed: .allocate(capacity: capacity * channels),
+            planar: .allocate(capacity: capacity), capacity: capacity)
+        processors.append((group, processor))
+        realtime.pointee.groupCount = processors.count
+        return true
     }
 
     /// Declares a port before `start`. Returns its index among the inputs or outputs.
@@ -302,6 +323,17 @@ public final class JackSession: @unchecked Sendable {
         }
         realtime.pointee.inputCount = inputs
         realtime.pointee.outputCount = outputs
+        // The ports of each group with a processor: consecutive inputs, in channel order.
+        var index = 0
+        for spec in specs where spec.isInput {
+            if let g = processors.firstIndex(where: { $0.group == spec.group }) {
+                if inputPorts[index].group < 0 && (index == 0 || inputPorts[index - 1].group != g) {
+                    groups[g].firstInput = index
+                }
+                inputPorts[index].group = g
+            }
+            index += 1
+        }
 
         let argument = UnsafeMutableRawPointer(callbacks)
         jack_set_process_callback(c, speechgraphProcess, UnsafeMutableRawPointer(realtime))
@@ -456,6 +488,15 @@ public final class JackSession: @unchecked Sendable {
     public func close() {
         closeClient()
         isAvailable = false
+        // The callback can no longer run: the processors' instances may go.
+        for (_, processor) in processors { processor.release() }
+        processors = []
+        for g in 0..<realtime.pointee.groupCount {
+            groups[g].interleaved.deallocate()
+            groups[g].processed.deallocate()
+            groups[g].planar.deallocate()
+        }
+        realtime.pointee.groupCount = 0
     }
 
     /// libjack prints its own complaints ("Cannot connect to server socket ...") on stderr; speechgraph

@@ -13,6 +13,25 @@ struct RealtimePort {
     /// Outputs only: the ring has filled to its pre-buffer and is being played.
     var isPlaying: Bool
     var prebufferFrames: Int
+    /// Inputs only: the ``RealtimeGroup`` whose processor this port's audio goes through, or -1.
+    var group: Int = -1
+}
+
+/// The input ports of one jack.input node whose audio a real-time processor (a real-time safe plugin node)
+/// transforms in the process callback before it is written to their rings, with the scratch memory it needs,
+/// allocated before the callback runs.
+struct RealtimeGroup {
+    var firstInput: Int
+    var channels: Int
+    var function: RealtimeProcessor.Function
+    var instance: UnsafeMutableRawPointer?
+    /// `capacity * channels` frames each.
+    var interleaved: UnsafeMutablePointer<Float>
+    var processed: UnsafeMutablePointer<Float>
+    /// `capacity` samples: one channel of `processed`.
+    var planar: UnsafeMutablePointer<Float>
+    var capacity: Int
+    static let maxGroups = 16
 }
 
 /// Durations of the process callback, in microseconds, counted into fixed buckets (for `make bench`).
@@ -41,11 +60,44 @@ struct RealtimeState {
     var overruns: UnsafeMutablePointer<Atomic<Int>>
     var timing: UnsafeMutablePointer<CallbackTiming>
     var timingEnabled: Bool
+    var groups: UnsafeMutablePointer<RealtimeGroup>
+    var groupCount: Int
     static let maxPorts = 64
 }
 
+/// One period of a group's ports through its processor, in pieces of at most `capacity` frames: gather the
+/// channels into interleaved frames, process, and write each channel to its port's ring.
+@inline(__always)
+func processGroup(
+    _ group: UnsafeMutablePointer<RealtimeGroup>, _ inputs: UnsafeMutablePointer<RealtimePort>,
+    _ nframes: jack_nframes_t
+) {
+    let g = group.pointee
+    let n = Int(nframes)
+    var done = 0
+    while done < n {
+        let m = min(g.capacity, n - done)
+        for c in 0..<g.channels {
+            let source = inputs[g.firstInput + c].port.flatMap { jack_port_get_buffer($0, nframes) }
+            if let source {
+                let samples = source.assumingMemoryBound(to: Float.self) + done
+                for f in 0..<m { g.interleaved[f * g.channels + c] = samples[f] }
+            } else {
+                for f in 0..<m { g.interleaved[f * g.channels + c] = 0 }
+            }
+        }
+        g.function(g.instance, g.interleaved, g.processed, UInt32(m))
+        for c in 0..<g.channels {
+            for f in 0..<m { g.planar[f] = g.processed[f * g.channels + c] }
+            _ = inputs[g.firstInput + c].ring.write(g.planar, count: m)
+        }
+        done += m
+    }
+}
+
 /// The JACK process callback. Real-time thread only: for each input port, one all-or-nothing copy into
-/// its ring (every channel or none, so channels stay aligned; a refused period becomes a gap record); for
+/// its ring (every channel or none, so channels stay aligned; a refused period becomes a gap record), through
+/// the node's real-time processor first when a real-time safe plugin node follows it; for
 /// each output port, one copy out of its ring (silence when short); then the readers are woken.
 func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     guard let argument else { return 0 }
@@ -62,11 +114,13 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
         var fits = true
         for i in 0..<inputCount where inputs[i].ring.availableToWrite < n { fits = false }
         if fits {
-            for i in 0..<inputCount {
+            for i in 0..<inputCount where inputs[i].group < 0 {
                 if let port = inputs[i].port, let buffer = jack_port_get_buffer(port, nframes) {
                     _ = inputs[i].ring.write(buffer.assumingMemoryBound(to: Float.self), count: n)
                 }
             }
+            // Ports whose audio a real-time plugin node processes first (a gate straight after jack.input).
+            for g in 0..<state.pointee.groupCount { processGroup(state.pointee.groups + g, inputs, nframes) }
         } else {
             var record = GapRecord(ringIndex: inputs[0].ring.writtenCount, frames: n)
             _ = state.pointee.gaps.write(&record, count: 1)

@@ -86,7 +86,7 @@ extension NodeManifest {
         return NodeDescriptor(
             typeName: typeName, summary: summary, doc: doc,
             category: NodeDescriptor.Category(rawValue: category) ?? .analysis, ports: ports,
-            parameters: parameters.map(\.descriptor), threading: .any,
+            parameters: parameters.map(\.descriptor), threading: realtimeSafe ? .realtime : .any,
             eventKinds: eventKinds.map { EventKindDescriptor(EventKind($0.name), doc: $0.doc) }, origin: origin)
     }
 }

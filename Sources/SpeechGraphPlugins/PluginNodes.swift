@@ -35,7 +35,7 @@ extension NodeManifest {
                 throw SpeechGraphError("plugin \(path) no longer offers node type '\(manifest.typeName)'")
             }
             switch manifest.kind {
-            case .audio: return try PluginAudioNode(cls: cls, context: context)
+            case .audio: return try PluginAudioNode(cls: cls, realtimeSafe: manifest.realtimeSafe, context: context)
             case .event: return try PluginEventNode(cls: cls, manifest: manifest, context: context)
             }
         }
@@ -106,17 +106,18 @@ func parameterValues(_ values: UnsafePointer<sg_value>?, _ count: UInt32) -> [St
 }
 
 /// What every plugin node does: make the C instance with its configuration, collect its warnings, free it.
-class PluginNodeBase {
+public class PluginNodeBase {
     let cls: UnsafePointer<sg_node_class>
     let name: String
-    let host: UnsafeMutablePointer<sg_host>
+    private(set) var host: UnsafeMutablePointer<sg_host>?
     var instance: UnsafeMutableRawPointer?
     private(set) var collected: [String] = []
 
     init(cls: UnsafePointer<sg_node_class>, context: NodeContext) throws {
         self.cls = cls
         name = context.config.name
-        host = .allocate(capacity: 1)
+        let host = UnsafeMutablePointer<sg_host>.allocate(capacity: 1)
+        self.host = host
         host.initialize(to: sg_host())
         host.pointee.abi = sg_abi_version(major: UInt32(SG_ABI_MAJOR), minor: UInt32(SG_ABI_MINOR))
         host.pointee.warn = { context, message in
@@ -140,6 +141,7 @@ class PluginNodeBase {
         c.value_count = UInt32(config.count)
         var error = [CChar](repeating: 0, count: 512)
         guard let create = cls.pointee.create, let made = create(host, &c, &error, error.count) else {
+            self.host = nil
             host.deallocate()
             throw SpeechGraphError(
                 "node '\(name)' could not be made: \(Self.sentence(error, or: "its plugin gave no reason"))")
@@ -157,27 +159,50 @@ class PluginNodeBase {
         -> Int32
     { -1 }
 
-    var warnings: [String] { collected.map { "node '\(name)': \($0)" } }
+    public var warnings: [String] { collected.map { "node '\(name)': \($0)" } }
 
-    func close() {
+    public func close() {
         if let instance { cls.pointee.destroy?(instance) }
         instance = nil
     }
 
+    /// Gives the C instance away (to the real-time thread): this object will neither call nor free it.
+    func handOff() -> (instance: UnsafeMutableRawPointer?, host: UnsafeMutablePointer<sg_host>?) {
+        defer {
+            instance = nil
+            host = nil
+        }
+        // The instance may warn from the real-time thread no more: its host context would outlive us.
+        host?.pointee.warn = { _, _ in }
+        host?.pointee.emit = { _, _, _, _, _, _ in -1 }
+        return (instance, host)
+    }
+
     deinit {
         close()
-        host.deallocate()
+        host?.deallocate()
     }
 }
 
+/// The C pointers a real-time processor's release frees. Unchecked: used once, after the real-time thread
+/// stopped calling the instance.
+struct HandedOff: @unchecked Sendable {
+    var cls: UnsafePointer<sg_node_class>
+    var instance: UnsafeMutableRawPointer?
+    var host: UnsafeMutablePointer<sg_host>?
+}
+
 /// An audio node from a plugin (SG_NODE_AUDIO): `process` on every block, into a buffer sized when the
-/// graph was made.
-final class PluginAudioNode: PluginNodeBase, GraphNode {
+/// graph was made. A real-time safe one whose input is a jack.input's output, and that output's only
+/// consumer, runs in the JACK process callback instead; here it then passes the processed audio on.
+public final class PluginAudioNode: PluginNodeBase, GraphNode {
     private let outputFormat: AudioFormat
     private let output: UnsafeMutablePointer<Float>
     private let maxFrames: Int
+    /// Its `process` runs on the audio server's real-time thread.
+    public private(set) var isHostedInRealtime = false
 
-    override init(cls: UnsafePointer<sg_node_class>, context: NodeContext) throws {
+    init(cls: UnsafePointer<sg_node_class>, realtimeSafe: Bool, context: NodeContext) throws {
         guard let input = context.inputFormats["in"], let out = context.outputFormats["out"] else {
             throw SpeechGraphError("node '\(context.config.name)' has no audio input connected")
         }
@@ -195,11 +220,28 @@ final class PluginAudioNode: PluginNodeBase, GraphNode {
             throw SpeechGraphError(
                 "node '\(name)' could not be prepared: \(Self.sentence(error, or: "its plugin gave no reason"))")
         }
+        if realtimeSafe, input.channelCount == out.channelCount, let process = cls.pointee.process,
+            let source = context.sources["in"], source.consumers == 1,
+            let host = context.resources.realtimeHost(for: source.node)
+        {
+            let processor = RealtimeProcessor(
+                function: process, instance: instance, channels: input.channelCount, maxFrames: maxFrames,
+                release: { [given = HandedOff(cls: cls, instance: instance, host: self.host)] in
+                    if let instance = given.instance { given.cls.pointee.destroy?(instance) }
+                    given.host?.deallocate()
+                })
+            if host.host(processor) {
+                _ = handOff()
+                isHostedInRealtime = true
+            }
+        }
     }
 
     deinit { output.deallocate() }
 
-    func process(_ block: AudioBlock, port: Int, output next: NodeOutput) throws {
+    public func process(_ block: AudioBlock, port: Int, output next: NodeOutput) throws {
+        // Processed in the real-time thread already.
+        if isHostedInRealtime { return try next.emit(block) }
         guard let process = cls.pointee.process, let base = block.samples.baseAddress else { return }
         var start = 0
         let frames = block.frameCount
@@ -215,12 +257,14 @@ final class PluginAudioNode: PluginNodeBase, GraphNode {
         }
     }
 
-    func discontinuity(port: Int, output: NodeOutput) throws {
-        cls.pointee.reset?(instance)
+    public func discontinuity(port: Int, output: NodeOutput) throws {
+        if let instance { cls.pointee.reset?(instance) }
         try output.emitDiscontinuity()
     }
 
-    func finish(output: NodeOutput) throws { cls.pointee.reset?(instance) }
+    public func finish(output: NodeOutput) throws {
+        if let instance { cls.pointee.reset?(instance) }
+    }
 }
 
 /// An event node from a plugin (SG_NODE_EVENT): events in through `handle_event`, its own events out

@@ -19,6 +19,10 @@
 //       With and without `final-pass: true` (the shipped live graph's setting). Other processes' CPU use
 //       during each run is reported on standard error (the bench machine is shared).
 //
+//   speechgraph-bench plugin-gate PLUGIN
+//       The gate example's cost per 256-frame block loaded from PLUGIN against the same source built in
+//       (issue 12).
+//
 // --seconds S uses the first S seconds of FILE (default: all of it). Hidden modes `child-cpu` and
 // `child-streams` are the child processes.
 
@@ -477,6 +481,7 @@ func option<T>(_ name: String, _ arguments: inout [String], _ convert: (String) 
 
 let usage = """
     usage: speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass]
+           speechgraph-bench plugin-gate PLUGIN
            speechgraph-bench streams FILE [--seconds S] [--max N] [--counts 1,2,4,...] [--variants plain,final-pass]
                                           [--limit MS] [--margin MS]
     """
@@ -492,7 +497,7 @@ let variants =
 let limit = option("--limit", &arguments) { Double($0) } ?? 400
 let margin = option("--margin", &arguments) { Double($0) } ?? 100
 
-guard arguments.count >= 2 else {
+guard arguments.count >= 2 || arguments.first == "plugin-gate" else {
     note(usage)
     exit(2)
 }
@@ -505,6 +510,8 @@ do {
         try childStreams(count: Int(arguments[1]) ?? 1, path: arguments[2], seconds: seconds, finalPass: finalPass)
     case "realtime-cpu" where arguments.count == 2:
         realtimeCPU(path: arguments[1], seconds: seconds, runs: max(runs, 1), finalPass: finalPass)
+    case "plugin-gate" where arguments.count == 2:
+        gateCost(plugin: arguments[1])
     case "streams" where arguments.count == 2:
         // 1, 2, then every even count up to --max.
         let counts = countList ?? [1, 2] + Array(stride(from: 4, through: maxStreams, by: 2))

@@ -1,6 +1,7 @@
 // A test plugin (PluginTests): an audio pass-through node, `fixture.pass`, and variants that break the rules,
 // each chosen with one -D flag: ABI_MAJOR/ABI_MINOR, NO_ENTRY, BAD_DEFAULT, CLASH, CRASH_IN_CONSTRUCTOR,
-// CRASH_IN_ENTRY, CRASH_IN_CREATE, HANG_IN_ENTRY, MALLOC_IN_PROCESS, LOAD_LOG (appends a line to the file named
+// CRASH_IN_ENTRY, CRASH_IN_CREATE, HANG_IN_ENTRY, MALLOC_IN_PROCESS, FIXTURE_TYPE (another type name; make
+// bench builds 20), LOAD_LOG (appends a line to the file named
 // by $FIXTURE_LOAD_LOG each time the library is loaded).
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,8 @@ static const sg_param_descriptor params[] = {
 static const sg_node_descriptor descriptor = {
 #ifdef CLASH
     .type_name = "vad",
+#elif defined(FIXTURE_TYPE)
+    .type_name = FIXTURE_TYPE,
 #else
     .type_name = "fixture.pass",
 #endif

@@ -1,6 +1,7 @@
 import CMallocCounter
 import Foundation
 import SpeechGraphNodes
+import SpeechGraphPlugins
 import SpeechGraphTestSupport
 import Testing
 
@@ -67,6 +68,49 @@ import Testing
             "\(contents(out))")
         let lines = contents(log).split(separator: "\n")
         #expect(lines.contains { $0.contains(#""type":"result""#) && $0.contains(#""isFinal":true"#) })
+    }
+
+    /// graphs/gate.graph: the C example plugin between the JACK input and the vad, in the process callback.
+    @Test func gateGraphTranscribesLiveSpeech() throws {
+        try server.start()
+        let wav = try speech()
+        // Speech over a noise floor the gate removes (-70 dBFS), with a second of it first.
+        try TestSpeech.sox([
+            "-n", "-r", "16000", "-c", "1", dir.path("floor.wav"), "synth", "1", "whitenoise", "vol", "0.0003",
+        ])
+        try TestSpeech.sox([dir.path("floor.wav"), wav, dir.path("gated-in.wav")])
+        let out = dir.path("gate.out")
+        let built = TestPaths.binary.deletingLastPathComponent().path
+        let client = "sg-gate-\(getpid())"
+        let p = try Process.launchSpeechgraph(
+            ["run", "--plugin-path", built, "--name", client, "graphs/gate.graph"],
+            environment: env.merging(["SPEECHGRAPH_CAPTURE": "gplayer:play_1", "XDG_CACHE_HOME": dir.path("cache")]) {
+                $1
+            }, output: out)
+        // The player starts once speechgraph's port exists (a deadline only bounds a hang).
+        let deadline = Date().addingTimeInterval(120)
+        while p.isRunning && Date() < deadline && !((try? server.lsp()) ?? "").contains("\(client):in_1") {
+            usleep(20_000)
+        }
+        try """
+        node player = file.input { path: "\(dir.path("gated-in.wav"))", realtime: true }
+        node speak = jack.output { port: "play", connect: "\(client):in_1" }
+        player -> speak
+        """.write(toFile: dir.path("player.graph"), atomically: true, encoding: .utf8)
+        let player = try Run.speechgraph(["run", "--name", "gplayer", dir.path("player.graph")], environment: env)
+        #expect(player.status == 0, "\(player.stderr)")
+        while p.isRunning && Date() < deadline
+            && !contents(out).split(separator: "\n").contains(where: { $0.hasPrefix("[") && $0.contains("evening") })
+        {
+            usleep(20_000)
+        }
+        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
+        let text = contents(out).split(separator: "\n").filter { $0.hasPrefix("[") }.joined(separator: " ")
+        #expect(
+            wordErrorRate(reference: sentence, hypothesis: text.replacing(/\[[^\]]*\]/, with: "")) <= 0.25,
+            "\(contents(out)) \(contents(out + ".err"))")
     }
 
     @Test func portsNamesMetadataAndConnections() throws {
@@ -221,19 +265,27 @@ import Testing
         let wav = try speech(repeats: 4)
         var registry = BuiltinNodes.registry()
         try registry.register(EventCollector.type)
+        // The gate example plugin (C), run by the process callback itself: it too must not allocate there.
+        let built = TestPaths.binary.deletingLastPathComponent().path
+        var catalog = PluginCatalog(directories: [built], scanner: .inProcess, cachePath: nil)
+        catalog.register(into: &registry)
+        try #require(registry["gate"] != nil, "libspeechgraph-gate.so in \(built): \(catalog.warnings)")
         let spec = try GraphParser.parse(
             """
             node player = file.input { path: "\(wav)", realtime: true }
             node speak = jack.output { port: "play", connect: "speechgraph-alloc:in_1" }
             node mic = jack.input
+            node g = gate { threshold: -50 dB }
             node asr = recognizer
             node out = collect
             player -> speak
-            mic -> asr -> out
+            mic -> g -> asr -> out
             """, file: "alloc.graph", environment: [:])
         let resources = GraphResources(settings: ["jack.name": "speechgraph-alloc"])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        let gate = try #require(runner.node(named: "g") as? PluginAudioNode)
+        #expect(gate.isHostedInRealtime, "the gate runs in the process callback")
         runner.start()
         let session = try #require(resources.existing(JackSession.self))
         let ready = Date().addingTimeInterval(60)

@@ -86,7 +86,14 @@ extension GraphPlan {
             lines.append(line)
         }
         lines.append("")
-        let live = nodes.filter { registry[$0.typeName]?.descriptor.threading == .realtime }.map(\.name)
+        let realtimeNodes = nodes.filter { registry[$0.typeName]?.descriptor.threading == .realtime }
+        // Real-time safe processors (plugin audio nodes) have audio in and out; the audio server's ports one side.
+        func isProcessor(_ n: PlannedNode) -> Bool {
+            guard let d = registry[n.typeName]?.descriptor else { return false }
+            return d.inputs.contains { $0.kind == .audio } && d.outputs.contains { $0.kind == .audio }
+        }
+        let live = realtimeNodes.filter { !isProcessor($0) }.map(\.name)
+        let processors = realtimeNodes.filter(isProcessor).map(\.name)
         let costly = nodes.filter { registry[$0.typeName]?.descriptor.threading == .worker }.map(\.name)
         var threads = "threads: one graph thread runs the nodes above in order"
         if costly.count >= 2 {
@@ -97,7 +104,10 @@ extension GraphPlan {
         threads +=
             live.isEmpty
             ? "; no real-time rings (no JACK node)."
-            : "; the audio server's real-time thread feeds \(live.joined(separator: ", ")) through one SPSC ring per port."
+            : "; the audio server's real-time thread feeds \(live.joined(separator: ", ")) through one SPSC ring per port"
+                + (processors.isEmpty
+                    ? "."
+                    : ", and runs \(processors.joined(separator: ", ")) itself when fed by a jack.input alone.")
         lines.append(threads)
         return lines.joined(separator: "\n") + "\n"
     }

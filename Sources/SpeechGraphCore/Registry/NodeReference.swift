@@ -120,7 +120,8 @@ public enum NodeReference {
             return
                 "a worker thread of its own when the graph has several such nodes or live input, else the graph thread"
         case .realtime:
-            return "the graph thread, fed by (or feeding) the audio server's real-time thread through SPSC rings"
+            return "the audio server's real-time thread for its per-period work (JACK ports; a real-time safe plugin "
+                + "node fed by a jack.input alone), the graph thread for the rest, between them SPSC rings"
         }
     }
 

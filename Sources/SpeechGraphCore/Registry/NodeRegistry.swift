@@ -101,6 +101,22 @@ public struct PlanContext: Sendable {
     }
 }
 
+/// The node output an audio input is connected to.
+public struct AudioSource: Sendable, Equatable {
+    public var node: String
+    public var typeName: String
+    public var port: String
+    /// How many inputs that output feeds (a tap beside a converter: 2).
+    public var consumers: Int
+
+    public init(node: String, typeName: String, port: String, consumers: Int) {
+        self.node = node
+        self.typeName = typeName
+        self.port = port
+        self.consumers = consumers
+    }
+}
+
 /// What a node type's factory gets when the graph is instantiated.
 public struct NodeContext: Sendable {
     public var config: NodeConfig
@@ -116,6 +132,8 @@ public struct NodeContext: Sendable {
     public var connectedInputs: Set<String>
     /// For a node on a worker thread: whether events wait behind the input it is working on.
     public var backlog: WorkerBacklog
+    /// Where each connected audio input comes from, by input port name.
+    public var sources: [String: AudioSource] = [:]
 
     public init(
         config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],

@@ -39,10 +39,18 @@ final class GraphEngine {
             let connected = Set(plan.edges.filter { $0.toNode == index }.map { type.descriptor.inputs[$0.toPort].name })
             let backlog = WorkerBacklog()
             backlogs.append(backlog)
-            let context = NodeContext(
+            var context = NodeContext(
                 config: node.config, inputFormats: node.inputFormats, outputFormats: node.outputFormats,
                 maxBlockFrames: max(node.maxInputFrames, 1), resources: resources, connectedInputs: connected,
                 backlog: backlog)
+            for edge in plan.edges where edge.toNode == index && edge.kind == .audio {
+                let from = plan.nodes[edge.fromNode]
+                guard let fromType = registry[from.typeName] else { continue }
+                let consumers = plan.edges.filter { $0.fromNode == edge.fromNode && $0.fromPort == edge.fromPort }
+                context.sources[type.descriptor.inputs[edge.toPort].name] = AudioSource(
+                    node: from.name, typeName: from.typeName, port: fromType.descriptor.outputs[edge.fromPort].name,
+                    consumers: consumers.count)
+            }
             do {
                 nodes.append(try type.make(context))
             } catch let error as SpeechGraphError {

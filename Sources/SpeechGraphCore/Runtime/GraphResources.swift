@@ -12,6 +12,8 @@ public final class GraphResources: Sendable {
     /// Objects by type (Sendable: each object's own thread contract governs how it is used once handed out).
     private let objects: Mutex<[ObjectIdentifier: any AnyObject & Sendable]>
     private let epoch = Mutex<Double?>(nil)
+    /// Audio sources that run real-time processors, by node name (``RealtimeProcessorHost``).
+    let realtimeHosts = Mutex<[String: any RealtimeProcessorHost]>([:])
     /// Settings from the command line (`--name` sets "jack.name").
     public let settings: [String: String]
     /// Posted by live sources (the JACK process callback, a pushed input) when audio arrives; the graph
