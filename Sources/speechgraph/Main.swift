@@ -30,6 +30,11 @@ struct SpeechgraphCommand: ParsableCommand {
             docs/jack.md and \
             'speechgraph nodes' for every node type.
 
+            Plugins add node types without rebuilding speechgraph: shared libraries found on --plugin-path, \
+            SPEECHGRAPH_PLUGIN_PATH, ~/.local/lib/speechgraph/plugins, /usr/local/lib/speechgraph/plugins and \
+            /usr/lib/speechgraph/plugins, validated first in a child process ('speechgraph plugin check', \
+            docs/plugins.md).
+
             Results go to standard output (or a sink's file); errors, warnings and progress to standard error.
 
             Exit status: 0 ok (also after Ctrl-C, SIGTERM or SIGHUP, once every result made so far is written); \

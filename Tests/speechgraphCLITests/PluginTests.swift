@@ -206,11 +206,20 @@ import Testing
             check: "fixture.pass: 8000 Hz, blocks of 1, 7, 64, 1024, 4096 frames, silence, full-scale noise, NaN and "
                 + "infinities, denormals: it crashed (Segmentation fault)")
         try expectRefused(["HANG_IN_ENTRY"], "hung while loading")
-        // A graph without plugin nodes still runs beside the crashing plugin.
+        // A graph without plugin nodes still runs beside the crashing plugin, naming it once.
+        try compile(Self.fixture, "bad.so", defines: ["CRASH_IN_ENTRY"])
         let speech = dir.path("s.wav")
         try TestSpeech.synthesize("good morning", to: speech)
-        let run = try speechgraph(["transcribe", speech])
+        let graph = dir.path("plain.graph")
+        try """
+        node speech = file.input { path: "\(speech)" }
+        node asr = recognizer { mode: utterance }
+        node screen = console { timestamps: false }
+        speech -> asr -> screen
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try speechgraph(["run", graph])
         #expect(run.status == 0 && run.stdout.contains("good morning"), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").filter { $0.contains("bad.so skipped") }.count == 1, "\(run.stderr)")
     }
 
     @Test("a node type that clashes with a built-in one is refused")
