@@ -29,5 +29,26 @@ seconds=()
 if [ -n "${BENCH_STREAM_SECONDS:-}" ]; then seconds=(--seconds "$BENCH_STREAM_SECONDS"); fi
 
 "$BENCH_BIN" realtime-cpu "$LONG" "${seconds[@]}" --runs "${BENCH_CPU_RUNS:-1}"
+
+# The same real-time stream pinned to one CPU with a spinner at nice 19 on that CPU, which takes almost no
+# time from the stream but keeps the CPU from going idle between its batches: on a virtual machine the same
+# work costs more CPU time after each idle spell (the host's power and scheduling), and this isolates that
+# cost from speechgraph's (a diagnostic, not a setting: speechgraph never spins).
+awake_seconds=${BENCH_STREAM_SECONDS:-60}
+cpu_of() { "$@" 2>/dev/null | awk '$1 == "cpu" { print $2 }'; }
+taskset -c 1 nice -n 19 sh -c 'while :; do :; done' &
+spinner=$!
+awake=$(cpu_of taskset -c 1 "$BENCH_BIN" child-cpu realtime "$LONG" --seconds "$awake_seconds")
+kill "$spinner"
+offline=$(cpu_of "$BENCH_BIN" child-cpu offline "$LONG" --seconds "$awake_seconds")
+asleep=$(cpu_of taskset -c 1 "$BENCH_BIN" child-cpu realtime "$LONG" --seconds "$awake_seconds")
+python3 - "$awake" "$asleep" "$offline" "$awake_seconds" <<'PY'
+import sys
+awake, asleep, offline, seconds = map(float, sys.argv[1:])
+print(f"realtime_stream_cpu_pinned_{seconds:.0f}s {asleep:.2f} s")
+print(f"realtime_stream_cpu_pinned_core_kept_awake_{seconds:.0f}s {awake:.2f} s")
+print(f"offline_stream_cpu_{seconds:.0f}s {offline:.2f} s")
+print(f"realtime_vs_offline_cpu_ratio_core_kept_awake {awake / offline:.3f} x")
+PY
 "$BENCH_BIN" streams "$LONG" "${seconds[@]}" --max "${BENCH_STREAM_MAX:-12}" \
   ${BENCH_STREAM_COUNTS:+--counts "$BENCH_STREAM_COUNTS"}

@@ -2,8 +2,13 @@ import SpeechGraphCore
 
 /// The JSON Lines form of every event: one object per line, keys in a fixed order. See docs/events.md.
 public enum JSONLines {
+    /// The format's version, the `v` of every line: 1 until a field changes meaning or goes away (new
+    /// fields may appear without a new version).
+    public static let version = 1
+
     public static func line(for event: GraphEvent, source: String? = nil) -> String {
         var o = JSONObject()
+        o.add("v", version)
         o.add("type", event.typeName)
         o.add("node", event.node)
         var eventSource = source
@@ -13,6 +18,7 @@ public enum JSONLines {
             o.add("isFinal", t.isFinal)
             o.addRaw("range", range(t.range))
             o.add("text", t.text)
+            if let confidence = t.confidence { o.addRaw("confidence", fixed(confidence, 4)) }
             if !t.words.isEmpty {
                 o.addRaw(
                     "words",
@@ -23,11 +29,22 @@ public enum JSONLines {
                             wo.addTime("start", w.range.start)
                             wo.addTime("end", w.range.end)
                             wo.addRaw("confidence", fixed(w.confidence, 4))
+                            if !w.alternatives.isEmpty {
+                                wo.addRaw("alternatives", "[" + w.alternatives.map(quote).joined(separator: ",") + "]")
+                            }
                             return wo.text
                         }.joined(separator: ",") + "]")
             }
             if !t.alternatives.isEmpty {
-                o.addRaw("alternatives", "[" + t.alternatives.map(quote).joined(separator: ",") + "]")
+                o.addRaw(
+                    "alternatives",
+                    "["
+                        + t.alternatives.map { a in
+                            var ao = JSONObject()
+                            ao.add("text", a.text)
+                            ao.addRaw("score", fixed(a.score, 3))
+                            return ao.text
+                        }.joined(separator: ",") + "]")
             }
             eventSource = t.source ?? source
         case .speechStarted(_, let time), .speechEnded(_, let time), .speechPaused(_, let time),
@@ -62,7 +79,7 @@ public enum JSONLines {
     }
 
     /// The keys every event may have: a custom event's field of the same name is left out.
-    private static let commonKeys: Set<String> = ["type", "node", "time", "source"]
+    private static let commonKeys: Set<String> = ["v", "type", "node", "time", "source"]
 
     /// The audio time an event is about the end of: a result's range end, a speech edge's time.
     public static func audioEnd(of event: GraphEvent) -> Double? {

@@ -86,6 +86,11 @@ public final class RecognizerNode: GraphNode {
                     + "its frames fall in the audio, which live input does not control: more phases give "
                     + "results that depend less on it, for that many times the CPU of the whole-utterance "
                     + "decoding, and the final result waits for all of them."),
+            .integer(
+                "alternatives", default: 0, range: 0...20,
+                doc: "Give each final result the n-best list of this many readings, each with a score, and each "
+                    + "word the other words those readings have at its time (PocketSphinx's n-best search over "
+                    + "the utterance's lattice); 0: none."),
             .boolean(
                 "words", default: true,
                 doc: "Add word timings and confidences to final results. Off, "
@@ -107,6 +112,8 @@ public final class RecognizerNode: GraphNode {
     private let name: String
     private var model: SphinxModel
     private let includeWords: Bool
+    /// The n-best list's length for final results; 0: none.
+    private let alternativeCount: Int
     private let wholeUtterances: Bool
     /// Streaming mode with `final-pass`: the held utterance is decoded again, whole, for the final result.
     private let finalPass: Bool
@@ -161,6 +168,7 @@ public final class RecognizerNode: GraphNode {
         let rate = Int(c.number(of: "rate").rounded())
         model = try SphinxModel.resolve(c)
         includeWords = c.bool(of: "words")
+        alternativeCount = c.integer(of: "alternatives")
         // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
         // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
         // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
@@ -387,9 +395,11 @@ public final class RecognizerNode: GraphNode {
         }
         var text: String
         var words: [Word]
+        var nbest: [(text: String, score: Double, words: [Word])] = []
         if wholeUtterances || finalPass {
             // Each phase decodes the utterance with its frames shifted by a fraction of a frame.
             var candidates: [(text: String, words: [Word])] = []
+            var lists: [[(text: String, score: Double, words: [Word])]] = []
             for k in 0..<phases {
                 let skip = min(k * (sampleRate / 100) / phases, held.count)
                 try decoder.startUtterance(newStream: streamBegins)
@@ -400,18 +410,57 @@ public final class RecognizerNode: GraphNode {
                 try decoder.endUtterance()
                 let start = utteranceStart + Double(skip) / Double(sampleRate)
                 candidates.append((decoder.hypothesis, includeWords ? decoder.words(frameOffset: start) : []))
+                lists.append(decoder.nbest(alternativeCount, frameOffset: start))
             }
             held.removeAll(keepingCapacity: true)
-            (text, words) = candidates[RecognizerNode.medoid(candidates.map(\.text))]
+            let chosen = RecognizerNode.medoid(candidates.map(\.text))
+            (text, words) = candidates[chosen]
+            nbest = lists[chosen]
         } else {
             try decoder.endUtterance()
             text = decoder.hypothesis
             words = includeWords ? decoder.words(frameOffset: utteranceStart) : []
+            nbest = decoder.nbest(alternativeCount, frameOffset: utteranceStart)
         }
+        nbest = RecognizerNode.bestFirst(nbest, text: text)
+        if !nbest.isEmpty { words = RecognizerNode.wordAlternatives(words, nbest.dropFirst().map(\.words)) }
         return Transcription(
             utterance: utterance, isFinal: true,
             range: TimeRange(start: utteranceStart, end: utteranceEnd),
-            text: text, words: words, node: name)
+            text: text, words: words, alternatives: nbest.map { Alternative(text: $0.text, score: $0.score) },
+            confidence: words.isEmpty ? nil : words.map(\.confidence).reduce(0, +) / Double(words.count), node: name)
+    }
+
+    /// The n-best list with the result's own text first (the search over the lattice can rank another reading
+    /// a little higher than the best path it came from), then the others by falling score; scores relative to
+    /// the best one's, so none is above 0.
+    static func bestFirst(_ list: [(text: String, score: Double, words: [Word])], text: String)
+        -> [(text: String, score: Double, words: [Word])]
+    {
+        guard !list.isEmpty else { return [] }
+        let top = list.map(\.score).max() ?? 0
+        var rest = list.filter { $0.text != text }.map { ($0.text, $0.score - top, $0.words) }
+        rest.sort { $0.1 > $1.1 }
+        let own = list.first { $0.text == text }.map { ($0.text, $0.score - top, $0.words) } ?? (text, 0, [])
+        return Array(([own] + rest).prefix(list.count))
+    }
+
+    /// Each word with the words other readings have over most of its time span (half of the shorter of the
+    /// two), in the readings' order, without repeats or itself.
+    static func wordAlternatives(_ words: [Word], _ readings: [[Word]]) -> [Word] {
+        words.map { word in
+            var w = word
+            for reading in readings {
+                for other in reading where other.text != word.text && !w.alternatives.contains(other.text) {
+                    let overlap =
+                        min(word.range.end, other.range.end) - max(word.range.start, other.range.start)
+                    if overlap >= 0.5 * min(word.range.duration, other.range.duration) && overlap > 0 {
+                        w.alternatives.append(other.text)
+                    }
+                }
+            }
+            return w
+        }
     }
 
     /// The index of the text whose words differ least from the others' (summed word edit distance, the core's

@@ -225,10 +225,43 @@ public final class SphinxDecoder: @unchecked Sendable {
 
     /// Words of the best hypothesis with their frames (100 per second) and posterior probabilities,
     /// fillers and silences left out.
-    public func words(frameOffset: Double) -> [Word] {
+    public func words(frameOffset: Double) -> [Word] { Self.words(ps_seg_iter(ps), ps: ps, frameOffset: frameOffset) }
+
+    /// Up to `count` different readings of the utterance just ended, best first, from PocketSphinx's n-best
+    /// search over its lattice: each with its score (natural log, relative to the best) and its words
+    /// (confidences of the best reading's lattice). Readings that differ only in fillers or pronunciation
+    /// variants count once. Empty when the utterance has no lattice.
+    public func nbest(_ count: Int, frameOffset: Double) -> [(text: String, score: Double, words: [Word])] {
+        guard count > 0, var iterator = ps_nbest(ps) else { return [] }
+        let logmath = ps_get_logmath(ps)
+        let scale = log(logmath_get_base(logmath))
+        var out: [(text: String, score: Double, words: [Word])] = []
+        var seen = Set<String>()
+        var best: Int32?
+        // A* yields many paths that read the same: look a little further than `count`.
+        for _ in 0..<(count * 20) {
+            var score: Int32 = 0
+            let raw = ps_nbest_hyp(iterator, &score).map { String(cString: $0) } ?? ""
+            let words = Self.words(ps_nbest_seg(iterator), ps: ps, frameOffset: frameOffset)
+            let text = words.map(\.text).joined(separator: " ")
+            _ = raw
+            if best == nil { best = score }
+            if seen.insert(text).inserted {
+                out.append((text, Double(score - (best ?? score)) * scale, words))
+                if out.count == count { break }
+            }
+            guard let next = ps_nbest_next(iterator) else { return out }  // it freed itself at the end
+            iterator = next
+        }
+        ps_nbest_free(iterator)
+        return out
+    }
+
+    /// The words of a segment iteration (of the best hypothesis, or of an n-best entry); frees the iterator.
+    static func words(_ first: OpaquePointer?, ps: OpaquePointer, frameOffset: Double) -> [Word] {
         var result: [Word] = []
         let logmath = ps_get_logmath(ps)
-        var seg = ps_seg_iter(ps)
+        var seg = first
         while let s = seg {
             if let w = ps_seg_word(s) {
                 let text = String(cString: w)

@@ -46,6 +46,11 @@ extension SpeechgraphCommand {
                     + "(Hz), not WAV.", valueName: "hz"))
         var rate: Int?
         @Option(help: "With '-' and --rate: channels of the raw samples (interleaved).") var channels = 1
+        @Option(
+            help: ArgumentHelp(
+                "With --format jsonl: each final result's n-best list of this many readings, with scores, and "
+                    + "each word's alternatives (0 to 20).", valueName: "n"))
+        var alternatives = 0
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
@@ -83,6 +88,10 @@ extension SpeechgraphCommand {
             }
             if let rate, AudioFormat.rateProblem(rate) != nil { throw ValidationError("--rate: 4000 to 384000 Hz") }
             if !(1...64).contains(channels) { throw ValidationError("--channels: 1 to 64") }
+            if !(0...20).contains(alternatives) { throw ValidationError("--alternatives: 0 to 20") }
+            if alternatives > 0 && format != .jsonl {
+                throw ValidationError("--alternatives: only --format jsonl shows them")
+            }
         }
 
         func run() throws {
@@ -139,6 +148,7 @@ extension SpeechgraphCommand {
             if let lm { asr.append(("lm", .string(lm))) }
             if let dict { asr.append(("dict", .string(dict))) }
             if let jsgf { asr.append(("jsgf", .string(jsgf))) }
+            if alternatives > 0 { asr.append(("alternatives", .number(Double(alternatives), unit: nil))) }
             var g = SyntheticGraph(command: "transcribe")
             if let stdin {
                 g.node(

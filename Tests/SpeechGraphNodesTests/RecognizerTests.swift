@@ -113,6 +113,47 @@ extension Decoding {
             }
         }
 
+        /// `alternatives: 5`: the n-best list, best first with score 0 and falling scores, different texts, and
+        /// words that name what the other readings have at their time.
+        @Test(arguments: ["utterance", "streaming"])
+        func alternativesGiveTheNBestList(mode: String) throws {
+            let wav = dir.path("call.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            let (events, _) = try Harness.run(
+                """
+                node src = file.input { path: "\(wav)" }
+                node asr = recognizer { mode: \(mode), alternatives: 5 }
+                node out = collect
+                src -> asr -> out
+                """)
+            let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            let result = try #require(finals.first)
+            #expect((2...5).contains(result.alternatives.count), "\(result.alternatives)")
+            // The result's own text first, then the other readings by falling score, none above 0.
+            #expect(result.alternatives.first?.text == result.text)
+            #expect(Set(result.alternatives.map(\.text)).count == result.alternatives.count)
+            for a in result.alternatives { #expect(a.score <= 0) }
+            let others = result.alternatives.dropFirst()
+            for (a, b) in zip(others, others.dropFirst()) { #expect(a.score >= b.score) }
+            #expect(result.words.contains { !$0.alternatives.isEmpty }, "\(result.words)")
+            for w in result.words { #expect(!w.alternatives.contains(w.text)) }
+            let confidence = try #require(result.confidence)
+            #expect((0...1).contains(confidence))
+            // Volatile results carry none.
+            for case .result(let t) in events where !t.isFinal { #expect(t.alternatives.isEmpty) }
+        }
+
+        @Test func wordAlternativesComeFromOverlappingWords() {
+            func w(_ text: String, _ start: Double, _ end: Double) -> Word {
+                Word(text: text, range: TimeRange(start: start, end: end), confidence: 0.5)
+            }
+            let best = [w("memo", 0, 0.5), w("is", 0.5, 0.7)]
+            let others = [[w("nemo", 0.02, 0.48), w("is", 0.5, 0.7)], [w("me", 0, 0.2), w("mo", 0.2, 0.5)]]
+            let words = RecognizerNode.wordAlternatives(best, others)
+            #expect(words[0].alternatives == ["nemo", "me", "mo"])
+            #expect(words[1].alternatives.isEmpty)
+        }
+
         @Test func theMedoidIsTheTranscriptionClosestToTheOthers() {
             #expect(RecognizerNode.medoid(["a b c", "a x c", "a b c d"]) == 0)
             #expect(RecognizerNode.medoid(["a b", "a b c", "a b c"]) == 1)

@@ -8,14 +8,17 @@ import Testing
 @Suite struct SinkTests {
     let result = Transcription(
         utterance: 2, isFinal: true, range: TimeRange(start: 1.25, end: 3.5), text: "say \"hi\"\n",
-        words: [Word(text: "say", range: TimeRange(start: 1.3, end: 1.6), confidence: 0.91234)],
-        node: "asr")
+        words: [
+            Word(text: "say", range: TimeRange(start: 1.3, end: 1.6), confidence: 0.91234, alternatives: ["see"])
+        ],
+        alternatives: [Alternative(text: "say \"hi\"\n", score: 0), Alternative(text: "see hi", score: -2.5)],
+        confidence: 0.91234, node: "asr")
 
     @Test func resultLineHasFieldsInOrderAndEscapes() throws {
         let line = JSONLines.line(for: .result(result), source: "a.wav")
         #expect(
             line
-                == #"{"type":"result","node":"asr","utterance":2,"isFinal":true,"range":{"start":1.250,"end":3.500},"text":"say \"hi\"\n","words":[{"text":"say","start":1.300,"end":1.600,"confidence":0.9123}],"source":"a.wav"}"#
+                == #"{"v":1,"type":"result","node":"asr","utterance":2,"isFinal":true,"range":{"start":1.250,"end":3.500},"text":"say \"hi\"\n","confidence":0.9123,"words":[{"text":"say","start":1.300,"end":1.600,"confidence":0.9123,"alternatives":["see"]}],"alternatives":[{"text":"say \"hi\"\n","score":0.000},{"text":"see hi","score":-2.500}],"source":"a.wav"}"#
         )
         // It is JSON that a standard parser reads back.
         let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
@@ -37,7 +40,7 @@ import Testing
         #expect(types == ["speechStarted", "speechEnded", "gap", "availability"])
         #expect(
             JSONLines.line(for: events[3])
-                == #"{"type":"availability","node":"mic","isAvailable":false,"reason":"JACK server stopped"}"#)
+                == #"{"v":1,"type":"availability","node":"mic","isAvailable":false,"reason":"JACK server stopped"}"#)
         #expect(JSONLines.quote("\u{1}") == #""\u0001""#)
     }
 
@@ -54,7 +57,7 @@ import Testing
         #expect(beep.node == "detector")
         #expect(
             JSONLines.line(for: beep, source: "x.wav")
-                == #"{"type":"beep","node":"detector","time":1.250,"count":2,"label":"a \"b\"","loud":true,"pitch":440.5,"source":"x.wav"}"#
+                == #"{"v":1,"type":"beep","node":"detector","time":1.250,"count":2,"label":"a \"b\"","loud":true,"pitch":440.5,"source":"x.wav"}"#
         )
         let o = try #require(
             try JSONSerialization.jsonObject(with: Data(JSONLines.line(for: beep).utf8)) as? [String: Any])

@@ -31,8 +31,8 @@ import Testing
         #expect(r.status == 0, Comment(rawValue: r.stderr))
         let lines = r.stdout.split(separator: "\n")
         #expect(lines.count >= 4 && lines.count % 2 == 0)
-        #expect(lines.first?.hasPrefix("{\"type\":\"speechStarted\",\"node\":\"vad\",\"time\":") == true)
-        #expect(lines.last?.hasPrefix("{\"type\":\"speechEnded\",\"node\":\"vad\",\"time\":") == true)
+        #expect(lines.first?.hasPrefix("{\"v\":1,\"type\":\"speechStarted\",\"node\":\"vad\",\"time\":") == true)
+        #expect(lines.last?.hasPrefix("{\"v\":1,\"type\":\"speechEnded\",\"node\":\"vad\",\"time\":") == true)
         #expect(lines.allSatisfy { $0.contains("\"source\":") })
     }
 

@@ -14,10 +14,25 @@ public struct Word: Sendable, Hashable {
     public var text: String
     public var range: TimeRange
     public var confidence: Double
-    public init(text: String, range: TimeRange, confidence: Double) {
+    /// Other words the recognizer's n-best list offers for the same time span, most likely first (asked
+    /// for with the recognizer's `alternatives`).
+    public var alternatives: [String]
+    public init(text: String, range: TimeRange, confidence: Double, alternatives: [String] = []) {
         self.text = text
         self.range = range
         self.confidence = confidence
+        self.alternatives = alternatives
+    }
+}
+
+/// Another reading of an utterance: its text and its score, the natural log of its likelihood relative
+/// to the best reading's (0 for the best, negative for the others).
+public struct Alternative: Sendable, Hashable {
+    public var text: String
+    public var score: Double
+    public init(text: String, score: Double) {
+        self.text = text
+        self.score = score
     }
 }
 
@@ -30,8 +45,10 @@ public struct Transcription: Sendable, Hashable {
     public var text: String
     /// Per-word timings and confidences, when the recognizer gives them.
     public var words: [Word]
-    /// Other readings of the same audio, best first (the n-best list), when asked for.
-    public var alternatives: [String]
+    /// The n-best list, best first (the first is the best reading, `text`), when asked for.
+    public var alternatives: [Alternative]
+    /// The utterance's confidence in 0...1 (the mean of its words'), when it has words.
+    public var confidence: Double?
     /// The node that produced it.
     public var node: String
     /// Where the audio came from (a file path, a JACK port), when known.
@@ -39,8 +56,9 @@ public struct Transcription: Sendable, Hashable {
 
     public init(
         utterance: Int, isFinal: Bool, range: TimeRange, text: String, words: [Word] = [],
-        alternatives: [String] = [], node: String, source: String? = nil
+        alternatives: [Alternative] = [], confidence: Double? = nil, node: String, source: String? = nil
     ) {
+        self.confidence = confidence
         self.utterance = utterance
         self.isFinal = isFinal
         self.range = range
