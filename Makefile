@@ -10,14 +10,15 @@ SHARED ?= ../shared
 # Debian packages the project builds, runs and tests with.
 DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx pocketsphinx-en-us \
 	libsndfile1-dev libsoxr-dev libfftw3-dev jackd2 libjack-jackd2-dev jack-tools \
-	espeak-ng flite sox python3 time util-linux
+	espeak-ng flite sox python3 python3-venv time util-linux
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 PREFIX ?= /usr/local
+VENV = .venv
 PLUGINS = speechgraph-gate speechgraph-match
 
-.PHONY: deps build plugins install run run-offline run-plugins test test-fast test-tsan fuzz bench docs format lint clean
+.PHONY: venv deps build plugins install run run-offline run-plugins test test-fast test-tsan fuzz bench docs format lint clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat)
 deps:
@@ -81,7 +82,7 @@ lint:
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Fuzz Plugins
 
 ## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI), after the style check
-test: deps lint
+test: deps lint $(VENV)/ok
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/debug
 	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
@@ -114,4 +115,11 @@ docs: build
 	$(BIN) nodes --markdown > docs/nodes.md
 
 clean:
-	rm -rf .build .build-tsan out
+	rm -rf .build .build-tsan out .venv
+
+## venv: the Python peers the tests run beside speechgraph (PyPI's srt and webvtt-py), in .venv
+$(VENV)/ok: Tests/Peers/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r Tests/Peers/requirements.txt
+	touch $@
+venv: $(VENV)/ok

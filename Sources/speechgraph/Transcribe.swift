@@ -18,14 +18,16 @@ extension SpeechgraphCommand {
                 A FIFO or /dev/stdin named as a file is read the same way. Rates outside 4 to 384 kHz are refused.
 
                 Formats: text (the transcript; 'file: transcript' for several files), \
-                tsv ('file<TAB>transcript' per file, for wer.py), jsonl (every event, see docs/events.md).
+                tsv ('file<TAB>transcript' per file, for wer.py), jsonl (every event, see docs/events.md), \
+                srt and vtt (subtitles: cues of at most 2 lines of 42 characters and 7 s; one file at a time).
                 """)
 
-        enum Format: String, ExpressibleByArgument, CaseIterable { case text, tsv, jsonl }
+        enum Format: String, ExpressibleByArgument, CaseIterable { case text, tsv, jsonl, srt, vtt }
 
         @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count); '-' for standard input.")
         var files: [String]
-        @Option(help: "Output format: text, tsv or jsonl.") var format: Format = .text
+        @Option(help: "Output format: text, tsv, jsonl, srt or vtt (subtitles: one file at a time).")
+        var format: Format = .text
         @Option(help: "Model name or directory (default: en-us).") var model: String?
         @Option(help: "Acoustic model directory.") var hmm: String?
         @Option(help: "Language model file.") var lm: String?
@@ -89,6 +91,9 @@ extension SpeechgraphCommand {
             if let rate, AudioFormat.rateProblem(rate) != nil { throw ValidationError("--rate: 4000 to 384000 Hz") }
             if !(1...64).contains(channels) { throw ValidationError("--channels: 1 to 64") }
             if !(0...20).contains(alternatives) { throw ValidationError("--alternatives: 0 to 20") }
+            if (format == .srt || format == .vtt) && files.count > 1 {
+                throw ValidationError("--format \(format.rawValue): one file at a time (a subtitle file is one file's)")
+            }
             if alternatives > 0 && format != .jsonl {
                 throw ValidationError("--alternatives: only --format jsonl shows them")
             }
@@ -141,8 +146,8 @@ extension SpeechgraphCommand {
         private func graph(for file: String, stdin: WAVStreamReader?) -> GraphSpec {
             // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
             var asr: [(String, ValueLiteral)] = [("mode", .word(mode.rawValue))]
-            // Only JSON Lines shows word timings; the other formats skip their cost.
-            if format != .jsonl { asr.append(("words", .word("false"))) }
+            // Only JSON Lines and subtitles use word timings; the other formats skip their cost.
+            if ![.jsonl, .srt, .vtt].contains(format) { asr.append(("words", .word("false"))) }
             if let model { asr.append(("model", .string(model))) }
             if let hmm { asr.append(("hmm", .string(hmm))) }
             if let lm { asr.append(("lm", .string(lm))) }
@@ -164,6 +169,8 @@ extension SpeechgraphCommand {
             g.node("asr", "recognizer", asr)
             if format == .jsonl {
                 g.node("out", "jsonl", [("source", .string(file))])
+            } else if format == .srt || format == .vtt {
+                g.node("out", format.rawValue, [])
             } else {
                 g.node("out", "collect")
             }

@@ -141,3 +141,34 @@ extension Decoding {
         }
     }
 }
+
+/// Subtitle cues from final results (the srt and vtt sinks).
+@Suite struct CueTests {
+    @Test("cues: at most 2 lines of 42 characters and 7 s, cut at the pause first, in order")
+    func cuesKeepTheLimits() throws {
+        // 40 words of 0.3 s, a 0.6 s pause after the 12th, and a 9-letter word in the middle.
+        var words: [Word] = []
+        var t = 1.0
+        for i in 0..<40 {
+            if i == 12 { t += 0.6 }
+            let text = i == 20 ? "wonderful" : ["the", "cat", "sat", "on", "a", "mat"][i % 6]
+            words.append(Word(text: text, range: TimeRange(start: t, end: t + 0.28), confidence: 0.9))
+            t += 0.3
+        }
+        let result = Transcription(
+            utterance: 1, isFinal: true, range: TimeRange(start: 1, end: t),
+            text: words.map(\.text).joined(separator: " "),
+            words: words, node: "asr")
+        let cues = CueMaker().cues(for: result)
+        #expect(cues.count >= 3)
+        #expect(cues.flatMap(\.lines).joined(separator: " ") == result.text)
+        for cue in cues {
+            #expect(cue.lines.count <= 2 && cue.lines.allSatisfy { $0.count <= 42 }, "\(cue.lines)")
+            #expect(cue.end - cue.start <= 7 && cue.end > cue.start)
+            #expect(!(cue.start < words[12].range.start && cue.end > words[12].range.start), "a cue spans the pause")
+        }
+        for (a, b) in zip(cues, cues.dropFirst()) { #expect(a.end <= b.start) }
+        #expect(SubtitleSink.timestamp(3725.5, .srt) == "01:02:05,500")
+        #expect(SubtitleSink.timestamp(0.0405, .vtt) == "00:00:00.041")
+    }
+}

@@ -1,0 +1,215 @@
+import SpeechGraphCore
+
+/// One subtitle cue: a time span and at most `maxLines` lines of text.
+public struct Cue: Sendable, Equatable {
+    public var start: Double
+    public var end: Double
+    public var lines: [String]
+}
+
+/// Cuts final results into subtitle cues as subtitle editors expect them: at most 2 lines of at most 42
+/// characters and at most 7 s each, split where the speaker paused when a result is too long for one cue.
+public struct CueMaker: Sendable {
+    public var maxLineLength = 42
+    public var maxLines = 2
+    public var maxDuration = 7.0
+    /// A silence between words at least this long is where a long result is cut first.
+    public var pause = 0.3
+    /// Shortest time a cue stays up, when the next one leaves room.
+    public var minDuration = 0.7
+
+    public init() {}
+
+    /// The cues of one final result, in order. Words give the times; without words the result's span is
+    /// shared out by characters.
+    public func cues(for result: Transcription) -> [Cue] {
+        var words = result.words.filter { !$0.text.isEmpty }
+        if words.isEmpty {
+            let texts = result.text.split(separator: " ").map(String.init)
+            guard !texts.isEmpty else { return [] }
+            let total = Double(texts.reduce(0) { $0 + $1.count + 1 })
+            var t = result.range.start
+            for text in texts {
+                let d = result.range.duration * Double(text.count + 1) / total
+                words.append(Word(text: text, range: TimeRange(start: t, end: t + d), confidence: 1))
+                t += d
+            }
+        }
+        // Pieces between pauses, each then packed into cues within the limits.
+        var pieces: [[Word]] = [[]]
+        for (i, w) in words.enumerated() {
+            if i > 0 && w.range.start - words[i - 1].range.end >= pause && !pieces[pieces.count - 1].isEmpty {
+                pieces.append([])
+            }
+            pieces[pieces.count - 1].append(w)
+        }
+        var cues: [Cue] = []
+        for piece in pieces {
+            var current: [Word] = []
+            for w in piece {
+                let candidate = current + [w]
+                if !current.isEmpty
+                    && (lines(candidate.map(\.text)) == nil || w.range.end - current[0].range.start > maxDuration)
+                {
+                    cues.append(cue(current))
+                    current = [w]
+                } else {
+                    current = candidate
+                }
+            }
+            if !current.isEmpty { cues.append(cue(current)) }
+        }
+        // A cue stays up at least `minDuration` where the next cue (or the utterance) leaves room.
+        for i in cues.indices {
+            let limit = i + 1 < cues.count ? cues[i + 1].start : max(result.range.end, cues[i].end)
+            cues[i].end = max(cues[i].end, min(cues[i].start + minDuration, limit))
+        }
+        return cues
+    }
+
+    private func cue(_ words: [Word]) -> Cue {
+        let texts = words.map(\.text)
+        // A single word longer than a line is cut into pieces of a line.
+        let text = lines(texts) ?? Self.hardWrap(texts.joined(separator: " "), maxLineLength, maxLines)
+        return Cue(
+            start: words[0].range.start, end: max(words[words.count - 1].range.end, words[0].range.start + 0.01),
+            lines: text)
+    }
+
+    /// The words wrapped into at most `maxLines` lines of at most `maxLineLength` characters, balanced
+    /// (the first line no longer than needed), or `nil` when they do not fit.
+    func lines(_ words: [String]) -> [String]? {
+        let all = words.joined(separator: " ")
+        if all.count <= maxLineLength { return [all] }
+        guard maxLines >= 2 else { return nil }
+        // The split that makes the longer line shortest.
+        var best: [String]?
+        var bestLength = Int.max
+        for cut in 1..<words.count {
+            let a = words[..<cut].joined(separator: " ")
+            let b = words[cut...].joined(separator: " ")
+            guard a.count <= maxLineLength && b.count <= maxLineLength else { continue }
+            if max(a.count, b.count) < bestLength {
+                bestLength = max(a.count, b.count)
+                best = [a, b]
+            }
+        }
+        return best
+    }
+
+    static func hardWrap(_ text: String, _ length: Int, _ count: Int) -> [String] {
+        var out: [String] = []
+        var rest = Substring(text)
+        while !rest.isEmpty && out.count < count {
+            out.append(String(rest.prefix(length)))
+            rest = rest.dropFirst(length)
+        }
+        return out
+    }
+}
+
+/// The `srt` and `vtt` sinks: final results as subtitles (SubRip or WebVTT), each cue written as soon as the
+/// result it comes from is final.
+public final class SubtitleSink: GraphNode {
+    public enum Format: String, Sendable { case srt, vtt }
+
+    static func descriptor(_ format: Format) -> NodeDescriptor {
+        let name = format == .srt ? "SubRip (.srt)" : "WebVTT (.vtt)"
+        return NodeDescriptor(
+            typeName: format.rawValue,
+            summary: "Writes final results as \(name) subtitles.",
+            doc: "Each final result becomes one or more cues of at most 2 lines of at most 42 characters and at most "
+                + "7 s, cut where the speaker paused first. Cues are written as soon as their result is final, so "
+                + "a file grows while a live graph runs. Cue times are word times on the audio clock.",
+            category: .sink,
+            ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
+            parameters: [.path("path", default: "-", doc: "File to write; \"-\" is standard output.")])
+    }
+
+    public static let srt = NodeType(descriptor(.srt), make: { try SubtitleSink($0, format: .srt) })
+    public static let vtt = NodeType(descriptor(.vtt), make: { try SubtitleSink($0, format: .vtt) })
+
+    private let out: TextOutput
+    private let format: Format
+    private let maker = CueMaker()
+    private var index = 0
+    private var lastEnd = 0.0
+
+    init(_ context: NodeContext, format: Format) throws {
+        self.format = format
+        out = try TextOutput(
+            path: context.config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
+            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
+        if format == .vtt {
+            out.write("WEBVTT\n\n")
+            out.flush()
+        }
+    }
+
+    public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        guard case .result(let t) = event, t.isFinal else { return }
+        for var cue in maker.cues(for: t) {
+            // Cues never overlap, and stay up a little when they can.
+            cue.start = max(cue.start, lastEnd)
+            cue.end = max(cue.end, cue.start + 0.01)
+            lastEnd = cue.end
+            index += 1
+            out.write(Self.text(cue, index: index, format: format))
+        }
+        out.flush()
+    }
+
+    static func text(_ cue: Cue, index: Int, format: Format) -> String {
+        let times = "\(timestamp(cue.start, format)) --> \(timestamp(cue.end, format))"
+        let body = cue.lines.joined(separator: "\n")
+        switch format {
+        case .srt: return "\(index)\n\(times)\n\(body)\n\n"
+        case .vtt: return "\(times)\n\(body)\n\n"
+        }
+    }
+
+    /// `HH:MM:SS,mmm` (SubRip) or `HH:MM:SS.mmm` (WebVTT).
+    public static func timestamp(_ seconds: Double, _ format: Format) -> String {
+        let ms = Int((max(0, seconds) * 1000).rounded())
+        let h = ms / 3_600_000
+        let m = ms / 60_000 % 60
+        let s = ms / 1000 % 60
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let frac = String(ms % 1000 + 1000).dropFirst()
+        return "\(two(h)):\(two(m)):\(two(s))\(format == .srt ? "," : ".")\(frac)"
+    }
+
+    public func finish(output: NodeOutput) throws { out.flush() }
+    public func close() { out.close() }
+    public var warnings: [String] { out.failure.map { [$0] } ?? [] }
+}
+
+/// The `text` sink: the plain transcript, one final result per line.
+public final class TextSink: GraphNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "text",
+        summary: "Writes the plain transcript: the text of each final result, one per line.",
+        category: .sink,
+        ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
+        parameters: [.path("path", default: "-", doc: "File to write; \"-\" is standard output.")])
+
+    public static let type = NodeType(descriptor, make: { try TextSink($0) })
+
+    private let out: TextOutput
+
+    init(_ context: NodeContext) throws {
+        out = try TextOutput(
+            path: context.config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
+            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
+    }
+
+    public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        guard case .result(let t) = event, t.isFinal, !t.text.isEmpty else { return }
+        out.write(t.text + "\n")
+        out.flush()
+    }
+
+    public func finish(output: NodeOutput) throws { out.flush() }
+    public func close() { out.close() }
+    public var warnings: [String] { out.failure.map { [$0] } ?? [] }
+}
