@@ -98,6 +98,17 @@ PY
 echo "transcribe_real_wer_1best_with_alternatives $(wer "$work/alt-1best.tsv") %"
 echo "transcribe_real_oracle_wer_5best $(wer "$work/alt-oracle.tsv") %"
 
+# Calibrated word confidences (issue 13): the reliability table (share right per confidence bin, words per bin,
+# expected calibration error) on the real set and on the noisy long files; the calibration was fitted on a
+# synthesised development set (scripts/make-calibration-set.sh, scripts/fit-calibration.py), never on these.
+"$BIN" transcribe --format jsonl "${files[@]}" > "$work/conf-real.jsonl"
+python3 scripts/reliability.py "$CORPUS/manifest.tsv" "$work/conf-real.jsonl" --name real
+for f in long_white15db long_pink15db; do
+  printf "%s\t%s\n" "$f" "$(cat "$SHARED/corpus/long/$f.txt")" > "$work/conf-ref-$f.tsv"
+  "$BIN" transcribe --format jsonl "$SHARED/corpus/long/$f.wav" > "$work/conf-$f.jsonl"
+  python3 scripts/reliability.py "$work/conf-ref-$f.tsv" "$work/conf-$f.jsonl" --name "$f"
+done
+
 # Long-form recognition with VAD segmentation (transcribe turns the vad on for long files), scored by
 # wer.py; the peer figures are Debian pocketsphinx_continuous's on the same files (29.71 / 66.9 / 61.5 %).
 for f in long_clean long_white15db long_pink15db; do

@@ -91,6 +91,11 @@ public final class RecognizerNode: GraphNode {
                 doc: "Give each final result the n-best list of this many readings, each with a score, and each "
                     + "word the other words those readings have at its time (PocketSphinx's n-best search over "
                     + "the utterance's lattice); 0: none."),
+            .choice(
+                "confidence", ["calibrated", "posterior"], default: "calibrated",
+                doc: "Word confidences: calibrated, the probability that the word is right (fitted on synthesised "
+                    + "speech, clean and noisy; docs/events.md), or posterior, PocketSphinx's lattice posterior as "
+                    + "it is. A result's confidence is the mean of its words'."),
             .boolean(
                 "words", default: true,
                 doc: "Add word timings and confidences to final results. Off, "
@@ -114,6 +119,8 @@ public final class RecognizerNode: GraphNode {
     private let includeWords: Bool
     /// The n-best list's length for final results; 0: none.
     private let alternativeCount: Int
+    /// Turns posteriors into probabilities of being right; `nil`: posteriors as they are.
+    private let calibration: ConfidenceCalibration?
     private let wholeUtterances: Bool
     /// Streaming mode with `final-pass`: the held utterance is decoded again, whole, for the final result.
     private let finalPass: Bool
@@ -169,6 +176,7 @@ public final class RecognizerNode: GraphNode {
         model = try SphinxModel.resolve(c)
         includeWords = c.bool(of: "words")
         alternativeCount = c.integer(of: "alternatives")
+        calibration = c.string(of: "confidence") == "calibrated" ? .standard : nil
         // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
         // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
         // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
@@ -422,6 +430,7 @@ public final class RecognizerNode: GraphNode {
             words = includeWords ? decoder.words(frameOffset: utteranceStart) : []
             nbest = decoder.nbest(alternativeCount, frameOffset: utteranceStart)
         }
+        if let calibration { words = calibration.calibrate(words) }
         nbest = RecognizerNode.bestFirst(nbest, text: text)
         if !nbest.isEmpty { words = RecognizerNode.wordAlternatives(words, nbest.dropFirst().map(\.words)) }
         return Transcription(

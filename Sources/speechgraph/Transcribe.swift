@@ -53,6 +53,13 @@ extension SpeechgraphCommand {
                 "With --format jsonl: each final result's n-best list of this many readings, with scores, and "
                     + "each word's alternatives (0 to 20).", valueName: "n"))
         var alternatives = 0
+        @Option(
+            help: ArgumentHelp(
+                "With --format jsonl: word confidences calibrated (the probability that the word is right) or "
+                    + "PocketSphinx's posterior.", valueName: "kind"))
+        var confidence: ConfidenceKind = .calibrated
+
+        enum ConfidenceKind: String, ExpressibleByArgument, CaseIterable { case calibrated, posterior }
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
@@ -154,6 +161,7 @@ extension SpeechgraphCommand {
             if let dict { asr.append(("dict", .string(dict))) }
             if let jsgf { asr.append(("jsgf", .string(jsgf))) }
             if alternatives > 0 { asr.append(("alternatives", .number(Double(alternatives), unit: nil))) }
+            if confidence == .posterior { asr.append(("confidence", .word("posterior"))) }
             var g = SyntheticGraph(command: "transcribe")
             if let stdin {
                 g.node(

@@ -143,6 +143,20 @@ extension Decoding {
             for case .result(let t) in events where !t.isFinal { #expect(t.alternatives.isEmpty) }
         }
 
+        @Test func calibrationIsAProbabilityThatRisesWithThePosterior() {
+            let c = ConfidenceCalibration.standard
+            var last = 0.0
+            for p in stride(from: 0.0, through: 1.0, by: 0.05) {
+                let v = c.confidence(posterior: p, utteranceMean: 0.8, duration: 0.3)
+                #expect(v > 0 && v < 1 && v >= last)
+                last = v
+            }
+            // A sure word in an unsure utterance is less likely right than in a sure one.
+            #expect(
+                c.confidence(posterior: 0.99, utteranceMean: 0.3, duration: 0.3)
+                    < c.confidence(posterior: 0.99, utteranceMean: 0.95, duration: 0.3))
+        }
+
         @Test func wordAlternativesComeFromOverlappingWords() {
             func w(_ text: String, _ start: Double, _ end: Double) -> Word {
                 Word(text: text, range: TimeRange(start: start, end: end), confidence: 0.5)
