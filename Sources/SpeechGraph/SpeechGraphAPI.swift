@@ -1,0 +1,313 @@
+import Foundation
+import Synchronization
+
+/// A speech recognition graph for apps: a graph file (or source text, or a graph built in code) checked,
+/// planned and run, with its results as an `AsyncSequence` of ``SpeechResult`` whose text is an
+/// `AttributedString` carrying each word's audio time range and confidence (docs/api.md).
+///
+/// ```swift
+/// let graph = try SpeechGraph(contentsOf: url)
+/// try graph.start()
+/// for try await result in graph.results(of: "asr") {
+///     print(result.isFinal, result.range, result.plainText)
+/// }
+/// graph.stop()
+/// ```
+public final class SpeechGraph: Sendable {
+    /// What went wrong, typed.
+    public enum Error: Swift.Error, CustomStringConvertible, Sendable {
+        /// The graph file or text has errors: each `file:line:col: error: message`.
+        case invalidGraph([String])
+        /// A node could not be made or the graph failed while running (a missing model, an unreadable file).
+        case failed(String)
+        /// No node of that name in the graph, or not of the kind asked for (`input` of a node that is not a
+        /// `push.input`).
+        case noSuchNode(String)
+        /// The file could not be read.
+        case unreadable(String)
+
+        public var description: String {
+            switch self {
+            case .invalidGraph(let lines): return lines.joined(separator: "\n")
+            case .failed(let message): return message
+            case .noSuchNode(let message): return message
+            case .unreadable(let message): return message
+            }
+        }
+    }
+
+    public let running: RunningGraph
+    /// Every event since the graph was made, replayed to each `results`/`events` sequence asked for later.
+    private let history: EventHistory
+
+    /// A graph file. `settings` override parameters as `--set` does: `["asr.mode": "utterance"]`.
+    public convenience init(
+        contentsOf url: URL, settings: [String: String] = [:], registry: NodeRegistry = BuiltinNodes.registry()
+    ) throws {
+        let text: String
+        do { text = try String(contentsOf: url, encoding: .utf8) } catch {
+            throw Error.unreadable("\(url.path): \(error.localizedDescription)")
+        }
+        try self.init(source: text, name: url.path, settings: settings, registry: registry)
+    }
+
+    /// Graph source text, in the graph language (docs/graph-language.md).
+    public init(
+        source: String, name: String = "<source>", settings: [String: String] = [:],
+        registry: NodeRegistry = BuiltinNodes.registry()
+    ) throws {
+        // The graph's own resources: planning a JACK graph opens its client, once, to learn the server's rate.
+        let resources = GraphResources()
+        var overrides: [GraphPlanner.Override] = []
+        for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
+            guard let o = GraphPlanner.Override.parse("\(key)=\(value)") else {
+                throw Error.invalidGraph(["setting '\(key)': expected node.parameter"])
+            }
+            overrides.append(o)
+        }
+        let plan: GraphPlan
+        do {
+            let spec = try GraphParser.parse(source, file: name)
+            plan = try GraphPlanner(registry: registry).plan(spec, overrides: overrides, resources: resources)
+        } catch let error as GraphError {
+            throw Error.invalidGraph(error.diagnostics.filter { $0.severity == .error }.map(\.description))
+        } catch {
+            throw Error.failed("\(error)")
+        }
+        do {
+            running = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        } catch {
+            throw Error.failed("\(error)")
+        }
+        history = EventHistory()
+        history.follow(running.events())
+    }
+
+    /// A graph built in code.
+    public convenience init(_ builder: GraphBuilder, registry: NodeRegistry = BuiltinNodes.registry()) throws {
+        try self.init(source: builder.source, name: "<built>", registry: registry)
+    }
+
+    /// Starts the graph: files are read, live inputs listened to. Results flow from here on.
+    public func start() throws { running.start() }
+
+    /// Stops soon: the utterance in flight is finished and every result delivered, then the sequences end.
+    public func stop() { running.stop() }
+
+    /// Ends the inputs (pushed audio, files read to their end) and waits until every result is out.
+    public func finish() async throws {
+        do { try await running.drain() } catch { throw Error.failed("\(error)") }
+    }
+
+    /// The results of node `name` (a recognizer), volatile and final, from the graph's start; the sequence
+    /// ends when the graph ends, and throws what stopped it.
+    public func results(of name: String) -> AsyncThrowingStream<SpeechResult, any Swift.Error> {
+        let events = history.stream()
+        let graph = running
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                for await event in events {
+                    if case .result(let t) = event, t.node == name { continuation.yield(SpeechResult(t)) }
+                }
+                do {
+                    try await graph.wait()
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: Error.failed("\(error)"))
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Every event of every node (or of node `name`), from the graph's start.
+    public func events(of name: String? = nil) -> AsyncStream<GraphEvent> {
+        let events = history.stream()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await event in events where name == nil || event.node == name { continuation.yield(event) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// The `push.input` node called `name`: push audio into it from any thread.
+    public func input(_ name: String) throws -> AudioInput {
+        guard let pusher = running.input(named: name) else {
+            throw Error.noSuchNode("no push.input node named '\(name)' in the graph")
+        }
+        return AudioInput(pusher: pusher)
+    }
+}
+
+/// Audio pushed into a graph's `push.input` node, from any thread, in blocks of any size.
+public struct AudioInput: Sendable {
+    let pusher: AudioPusher
+
+    /// Interleaved float samples in -1...1 at the node's rate and channel count. By default it waits while
+    /// the node's buffer is full (a file pushed faster than the graph decodes loses nothing); a live source
+    /// that must never wait passes `waitForRoom: false`, and a chunk that finds no room is then dropped and
+    /// reported as a gap event. Returns whether the chunk was taken.
+    @discardableResult
+    public func push(_ samples: [Float], waitForRoom: Bool = true) -> Bool {
+        pusher.write(samples, waitForRoom: waitForRoom) > 0 || samples.isEmpty
+    }
+
+    /// No more audio: the graph finishes what it holds.
+    public func end() { pusher.end() }
+}
+
+/// A graph described in code: nodes with parameters, and edges, turned into graph-language source.
+public struct GraphBuilder: Sendable {
+    private var lines: [String] = []
+
+    public init() {}
+
+    /// A node: `node("asr", "recognizer", ["mode": "utterance"])`. Values are written as in a graph file
+    /// (`"300 ms"`, `"true"`, a quoted string for paths: pass `"\"a.wav\""`, or use `path:`).
+    public mutating func node(_ name: String, _ type: String, _ parameters: [String: String] = [:]) {
+        let params = parameters.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+        lines.append("node \(name) = \(type)" + (params.isEmpty ? "" : " { \(params) }"))
+    }
+
+    /// A `file.input` node reading `path`.
+    public mutating func file(_ name: String, path: String) {
+        lines.append("node \(name) = file.input { path: \(JSONLines.quote(path)) }")
+    }
+
+    /// An edge: `connect("src", "asr")`, or ports: `connect("vad.events", "asr.control")`.
+    public mutating func connect(_ from: String, _ to: String) { lines.append("\(from) -> \(to)") }
+
+    public var source: String { lines.joined(separator: "\n") + "\n" }
+}
+
+/// One result of a recognizer: volatile (may still change) or final.
+public struct SpeechResult: Sendable {
+    public let isFinal: Bool
+    /// Counts from 1 within the recognizer.
+    public let utterance: Int
+    /// The audio the utterance covers, in seconds of the input.
+    public let range: TimeRange
+    /// The text; each word's run carries its `audioTimeRange` and `transcriptionConfidence` (final results;
+    /// a volatile result's text is one run with the utterance's range).
+    public let text: AttributedString
+    public let plainText: String
+    public let words: [Word]
+    /// The n-best list (the recognizer's `alternatives`), best first.
+    public let alternatives: [Alternative]
+    /// The utterance's confidence, the mean of its words'.
+    public let confidence: Double?
+    public let node: String
+
+    public init(_ t: Transcription) {
+        isFinal = t.isFinal
+        utterance = t.utterance
+        range = t.range
+        plainText = t.text
+        words = t.words
+        alternatives = t.alternatives
+        confidence = t.confidence
+        node = t.node
+        var text = AttributedString()
+        if t.words.isEmpty {
+            var run = AttributedString(t.text)
+            run.audioTimeRange = t.range
+            text = run
+        } else {
+            for (i, w) in t.words.enumerated() {
+                if i > 0 { text += AttributedString(" ") }
+                var run = AttributedString(w.text)
+                run.audioTimeRange = w.range
+                run.transcriptionConfidence = w.confidence
+                text += run
+            }
+        }
+        self.text = text
+    }
+
+    /// Whether one of `phrases` was said: as whole words in order, without case, in the best text or, when it
+    /// is not there, in one of the alternatives (a trivia game hears "nemo" when the best guess was "memo").
+    public func matches(_ phrases: [String]) -> Bool {
+        let readings = [plainText] + alternatives.map(\.text)
+        return phrases.contains { phrase in
+            let p = Self.words(phrase)
+            return !p.isEmpty && readings.contains { Self.contains(Self.words($0), p) }
+        }
+    }
+
+    static func words(_ text: String) -> [String] {
+        text.lowercased().split { !$0.isLetter && !$0.isNumber && $0 != "'" }.map(String.init)
+    }
+
+    static func contains(_ words: [String], _ phrase: [String]) -> Bool {
+        guard words.count >= phrase.count else { return false }
+        return (0...(words.count - phrase.count)).contains { Array(words[$0..<$0 + phrase.count]) == phrase }
+    }
+}
+
+// MARK: - The attributes of a result's runs, named as Apple's Speech framework names them.
+
+public enum SpeechGraphAttributes {
+    /// The audio a run of text was heard in.
+    public enum AudioTimeRangeAttribute: AttributedStringKey {
+        public typealias Value = TimeRange
+        public static let name = "speechgraph.audioTimeRange"
+    }
+    /// The probability that a run's word is right.
+    public enum TranscriptionConfidenceAttribute: AttributedStringKey {
+        public typealias Value = Double
+        public static let name = "speechgraph.transcriptionConfidence"
+    }
+}
+
+extension AttributeScopes {
+    /// `result.text.runs[...].audioTimeRange`, `.transcriptionConfidence`.
+    public struct SpeechGraphAttributeScope: AttributeScope {
+        public let audioTimeRange: SpeechGraphAttributes.AudioTimeRangeAttribute
+        public let transcriptionConfidence: SpeechGraphAttributes.TranscriptionConfidenceAttribute
+    }
+
+    public var speechGraph: SpeechGraphAttributeScope.Type { SpeechGraphAttributeScope.self }
+}
+
+extension AttributeDynamicLookup {
+    public subscript<T: AttributedStringKey>(
+        dynamicMember keyPath: KeyPath<AttributeScopes.SpeechGraphAttributeScope, T>
+    ) -> T { self[T.self] }
+}
+
+/// Every event of a graph since it was made, and the sequences that replay them.
+final class EventHistory: Sendable {
+    private struct State {
+        var events: [GraphEvent] = []
+        var ended = false
+        var followers: [AsyncStream<GraphEvent>.Continuation] = []
+    }
+    private let state = Mutex(State())
+
+    func follow(_ stream: AsyncStream<GraphEvent>) {
+        Task { [self] in
+            for await event in stream {
+                state.withLock { s in
+                    s.events.append(event)
+                    for f in s.followers { f.yield(event) }
+                }
+            }
+            state.withLock { s in
+                s.ended = true
+                for f in s.followers { f.finish() }
+                s.followers = []
+            }
+        }
+    }
+
+    func stream() -> AsyncStream<GraphEvent> {
+        let (stream, continuation) = AsyncStream<GraphEvent>.makeStream()
+        state.withLock { s in
+            for e in s.events { continuation.yield(e) }
+            if s.ended { continuation.finish() } else { s.followers.append(continuation) }
+        }
+        return stream
+    }
+}
