@@ -20,6 +20,7 @@ public enum BuiltinNodes {
         SubtitleSink.srt,
         SubtitleSink.vtt,
         TextSink.type,
+        ClipsSink.type,
         JackInputNode.type,
         JackOutputNode.type,
         VADNode.type,

@@ -82,6 +82,11 @@ public final class ConsoleSink: GraphNode {
         parameters: [
             .boolean("timestamps", default: true, doc: "Start each line with the utterance's time range."),
             .string("source", default: nil, doc: "A label printed before each line."),
+            .number(
+                "colour-below", default: 0, range: 0...1,
+                doc: "On a terminal, colour the words of final results whose confidence is below this: red below "
+                    + "half of it, yellow above (the confidence is the probability that the word is right, "
+                    + "docs/events.md). 0: no colours. Not a terminal: plain text."),
         ])
 
     public static let type = NodeType(
@@ -98,6 +103,8 @@ public final class ConsoleSink: GraphNode {
     private let timestamps: Bool
     private let source: String?
     private let live: Bool
+    /// Words below this confidence are coloured (terminal only); 0: never.
+    private let colourBelow: Double
     /// A volatile line is on screen (terminal only), to be rewritten.
     private var tailShown = false
 
@@ -106,6 +113,17 @@ public final class ConsoleSink: GraphNode {
         timestamps = config.bool(of: "timestamps")
         source = config.string("source")
         self.live = live ?? out.isTerminal
+        colourBelow = self.live ? config.number(of: "colour-below") : 0
+    }
+
+    /// The final text with its unsure words coloured: red below half the threshold, yellow below it.
+    public static func coloured(_ t: Transcription, below threshold: Double) -> String {
+        guard threshold > 0, !t.words.isEmpty else { return t.text }
+        return t.words.map { w in
+            if w.confidence < threshold / 2 { return "\u{1B}[31m\(w.text)\u{1B}[0m" }
+            if w.confidence < threshold { return "\u{1B}[33m\(w.text)\u{1B}[0m" }
+            return w.text
+        }.joined(separator: " ")
     }
 
     public static func clock(_ seconds: Double) -> String {
@@ -124,7 +142,8 @@ public final class ConsoleSink: GraphNode {
         var line: String
         switch event {
         case .result(let t):
-            line = timestamps ? "[\(Self.clock(t.range.start)) - \(Self.clock(t.range.end))] \(t.text)" : t.text
+            let text = t.isFinal ? Self.coloured(t, below: colourBelow) : t.text
+            line = timestamps ? "[\(Self.clock(t.range.start)) - \(Self.clock(t.range.end))] \(text)" : text
             if !t.isFinal {
                 guard live else { return }
                 if let source { line = "\(source): " + line }

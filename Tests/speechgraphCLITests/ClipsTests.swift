@@ -1,0 +1,61 @@
+import Foundation
+import SpeechGraph
+import SpeechGraphTestSupport
+import Testing
+
+/// The clips sink: each utterance's audio and its result, for building data sets.
+@Suite struct ClipsTests {
+    let dir = TemporaryDirectory()
+
+    @Test("two utterances give two WAV files that sox reads, each with its result beside it")
+    func clipsOfTwoUtterances() throws {
+        let a = dir.path("a.wav")
+        let b = dir.path("b.wav")
+        try TestSpeech.synthesize("please call my mother at seven in the evening", to: a)
+        try TestSpeech.synthesize("the weather today is cold and windy", to: b)
+        let both = dir.path("both.wav")
+        try TestSpeech.sox([a, b, both, "pad", "0.5", "1.5"])
+        try TestSpeech.sox([both, dir.path("both2.wav"), "pad", "0", "1"])
+        let graph = dir.path("clips.graph")
+        let folder = dir.path("clips")
+        try """
+        node speech = file.input { path: "\(dir.path("both2.wav"))" }
+        node vad    = vad
+        node asr    = recognizer { mode: utterance }
+        node keep   = clips { path: "\(folder)", pad: 100 ms }
+        speech.out -> vad.in, keep.in
+        vad.out    -> asr.in
+        vad.events -> asr.control
+        asr        -> keep.results
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try Run.speechgraph(["run", graph])
+        #expect(run.status == 0, "\(run.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        #expect(files == ["keep-00001.json", "keep-00001.wav", "keep-00002.json", "keep-00002.wav"], "\(files)")
+        for n in 1...2 {
+            let base = "\(folder)/keep-0000\(n)"
+            let line = try String(contentsOfFile: base + ".json", encoding: .utf8)
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(o["audio"] as? String == "keep-0000\(n).wav")
+            let range = try #require(o["range"] as? [String: Double])
+            let seconds = try TestSpeech.duration(base + ".wav")
+            #expect(abs(seconds - (range["end"]! - range["start"]! + 0.2)) < 0.05, "\(seconds) \(range)")
+            #expect((o["text"] as? String)?.isEmpty == false)
+        }
+        let first = try String(contentsOfFile: "\(folder)/keep-00001.json", encoding: .utf8)
+        #expect(first.contains("mother"))
+    }
+
+    @Test("the console colours unsure words when asked")
+    func consoleColours() {
+        let t = Transcription(
+            utterance: 1, isFinal: true, range: TimeRange(start: 0, end: 1), text: "call my mother",
+            words: [
+                Word(text: "call", range: TimeRange(start: 0, end: 0.3), confidence: 0.95),
+                Word(text: "my", range: TimeRange(start: 0.3, end: 0.5), confidence: 0.6),
+                Word(text: "mother", range: TimeRange(start: 0.5, end: 1), confidence: 0.2),
+            ], node: "asr")
+        #expect(ConsoleSink.coloured(t, below: 0.8) == "call \u{1B}[33mmy\u{1B}[0m \u{1B}[31mmother\u{1B}[0m")
+        #expect(ConsoleSink.coloured(t, below: 0) == "call my mother")
+    }
+}
