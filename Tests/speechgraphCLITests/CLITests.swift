@@ -327,11 +327,17 @@ struct WERScore {
         #expect(names.count == 35)
         let dir = TemporaryDirectory()
         let files = names.map { corpus.appendingPathComponent($0).path }
-        let r = try Run.speechgraph(["transcribe", "--format", "tsv"] + files, timeout: 900)
+        // One decoding for two checks: JSON Lines (word detail on gives the same text as the tsv format) for the
+        // word error rate and for the calibrated confidences.
+        let r = try Run.speechgraph(["transcribe", "--format", "jsonl"] + files, timeout: 900)
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stdout.split(separator: "\n").count == 35)
-        try r.stdout.write(toFile: dir.path("sg.tsv"), atomically: true, encoding: .utf8)
+        try r.stdout.write(toFile: dir.path("sg.jsonl"), atomically: true, encoding: .utf8)
+        let rows = try Reliability.transcripts(r.stdout)
+        #expect(rows.count == 35)
+        try rows.map { "\($0.file)\t\($0.text)\n" }.joined().write(
+            toFile: dir.path("sg.tsv"), atomically: true, encoding: .utf8)
         let sg = try WERScore(references: manifest.path, hypotheses: dir.path("sg.tsv"), shared: shared)
+        try Reliability.expectCalibrated(references: manifest.path, jsonl: dir.path("sg.jsonl"))
 
         // The peer, as scripts/bench.sh runs it: WAV header skipped (-adchdr 44), and speechgraph's -maxhmmpf.
         let model = "/usr/share/pocketsphinx/model/en-us"
@@ -372,14 +378,23 @@ struct WERScore {
         let shared = try TestPaths.requireShared()
         let long = shared.appendingPathComponent("corpus/long")
         let r = try Run.speechgraph(
-            ["transcribe", "--format", "tsv", long.appendingPathComponent("\(file).wav").path],
+            ["transcribe", "--format", "jsonl", long.appendingPathComponent("\(file).wav").path],
             timeout: 900)
         #expect(r.status == 0, "\(r.stderr)")
         let dir = TemporaryDirectory()
         let reference = try String(contentsOf: long.appendingPathComponent("\(file).txt"), encoding: .utf8)
         try "\(file)\t\(reference.trimmingCharacters(in: .whitespacesAndNewlines))\n"
             .write(toFile: dir.path("ref.tsv"), atomically: true, encoding: .utf8)
-        try r.stdout.write(toFile: dir.path("hyp.tsv"), atomically: true, encoding: .utf8)
+        try Reliability.transcripts(r.stdout).map { "\($0.file)\t\($0.text)\n" }.joined()
+            .write(toFile: dir.path("hyp.tsv"), atomically: true, encoding: .utf8)
+        if file == "long_white15db" {
+            // In white noise at 15 dB the calibrated confidences keep their order: each bin right more often than
+            // the one below.
+            try r.stdout.write(toFile: dir.path("hyp.jsonl"), atomically: true, encoding: .utf8)
+            let figures = try Reliability.figures(dir.path("ref.tsv"), dir.path("hyp.jsonl"), name: "white")
+            let shares = Reliability.shares(figures, "white")
+            #expect(shares.count >= 4 && zip(shares, shares.dropFirst()).allSatisfy { $0 < $1 }, "\(shares)")
+        }
         let score = try WERScore(references: dir.path("ref.tsv"), hypotheses: dir.path("hyp.tsv"), shared: shared)
         print(
             "\(file): WER \(score.percent)% (\(score.errors) errors in \(score.words) words), "
