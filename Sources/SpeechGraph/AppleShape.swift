@@ -202,12 +202,9 @@ public class TranscriberCore: @unchecked Sendable {
     }
 
     static func installed() -> [Locale] {
-        let dirs =
-            ["/usr/share/pocketsphinx/model", "/usr/local/share/pocketsphinx/model"]
-            + (ProcessInfo.processInfo.environment["SPEECHGRAPH_MODEL_PATH"] ?? "").split(separator: ":").map(
-                String.init)
+        // The directories the recognizer looks model names up in.
         var out: [Locale] = []
-        for dir in dirs {
+        for dir in SphinxModel.searchPath {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] {
                 let parts = name.split(separator: "-")
                 guard parts.count == 2, parts[0].count == 2, parts[1].count == 2 else { continue }

@@ -37,7 +37,7 @@ public final class SpeechGraph: Sendable {
     }
 
     public let running: RunningGraph
-    /// Every event since the graph was made, replayed to each `results`/`events` sequence asked for later.
+    /// The graph's events since it was made (the last 10,000), replayed to each `results`/`events` sequence.
     private let history: EventHistory
 
     /// A graph file. `settings` override parameters as `--set` does: `["asr.mode": "utterance"]`.
@@ -99,8 +99,9 @@ public final class SpeechGraph: Sendable {
         do { try await running.drain() } catch { throw Error.failed("\(error)") }
     }
 
-    /// The results of node `name` (a recognizer), volatile and final, from the graph's start; the sequence
-    /// ends when the graph ends, and throws what stopped it.
+    /// The results of node `name` (a recognizer), volatile and final, from the graph's start (a sequence asked
+    /// for after more than 10,000 events begins with the last 10,000); the sequence ends when the graph ends,
+    /// and throws what stopped it.
     public func results(of name: String) -> AsyncThrowingStream<SpeechResult, any Swift.Error> {
         let events = history.stream()
         let graph = running
@@ -277,8 +278,10 @@ extension AttributeDynamicLookup {
     ) -> T { self[T.self] }
 }
 
-/// Every event of a graph since it was made, and the sequences that replay them.
+/// The events of a graph since it was made (the most recent `limit` of them, so that a graph that runs for
+/// days keeps bounded memory), and the sequences that replay them and then follow.
 final class EventHistory: Sendable {
+    static let limit = 10_000
     private struct State {
         var events: [GraphEvent] = []
         var ended = false
@@ -290,6 +293,7 @@ final class EventHistory: Sendable {
         Task { [self] in
             for await event in stream {
                 state.withLock { s in
+                    if s.events.count == Self.limit { s.events.removeFirst(Self.limit / 10) }
                     s.events.append(event)
                     for f in s.followers { f.yield(event) }
                 }

@@ -88,16 +88,18 @@ public enum ChildScan {
     }
 }
 
-/// Drains a pipe on a thread of its own, keeping at most `limit` bytes.
-final class PipeReader: Sendable {
+/// Drains a pipe on a thread of its own, keeping at most `limit` bytes, and passing what comes on to `echo`
+/// as it comes when given one (a child's standard error shown live).
+public final class PipeReader: Sendable {
     private let data = Mutex(Data())
     private let finished = DispatchSemaphore(value: 0)
 
-    init(_ handle: FileHandle, limit: Int = 1 << 20) {
+    public init(_ handle: FileHandle, limit: Int = 1 << 20, echo: FileHandle? = nil) {
         Thread.detachNewThread { [self] in
             while true {
                 let chunk = handle.availableData
                 if chunk.isEmpty { break }
+                echo?.write(chunk)
                 self.data.withLock { if $0.count < limit { $0.append(chunk.prefix(limit - $0.count)) } }
             }
             self.finished.signal()
@@ -105,7 +107,7 @@ final class PipeReader: Sendable {
     }
 
     /// What was read, once the pipe closed (or after a second: a process the plugin started may hold it).
-    func finish() -> Data {
+    public func finish() -> Data {
         _ = finished.wait(timeout: .now() + 1)
         return data.withLock { $0 }
     }

@@ -30,7 +30,7 @@ public enum JSONLines {
                             wo.addTime("end", w.range.end)
                             wo.addRaw("confidence", fixed(w.confidence, 4))
                             if !w.alternatives.isEmpty {
-                                wo.addRaw("alternatives", "[" + w.alternatives.map(quote).joined(separator: ",") + "]")
+                                wo.addRaw("alternatives", strings(w.alternatives))
                             }
                             return wo.text
                         }.joined(separator: ",") + "]")
@@ -103,6 +103,9 @@ public enum JSONLines {
     }
 
     /// A JSON string literal.
+    /// A JSON array of strings.
+    static func strings(_ values: [String]) -> String { "[" + values.map(quote).joined(separator: ",") + "]" }
+
     public static func quote(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {

@@ -35,9 +35,7 @@ public final class JSONLinesSink: GraphNode {
 
     init(_ context: NodeContext) throws {
         let config = context.config
-        out = try TextOutput(
-            path: config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
-            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
+        out = try .forSink(context)
         includeVolatile = config.bool(of: "volatile")
         source = config.string("source")
         latency = config.bool(of: "latency")

@@ -137,9 +137,7 @@ public final class SubtitleSink: GraphNode {
 
     init(_ context: NodeContext, format: Format) throws {
         self.format = format
-        out = try TextOutput(
-            path: context.config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
-            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
+        out = try .forSink(context)
         if format == .vtt {
             out.write("WEBVTT\n\n")
             out.flush()
@@ -198,9 +196,7 @@ public final class TextSink: GraphNode {
     private let out: TextOutput
 
     init(_ context: NodeContext) throws {
-        out = try TextOutput(
-            path: context.config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
-            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
+        out = try .forSink(context)
     }
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {

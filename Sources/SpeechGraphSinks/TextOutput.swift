@@ -24,6 +24,14 @@ public final class TextOutput {
     /// The first write of this output that failed, as a message for the user.
     public private(set) var failure: String?
 
+    /// The output of a sink node: its `path` parameter ("-": standard output), with the graph's status line and
+    /// the program's standard output state.
+    public static func forSink(_ context: NodeContext) throws -> TextOutput {
+        try TextOutput(
+            path: context.config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
+            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
+    }
+
     /// Standard output. `shared`: the program's state of it (which failure every writer to it sees).
     public static func standardOutput(statusLine: StatusLine? = nil, shared: StandardOutput? = nil) -> TextOutput {
         TextOutput(fd: 1, path: "-", statusLine: statusLine, shared: shared ?? StandardOutput())

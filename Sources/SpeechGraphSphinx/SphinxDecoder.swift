@@ -241,10 +241,9 @@ public final class SphinxDecoder: @unchecked Sendable {
         // A* yields many paths that read the same: look a little further than `count`.
         for _ in 0..<(count * 20) {
             var score: Int32 = 0
-            let raw = ps_nbest_hyp(iterator, &score).map { String(cString: $0) } ?? ""
+            _ = ps_nbest_hyp(iterator, &score)  // its text has fillers; the words below have none
             let words = Self.words(ps_nbest_seg(iterator), ps: ps, frameOffset: frameOffset)
             let text = words.map(\.text).joined(separator: " ")
-            _ = raw
             if best == nil { best = score }
             if seen.insert(text).inserted {
                 out.append((text, Double(score - (best ?? score)) * scale, words))

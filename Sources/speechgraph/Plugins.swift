@@ -160,7 +160,7 @@ enum PluginCheckRun {
             outcome.failure = "the check could not start: \(error.localizedDescription)"
             return outcome
         }
-        let stderrText = ErrorEcho(errors.fileHandleForReading)
+        let stderrText = PipeReader(errors.fileHandleForReading, echo: FileHandle.standardError)
         let pid = process.processIdentifier
         // The check in progress: the reading loop sets it, the timers read it.
         let current = Mutex("loading the plugin")
@@ -203,7 +203,7 @@ enum PluginCheckRun {
         process.waitUntilExit()
         timer.cancel()
         loadTimer.cancel()
-        let errorText = stderrText.finish()
+        let errorText = String(decoding: stderrText.finish(), as: UTF8.self)
         let during = current.withLock { $0 }
         if let violation = errorText.split(separator: "\n").first(where: { $0.contains("in real-time context") }) {
             outcome.failure = "\(during): RealtimeSanitizer: \(violation)"
@@ -217,29 +217,6 @@ enum PluginCheckRun {
             outcome.failure = "\(during): the check ended with status \(process.terminationStatus)"
         }
         return outcome
-    }
-}
-
-/// Passes the child's standard error on to ours as it comes, and keeps its text (at most 1 MiB).
-final class ErrorEcho: Sendable {
-    private let text = Mutex("")
-    private let finished = DispatchSemaphore(value: 0)
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                FileHandle.standardError.write(chunk)
-                self.text.withLock { if $0.utf8.count < 1 << 20 { $0 += String(decoding: chunk, as: UTF8.self) } }
-            }
-            self.finished.signal()
-        }
-    }
-
-    func finish() -> String {
-        _ = finished.wait(timeout: .now() + 1)
-        return text.withLock { $0 }
     }
 }
 

@@ -41,6 +41,19 @@ import Testing
         #expect(!r.signaled)
     }
 
+    /// Waits until a final line of `output` shows the sentence's last word (the deadline only bounds a hang),
+    /// stops the run with SIGTERM, and returns its transcript: the final lines, joined.
+    func finishAfterTheSentence(_ p: Process, output out: String, deadline: Date) -> String {
+        while p.isRunning && Date() < deadline
+            && !contents(out).split(separator: "\n").contains(where: { $0.hasPrefix("[") && $0.contains("evening") })
+        {
+            usleep(20_000)
+        }
+        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        p.waitUntilExit()
+        return contents(out).split(separator: "\n").filter { $0.hasPrefix("[") }.joined(separator: " ")
+    }
+
     @Test func speechPlayedThroughJackIsTranscribed() throws {
         try server.start()
         let wav = try speech()
@@ -54,15 +67,8 @@ import Testing
             output: out)
         // Runs until a final result shows the sentence's last word (a deadline only bounds a hang), then SIGTERM.
         let deadline = Date().addingTimeInterval(120)
-        while p.isRunning && Date() < deadline
-            && !contents(out).split(separator: "\n").contains(where: { $0.hasPrefix("[") && $0.contains("evening") })
-        {
-            usleep(20_000)
-        }
-        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        p.waitUntilExit()
+        let text = finishAfterTheSentence(p, output: out, deadline: deadline)
         #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
-        let text = contents(out).split(separator: "\n").filter { $0.hasPrefix("[") }.joined(separator: " ")
         #expect(
             wordErrorRate(reference: sentence, hypothesis: text.replacing(/\[[^\]]*\]/, with: "")) <= 0.25,
             "\(contents(out))")
@@ -99,15 +105,8 @@ import Testing
         """.write(toFile: dir.path("player.graph"), atomically: true, encoding: .utf8)
         let player = try Run.speechgraph(["run", "--name", "gplayer", dir.path("player.graph")], environment: env)
         #expect(player.status == 0, "\(player.stderr)")
-        while p.isRunning && Date() < deadline
-            && !contents(out).split(separator: "\n").contains(where: { $0.hasPrefix("[") && $0.contains("evening") })
-        {
-            usleep(20_000)
-        }
-        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        p.waitUntilExit()
+        let text = finishAfterTheSentence(p, output: out, deadline: deadline)
         #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
-        let text = contents(out).split(separator: "\n").filter { $0.hasPrefix("[") }.joined(separator: " ")
         #expect(
             wordErrorRate(reference: sentence, hypothesis: text.replacing(/\[[^\]]*\]/, with: "")) <= 0.25,
             "\(contents(out)) \(contents(out + ".err"))")
