@@ -88,10 +88,10 @@ test: deps lint $(VENV)/ok
 	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
 
 ## test-fast: the tests that need no PocketSphinx model, no JACK server and no corpus (the core: language,
-## planner, runtime, rings; the VAD detector), in seconds after the build.
+## planner, runtime, rings; the language-model spec and estimator; the VAD detector), in seconds after the build.
 test-fast: deps lint
 	$(SWIFT) build --build-tests
-	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|DetectorTests"
+	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|SpeechGraphLMTests|DetectorTests"
 
 ## test-tsan: the ring, wake-signal and compute-gate tests, and two real recognizer graphs running at once, under
 ## ThreadSanitizer. ignore_interceptors_accesses=0

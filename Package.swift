@@ -33,8 +33,10 @@ let package = Package(
         .target(name: "SpeechGraphCore"),
         // Audio nodes on libsndfile and libsoxr: file.input, resample, downmix.
         .target(name: "SpeechGraphAudio", dependencies: ["SpeechGraphCore", "CSndFile", "CSoxr"]),
+        // Custom language models: the .lmspec language, template expansion, n-gram estimation, pronunciations.
+        .target(name: "SpeechGraphLM", dependencies: ["SpeechGraphCore"]),
         // The PocketSphinx recognizer node.
-        .target(name: "SpeechGraphSphinx", dependencies: ["SpeechGraphCore", "CPocketSphinx"]),
+        .target(name: "SpeechGraphSphinx", dependencies: ["SpeechGraphCore", "SpeechGraphLM", "CPocketSphinx"]),
         // Sinks: console and jsonl.
         .target(name: "SpeechGraphSinks", dependencies: ["SpeechGraphCore"]),
         // Live audio: the JACK client, jack.input, jack.output, taps.
@@ -56,7 +58,7 @@ let package = Package(
         .target(
             name: "SpeechGraphNodes",
             dependencies: [
-                "SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphSinks",
+                "SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphLM", "SpeechGraphSinks",
                 "SpeechGraphJACK", "SpeechGraphVAD",
             ]),
         // The library product apps depend on.
@@ -81,6 +83,7 @@ let package = Package(
         .testTarget(
             name: "SpeechGraphJACKTests",
             dependencies: ["SpeechGraphNodes", "SpeechGraphPlugins", "SpeechGraphTestSupport", "CMallocCounter"]),
+        .testTarget(name: "SpeechGraphLMTests", dependencies: ["SpeechGraphLM"]),
         .testTarget(name: "SpeechGraphVADTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
         // Helpers shared by the end-to-end tests: synthesised speech, processes, word error rate.
         .target(

@@ -5,4 +5,6 @@
 #include <sphinxbase/cmd_ln.h>
 #include <sphinxbase/feat.h>
 #include <sphinxbase/cmn.h>
+#include <sphinxbase/ngram_model.h>
+#include <sphinxbase/logmath.h>
 #endif

@@ -1,6 +1,7 @@
 @_exported import SpeechGraphAudio
 @_exported import SpeechGraphCore
 @_exported import SpeechGraphJACK
+@_exported import SpeechGraphLM
 @_exported import SpeechGraphSinks
 @_exported import SpeechGraphSphinx
 @_exported import SpeechGraphVAD

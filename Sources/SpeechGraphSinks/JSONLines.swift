@@ -19,6 +19,7 @@ public enum JSONLines {
             o.addRaw("range", range(t.range))
             o.add("text", t.text)
             if let confidence = t.confidence { o.addRaw("confidence", fixed(confidence, 4)) }
+            if t.rejected { o.addRaw("rejected", "true") }
             if !t.words.isEmpty {
                 o.addRaw(
                     "words",

@@ -1,3 +1,4 @@
+import Foundation
 import SpeechGraphCore
 
 /// The `recognizer` node: PocketSphinx over 16-bit audio at the model's rate.
@@ -34,7 +35,17 @@ public final class RecognizerNode: GraphNode {
                 doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
                     + "/usr/share/pocketsphinx/model, /usr/local/share/pocketsphinx/model) or a model directory."),
             .path("hmm", doc: "Acoustic model directory; default: the one inside the model directory."),
-            .path("lm", doc: "Language model (.lm.bin, .lm); default: the model's."),
+            .path(
+                "lm",
+                doc: "A language model for your domain: a spec (.lmspec, built on first use and kept in "
+                    + "~/.cache/speechgraph/lm; docs/lm.md), a directory 'speechgraph lm build' wrote, or a model "
+                    + "file (.lm.bin, .lm, .arpa). With 'weight' 1 it replaces the model's general language model; "
+                    + "below 1 the two are interpolated. Default: the model's general language model alone."),
+            .number(
+                "weight", default: 1, range: 0.01...1,
+                doc: "With 'lm': the domain model's share when it is interpolated with the general model "
+                    + "(P = weight P_domain + (1 - weight) P_general): general speech still works while the "
+                    + "domain is favoured. 1: the domain model alone."),
             .path("dict", doc: "Pronunciation dictionary; default: the model's."),
             .path("jsgf", doc: "A JSGF grammar to decode with instead of the language model."),
             ParameterDescriptor(
@@ -97,6 +108,12 @@ public final class RecognizerNode: GraphNode {
                     + "speech, clean and noisy; docs/events.md), or posterior, PocketSphinx's lattice posterior as "
                     + "it is. A result's confidence is the mean of its words'."),
             .boolean(
+                "reject", default: true,
+                doc: "With 'jsgf' or a domain-only 'lm' (weight 1), mode utterance or final-pass: decode each "
+                    + "utterance with the general model too, and mark the result rejected (keeping its best guess "
+                    + "and confidence) when the general model explains the speech much better: speech outside "
+                    + "the grammar is not forced onto it. Costs the general model's decoding; false turns it off."),
+            .boolean(
                 "words", default: true,
                 doc: "Add word timings and confidences to final results. Off, "
                     + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
@@ -105,7 +122,8 @@ public final class RecognizerNode: GraphNode {
         threading: .worker)
 
     public static let type = NodeType(
-        descriptor, resourceCheck: { c in _ = try SphinxModel.resolve(c) }, make: { try RecognizerNode($0) })
+        descriptor, resourceCheck: { c in _ = try SphinxModel.resolve(c, buildSpec: false) },
+        make: { try RecognizerNode($0) })
 
     /// The `results` presets.
     public enum Results: String, CaseIterable, Sendable {
@@ -128,6 +146,14 @@ public final class RecognizerNode: GraphNode {
     /// Whole-utterance decodings per utterance, at shifted frame phases.
     private let phases: Int
     private var wholeDecoder: SphinxDecoder?
+    /// With a domain model or a grammar: the general model, which decodes each whole utterance too, for the
+    /// sentence-level mixture (`weight` below 1) or for rejection.
+    private let referenceModel: SphinxModel?
+    private var referenceDecoder: SphinxDecoder?
+    /// `weight` below 1: the domain model's share in the sentence-level mixture of final results.
+    private let mixtureWeight: Double?
+    /// Mark results that fit the grammar or the domain-only model much worse than general speech.
+    private let rejects: Bool
     private let volatileFrames: Int64
     private var framesSinceVolatile: Int64 = 0
     private var lastVolatile = ""
@@ -192,7 +218,25 @@ public final class RecognizerNode: GraphNode {
         // development set (scripts/make-dev-set.sh) it gives 35.7% WER with it and 32.0% without, and the
         // final result comes as soon as the first pass ends. `results: fast` skips it everywhere.
         model.secondPass = results != .fast
-        wholeModel = model
+        var whole = model
+        let weight = model.domain?.weight ?? 1
+        if model.domain != nil || model.jsgf != nil {
+            // Whole utterances are decoded twice: with the domain model alone (or the grammar) and with the
+            // general model; the sentence-level mixture (or the rejection test) chooses between the two.
+            whole.domain?.weight = 1
+            var general = whole
+            general.domain = nil
+            general.jsgf = nil
+            referenceModel = general
+            mixtureWeight = weight < 1 ? weight : nil
+            rejects = weight >= 1 && c.bool(of: "reject") && general.lm != nil
+        } else {
+            referenceModel = nil
+            mixtureWeight = nil
+            rejects = false
+        }
+        wholeModel = whole
+        if wholeUtterances { model = whole }
         if !wholeUtterances { model.secondPass = false }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate
@@ -219,6 +263,9 @@ public final class RecognizerNode: GraphNode {
     public func prepare() throws {
         decoder = try pool.checkout(model, streaming: !wholeUtterances)
         if finalPass { wholeDecoder = try pool.checkout(wholeModel, streaming: false) }
+        if let referenceModel, wholeUtterances || finalPass, mixtureWeight != nil || rejects {
+            referenceDecoder = try pool.checkout(referenceModel, streaming: false)
+        }
         streamBegins = true
     }
 
@@ -404,10 +451,13 @@ public final class RecognizerNode: GraphNode {
         var text: String
         var words: [Word]
         var nbest: [(text: String, score: Double, words: [Word])] = []
+        var rejected = false
         if wholeUtterances || finalPass {
             // Each phase decodes the utterance with its frames shifted by a fraction of a frame.
             var candidates: [(text: String, words: [Word])] = []
             var lists: [[(text: String, score: Double, words: [Word])]] = []
+            var scores: [(score: Double, frames: Int)] = []
+            let newStream = streamBegins
             for k in 0..<phases {
                 let skip = min(k * (sampleRate / 100) / phases, held.count)
                 try decoder.startUtterance(newStream: streamBegins)
@@ -419,11 +469,34 @@ public final class RecognizerNode: GraphNode {
                 let start = utteranceStart + Double(skip) / Double(sampleRate)
                 candidates.append((decoder.hypothesis, includeWords ? decoder.words(frameOffset: start) : []))
                 lists.append(decoder.nbest(alternativeCount, frameOffset: start))
+                scores.append(decoder.hypothesisScore)
             }
-            held.removeAll(keepingCapacity: true)
             let chosen = RecognizerNode.medoid(candidates.map(\.text))
             (text, words) = candidates[chosen]
             nbest = lists[chosen]
+            if let reference = referenceDecoder {
+                // The same audio through the general model, as the first phase heard it.
+                try reference.startUtterance(newStream: newStream)
+                try held.withUnsafeBufferPointer { try reference.process($0, wholeUtterance: true) }
+                try reference.endUtterance()
+                let general = reference.hypothesisScore
+                let domain = scores[0]
+                // How much better the domain reading explains the utterance, in nats per 10 ms frame.
+                let margin = domain.frames > 0 ? (domain.score - general.score) / Double(domain.frames) : 0
+                if let w = mixtureWeight {
+                    // A sentence-level mixture, its prior odds counted per frame as the acoustic evidence is:
+                    // the domain reading is kept when it beats the general one by more than ln((1 - w) / w)
+                    // per frame.
+                    if margin <= log((1 - w) / w) {
+                        text = reference.hypothesis
+                        words = includeWords ? reference.words(frameOffset: utteranceStart) : []
+                        nbest = reference.nbest(alternativeCount, frameOffset: utteranceStart)
+                    }
+                } else if rejects {
+                    rejected = margin < Self.rejectionMargin
+                }
+            }
+            held.removeAll(keepingCapacity: true)
         } else {
             try decoder.endUtterance()
             text = decoder.hypothesis
@@ -433,12 +506,19 @@ public final class RecognizerNode: GraphNode {
         if let calibration { words = calibration.calibrate(words) }
         nbest = RecognizerNode.bestFirst(nbest, text: text)
         if !nbest.isEmpty { words = RecognizerNode.wordAlternatives(words, nbest.dropFirst().map(\.words)) }
-        return Transcription(
+        var result = Transcription(
             utterance: utterance, isFinal: true,
             range: TimeRange(start: utteranceStart, end: utteranceEnd),
             text: text, words: words, alternatives: nbest.map { Alternative(text: $0.text, score: $0.score) },
             confidence: words.isEmpty ? nil : words.map(\.confidence).reduce(0, +) / Double(words.count), node: name)
+        result.rejected = rejected
+        return result
     }
+
+    /// Rejection: a result is rejected unless the grammar's (or the domain-only model's) path score beats the
+    /// general model's by at least this, in nats per 10 ms frame. Chosen on the chess development set
+    /// (scripts/make-chess-set.sh; docs/lm.md): its general sentences reach at most 0.27, its moves at least 0.42.
+    static let rejectionMargin = 0.35
 
     /// The n-best list with the result's own text first (the search over the lattice can rank another reading
     /// a little higher than the best path it came from), then the others by falling score; scores relative to
@@ -497,5 +577,7 @@ public final class RecognizerNode: GraphNode {
         self.decoder = nil
         if let wholeDecoder { pool.checkin(wholeDecoder) }
         wholeDecoder = nil
+        if let referenceDecoder { pool.checkin(referenceDecoder) }
+        referenceDecoder = nil
     }
 }

@@ -22,6 +22,8 @@ public struct SphinxModel: Hashable, Sendable {
     /// found, when the utterance ends. More accurate for whole utterances, but the final result waits for it
     /// (about 4% of the utterance's duration); the recognizer skips it when it streams.
     public var secondPass = true
+    /// A domain language model that replaces the general one (`weight` 1) or is interpolated with it.
+    public var domain: DomainModel?
 
     /// Directories searched for a model given by name (`model: en-us`), in order.
     public static var searchPath: [String] {
@@ -37,8 +39,17 @@ public struct SphinxModel: Hashable, Sendable {
     /// its parts. Every file is checked here, so a missing one gives a message that names it.
     public static func resolve(
         model: String, hmm: String?, lm: String?, dict: String?, jsgf: String?,
-        sampleRate: Int
+        sampleRate: Int, weight: Double = 1, buildSpec: Bool = true
     ) throws -> SphinxModel {
+        // `lm` names a domain model (a spec, a built model directory, or a model file): the general model's
+        // parts are resolved as if it were not set, and the domain model goes beside them.
+        if let lm, jsgf == nil {
+            var general = try resolve(
+                model: model, hmm: hmm, lm: nil, dict: dict, jsgf: nil, sampleRate: sampleRate)
+            general.domain = try DomainModel.resolve(
+                lm, weight: weight, generalDictionary: general.dict, build: buildSpec)
+            return general
+        }
         let fm = FileManager.default
         func isDirectory(_ path: String) -> Bool {
             var d: ObjCBool = false
@@ -113,6 +124,12 @@ public struct SphinxModel: Hashable, Sendable {
                 what: "language model", parameter: "lm")
         } else if let jsgf, !fm.fileExists(atPath: jsgf) {
             throw SpeechGraphError("grammar not found: \(jsgf)", parameter: "jsgf")
+        } else if lm == nil, let dir = modelDir, isDirectory(dir) {
+            // With a grammar, the general model's language model (when the model has one) decodes each utterance
+            // too, to reject speech outside the grammar.
+            lmPath = try? pick(
+                nil, ["\(name).lm.bin", "\(name).lm", "\(name).lm.DMP"], suffixes: [".lm.bin", ".lm", ".lm.DMP"],
+                what: "language model", parameter: "lm")
         }
         let dictPath = try pick(
             dict, ["cmudict-\(name).dict", "\(name).dict"], suffixes: [".dict", ".dic"],
@@ -121,10 +138,12 @@ public struct SphinxModel: Hashable, Sendable {
     }
 
     /// The model a recognizer node's parameters name (`model`, `hmm`, `lm`, `dict`, `jsgf`, `rate`).
-    public static func resolve(_ c: NodeConfig) throws -> SphinxModel {
+    /// `buildSpec`: build a spec that `lm` names (or find it built); otherwise only parse it (planning).
+    public static func resolve(_ c: NodeConfig, buildSpec: Bool = true) throws -> SphinxModel {
         try resolve(
             model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
-            jsgf: c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()))
+            jsgf: c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()),
+            weight: c.number("weight") ?? 1, buildSpec: buildSpec)
     }
 
     var arguments: [String] {
@@ -133,7 +152,18 @@ public struct SphinxModel: Hashable, Sendable {
             "-remove_silence", removesSilence ? "yes" : "no", "-maxhmmpf", String(maxHMMs),
             "-fwdflat", secondPass ? "yes" : "no",
         ]
-        if let jsgf { args += ["-jsgf", jsgf] } else if let lm { args += ["-lm", lm] }
+        if let jsgf {
+            args += ["-jsgf", jsgf]
+        } else if let domain {
+            // Domain only: its model and its own dictionary. Interpolated: no model yet (the decoder sets
+            // the mixture up after loading, see `SphinxDecoder.useDomainModel`) and the general dictionary.
+            if domain.weight >= 1 {
+                args += ["-lm", domain.lm]
+                if let words = domain.dict { args[args.firstIndex(of: "-dict")! + 1] = words }
+            }
+        } else if let lm {
+            args += ["-lm", lm]
+        }
         return args
     }
 }
@@ -161,6 +191,14 @@ public final class SphinxDecoder: @unchecked Sendable {
         SphinxLog.silence()
         if let ps = Self.load(model) {
             self.ps = ps
+            if let domain = model.domain, domain.weight < 1 {
+                var ready = false
+                let reason = SphinxLog.capture { ready = Self.interpolate(ps, general: model.lm, domain: domain) }
+                guard ready else {
+                    ps_free(ps)
+                    throw SpeechGraphError("PocketSphinx could not use the language model \(domain.lm): \(reason)")
+                }
+            }
             let cmn = ps_get_feat(ps).pointee.cmn_struct!
             initialMean = [Float](repeating: 0, count: Int(cmn.pointee.veclen))
             initialMean.withUnsafeMutableBufferPointer { cmn_live_get(cmn, $0.baseAddress) }
@@ -221,6 +259,16 @@ public final class SphinxDecoder: @unchecked Sendable {
         var score: Int32 = 0
         guard let hyp = ps_get_hyp(ps, &score) else { return "" }
         return String(cString: hyp)
+    }
+
+    /// The best hypothesis's path score (natural log: acoustic log-likelihood plus the language model's score
+    /// raised to its weight), and the frames it spans. Two decoders with the same acoustic model that saw the same
+    /// audio give comparable scores.
+    public var hypothesisScore: (score: Double, frames: Int) {
+        var score: Int32 = 0
+        _ = ps_get_hyp(ps, &score)
+        // Search scores are in log-math units shifted right by SENSCR_SHIFT (10 bits).
+        return (Double(score) * 1024 * log(logmath_get_base(ps_get_logmath(ps))), Int(ps_get_n_frames(ps)))
     }
 
     /// Words of the best hypothesis with their frames (100 per second) and posterior probabilities,

@@ -42,7 +42,9 @@ struct SpeechgraphCommand: ParsableCommand {
             samples that were not numbers); 2 usage or graph-file error (nothing ran); 131 after SIGQUIT \
             (quit at once).
             """,
-        subcommands: [Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self, PluginCommand.self])
+        subcommands: [
+            Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self, LMCommand.self, PluginCommand.self,
+        ])
 
     static func main() {
         if let bad = unknownShortOption(Array(CommandLine.arguments.dropFirst())) {
@@ -71,12 +73,14 @@ struct SpeechgraphCommand: ParsableCommand {
 }
 
 /// The first argument that looks like grouped short flags (`-dash.wav`) before any `--`: speechgraph has no
-/// short option but `-h`, and the parser would read `-dash.wav` as `-d -a -s -h ...` and print the help.
+/// short option but `-h` (and `-o` of `lm build`), and the parser would read `-dash.wav` as `-d -a -s -h ...`
+/// and print the help.
 func unknownShortOption(_ arguments: [String]) -> String? {
+    let lmBuild = arguments.starts(with: ["lm", "build"])
     for argument in arguments {
         if argument == "--" { return nil }
         if argument.hasPrefix("-") && !argument.hasPrefix("--") && argument.count > 1 && argument != "-h"
-            && Double(argument) == nil
+            && !(lmBuild && argument == "-o") && Double(argument) == nil
         {
             return argument
         }

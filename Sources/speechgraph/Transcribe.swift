@@ -30,7 +30,16 @@ extension SpeechgraphCommand {
         var format: Format = .text
         @Option(help: "Model name or directory (default: en-us).") var model: String?
         @Option(help: "Acoustic model directory.") var hmm: String?
-        @Option(help: "Language model file.") var lm: String?
+        @Option(
+            help: ArgumentHelp(
+                "A language model for your domain: a spec (.lmspec), a directory 'speechgraph lm build' wrote, or "
+                    + "a model file (docs/lm.md).", valueName: "spec-or-dir"))
+        var lm: String?
+        @Option(
+            help: ArgumentHelp(
+                "With --lm: the domain model's weight when interpolated with the general model (0.01 to 1; "
+                    + "1, the default: the domain model alone).", valueName: "w"))
+        var lmWeight: Double?
         @Option(help: "Pronunciation dictionary.") var dict: String?
         @Option(help: "JSGF grammar to decode with instead of the language model.") var jsgf: String?
         @Flag(help: "Play each file at the pace of live audio.") var realtime = false
@@ -98,6 +107,10 @@ extension SpeechgraphCommand {
             if let rate, AudioFormat.rateProblem(rate) != nil { throw ValidationError("--rate: 4000 to 384000 Hz") }
             if !(1...64).contains(channels) { throw ValidationError("--channels: 1 to 64") }
             if !(0...20).contains(alternatives) { throw ValidationError("--alternatives: 0 to 20") }
+            if let lmWeight {
+                if lm == nil { throw ValidationError("--lm-weight: only with --lm") }
+                if !(0.01...1).contains(lmWeight) { throw ValidationError("--lm-weight: 0.01 to 1") }
+            }
             if (format == .srt || format == .vtt) && files.count > 1 {
                 throw ValidationError("--format \(format.rawValue): one file at a time (a subtitle file is one file's)")
             }
@@ -158,6 +171,7 @@ extension SpeechgraphCommand {
             if let model { asr.append(("model", .string(model))) }
             if let hmm { asr.append(("hmm", .string(hmm))) }
             if let lm { asr.append(("lm", .string(lm))) }
+            if let lmWeight { asr.append(("weight", .number(lmWeight, unit: nil))) }
             if let dict { asr.append(("dict", .string(dict))) }
             if let jsgf { asr.append(("jsgf", .string(jsgf))) }
             if alternatives > 0 { asr.append(("alternatives", .number(Double(alternatives), unit: nil))) }

@@ -138,7 +138,7 @@ public func editDistance<Element: Equatable>(_ a: [Element], _ b: [Element]) -> 
     return d[a.count][b.count]
 }
 
-func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
+package func didYouMean(_ word: String, _ candidates: some Sequence<String>) -> String {
     if let m = closestMatch(to: word, in: candidates) { return " (did you mean '\(m)'?)" }
     return ""
 }

@@ -47,15 +47,15 @@ public enum StringPart: Sendable, Equatable {
 }
 
 /// Turns graph-file text into tokens. Comments run from `#` to the end of the line.
-struct Lexer {
+package struct Lexer {
     private let scalars: [Unicode.Scalar]
     private let file: String
     private var index = 0
     private var line = 1
     private var column = 1
-    private(set) var diagnostics = DiagnosticList()
+    package private(set) var diagnostics = DiagnosticList()
 
-    init(text: String, file: String) {
+    package init(text: String, file: String) {
         self.scalars = Array(text.unicodeScalars)
         self.file = file
     }
@@ -74,7 +74,7 @@ struct Lexer {
         index += 1
     }
 
-    mutating func tokenize() -> [Token] {
+    package mutating func tokenize() -> [Token] {
         var tokens: [Token] = []
         while true {
             skipBlanksAndComments()

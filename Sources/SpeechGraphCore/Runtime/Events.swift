@@ -53,6 +53,9 @@ public struct Transcription: Sendable, Hashable {
     public var node: String
     /// Where the audio came from (a file path, a JACK port), when known.
     public var source: String?
+    /// With a grammar or a domain-only language model: the speech does not fit it (the general model explains
+    /// it much better). `text` and `confidence` still hold the best guess within the grammar.
+    public var rejected = false
 
     public init(
         utterance: Int, isFinal: Bool, range: TimeRange, text: String, words: [Word] = [],

@@ -1,0 +1,128 @@
+import Foundation
+
+/// Pronunciations for a model's words: the general dictionary's (CMUdict), a spec's custom ones, and for
+/// words in neither a guess from espeak-ng's phonemes.
+public struct Lexicon: Sendable {
+    /// Each word's pronunciations, in order (the first is the main one).
+    public private(set) var entries: [String: [[String]]] = [:]
+
+    public init() {}
+
+    /// The entries of a PocketSphinx dictionary (`word PH PH`, alternates as `word(2) PH PH`) for the
+    /// given words only.
+    public init(dictionary path: String, words: Set<String>) throws {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+        else { throw LMBuildError("cannot read the dictionary \(path)") }
+        for line in text.split(separator: "\n") {
+            guard let space = line.firstIndex(where: { $0 == " " || $0 == "\t" }) else { continue }
+            var word = line[..<space]
+            if word.hasSuffix(")"), let open = word.lastIndex(of: "(") { word = word[..<open] }
+            let w = String(word)
+            guard words.contains(w) else { continue }
+            let phones = line[space...].split(whereSeparator: \.isWhitespace).map(String.init)
+            if !phones.isEmpty { add(w, phones) }
+        }
+    }
+
+    /// Adds a pronunciation unless the word has it already.
+    public mutating func add(_ word: String, _ phones: [String], first: Bool = false) {
+        var list = entries[word, default: []]
+        guard !list.contains(phones) else { return }
+        if first { list.insert(phones, at: 0) } else { list.append(phones) }
+        entries[word] = list
+    }
+
+    /// The dictionary file: one pronunciation a line, words sorted, alternates as `word(2)`.
+    public var text: String {
+        var out = ""
+        for word in entries.keys.sorted() {
+            for (i, phones) in entries[word]!.enumerated() {
+                out += (i == 0 ? word : "\(word)(\(i + 1))") + " " + phones.joined(separator: " ") + "\n"
+            }
+        }
+        return out
+    }
+
+    /// A pronunciation guessed from espeak-ng's American English phonemes (`espeak-ng -q --ipa`).
+    public static func guess(_ word: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["espeak-ng", "-q", "--ipa", "-v", "en-us", "--", word]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch {
+            throw LMBuildError("cannot run espeak-ng to pronounce '\(word)' (install Debian's espeak-ng): \(error)")
+        }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let ipa = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, !ipa.isEmpty else {
+            throw LMBuildError("espeak-ng gave no pronunciation for '\(word)'")
+        }
+        do { return try Phones.fromIPA(ipa) } catch {
+            throw LMBuildError(
+                "espeak-ng's pronunciation of '\(word)' (\(ipa)) does not map to the model's phones: \(error)")
+        }
+    }
+}
+
+public struct LMBuildError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// `speechgraph lm build`: a spec into a model directory that the recognizer's `lm:` takes.
+///
+/// The directory holds `lm.arpa` (the model as text), `lm.bin` (PocketSphinx's binary form, when a
+/// `binaryWriter` is given), `words.dict` (a pronunciation for every word of the model) and `spec.lmspec`
+/// (the spec it was built from).
+public enum LMBuilder {
+    public struct Report: Sendable {
+        public var directory: String
+        public var vocabularySize: Int
+        /// How many n-grams of each order.
+        public var ngramCounts: [Int]
+        /// Sentences and samples the model was estimated from.
+        public var sentenceCount: Int
+        public var sampleCount: Int
+        /// Words in neither the dictionary nor the spec's pronunciations, with the pronunciation guessed.
+        public var guessed: [(word: String, phones: [String])]
+    }
+
+    public static func build(
+        _ spec: LMSpec, into directory: String, dictionary: String,
+        binaryWriter: ((_ arpa: String, _ binary: String) throws -> Void)? = nil
+    ) throws -> Report {
+        let corpus = LMCorpus(spec)
+        let model = NGramModel(corpus, order: spec.order)
+        let vocabulary = Set(model.vocabulary).subtracting([NGramModel.end, NGramModel.unknown])
+
+        var lexicon = try Lexicon(dictionary: dictionary, words: vocabulary)
+        for p in spec.pronunciations.reversed() { lexicon.add(p.word, p.phones, first: true) }
+        var guessed: [(String, [String])] = []
+        for word in vocabulary.sorted() where lexicon.entries[word] == nil {
+            let phones = try Lexicon.guess(word)
+            lexicon.add(word, phones)
+            guessed.append((word, phones))
+        }
+
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let arpa = directory + "/lm.arpa"
+        try write(model.arpa, to: arpa)
+        try write(lexicon.text, to: directory + "/words.dict")
+        try write(spec.source, to: directory + "/spec.lmspec")
+        if let binaryWriter { try binaryWriter(arpa, directory + "/lm.bin") }
+        return Report(
+            directory: directory, vocabularySize: vocabulary.count, ngramCounts: model.grams.map(\.count),
+            sentenceCount: corpus.sentences.count, sampleCount: corpus.sentences.reduce(0) { $0 + $1.count },
+            guessed: guessed)
+    }
+
+    private static func write(_ text: String, to path: String) throws {
+        do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+            throw LMBuildError("cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+}

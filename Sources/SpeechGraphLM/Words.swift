@@ -1,0 +1,161 @@
+import Foundation
+
+/// How text becomes the words a model and its dictionary hold: lower case; a hyphen splits words
+/// ("Caro-Kann" is "caro kann"); punctuation goes, apostrophes stay ("queen's"); numbers are spoken as
+/// words ("8" is "eight", "1986" is "one thousand nine hundred eighty six").
+public enum LMWords {
+    public static func words(of text: String) -> [String] {
+        var out: [String] = []
+        var word = ""
+        func flush() {
+            if !word.isEmpty {
+                let w = word.trimmingCharacters(in: CharacterSet(charactersIn: "'"))
+                if !w.isEmpty {
+                    if w.allSatisfy(\.isASCIIDigit), let n = Int(w) { out += spoken(n) } else { out.append(w) }
+                }
+                word = ""
+            }
+        }
+        for ch in text.lowercased() {
+            if ch.isLetter || ch.isNumber || ch == "'" {
+                // A number written against letters ("e4") is its own word.
+                if let last = word.last, last.isASCIIDigit != ch.isASCIIDigit, ch != "'", last != "'" { flush() }
+                word.append(ch)
+            } else {
+                flush()
+            }
+        }
+        flush()
+        return out
+    }
+
+    private static let ones = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+        "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+    ]
+    private static let tens = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+    /// A whole number as its cardinal words; beyond 999,999,999 digit by digit.
+    public static func spoken(_ n: Int) -> [String] {
+        if n < 0 { return ["minus"] + spoken(-n) }
+        if n < 20 { return [ones[n]] }
+        if n < 100 { return [tens[n / 10]] + (n % 10 == 0 ? [] : [ones[n % 10]]) }
+        if n < 1000 { return [ones[n / 100], "hundred"] + (n % 100 == 0 ? [] : spoken(n % 100)) }
+        if n < 1_000_000 { return spoken(n / 1000) + ["thousand"] + (n % 1000 == 0 ? [] : spoken(n % 1000)) }
+        if n < 1_000_000_000 {
+            return spoken(n / 1_000_000) + ["million"] + (n % 1_000_000 == 0 ? [] : spoken(n % 1_000_000))
+        }
+        return String(n).map { ones[Int(String($0))!] }
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+/// Templates: `"<piece> to <royal> <piece> <rank>"`.
+public enum LMTemplate {
+    /// The class names a template refers to, with the offset (in characters) of each `<`.
+    public static func references(in template: String) -> [(name: String, offset: Int)] {
+        var out: [(String, Int)] = []
+        let chars = Array(template)
+        var i = 0
+        while i < chars.count {
+            if chars[i] == "<", let close = chars[(i + 1)...].firstIndex(of: ">") {
+                let name = String(chars[(i + 1)..<close])
+                if !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
+                    out.append((name, i))
+                    i = close + 1
+                    continue
+                }
+            }
+            i += 1
+        }
+        return out
+    }
+
+    /// Every expansion of a template, as words, in a fixed order (the first class varies slowest).
+    public static func expansions(of template: String, classes: [String: [String]]) -> [[String]] {
+        // The template as a list of pieces: literal words, or a class's values as word lists.
+        var pieces: [[[String]]] = []
+        var rest = Substring(template)
+        for (name, _) in references(in: template) {
+            guard let range = rest.range(of: "<\(name)>") else { continue }
+            let before = LMWords.words(of: String(rest[..<range.lowerBound]))
+            if !before.isEmpty { pieces.append([before]) }
+            pieces.append((classes[name] ?? []).map { LMWords.words(of: $0) })
+            rest = rest[range.upperBound...]
+        }
+        let after = LMWords.words(of: String(rest))
+        if !after.isEmpty { pieces.append([after]) }
+        var out: [[String]] = [[]]
+        for choices in pieces {
+            out = out.flatMap { prefix in choices.map { prefix + $0 } }
+        }
+        return out.filter { !$0.isEmpty }
+    }
+
+    /// How many expansions a template has, without making them.
+    public static func expansionCount(of template: String, classes: [String: [String]]) -> Int {
+        references(in: template).reduce(1) { n, r in
+            n.multipliedReportingOverflow(by: classes[r.name]?.count ?? 0).partialValue
+        }
+    }
+}
+
+/// The text a model is estimated from: sentences (as words) with counts.
+public struct LMCorpus: Sendable, Equatable {
+    public var sentences: [(words: [String], count: Int)]
+
+    public init(_ sentences: [(words: [String], count: Int)]) { self.sentences = sentences }
+
+    public static func == (a: LMCorpus, b: LMCorpus) -> Bool {
+        a.sentences.count == b.sentences.count
+            && zip(a.sentences, b.sentences).allSatisfy { $0.words == $1.words && $0.count == $1.count }
+    }
+
+    /// The spec's phrases with their counts, then each template's `count` samples spread evenly over its
+    /// expansions: each expansion gets `count / n`, and the remainder goes one each to expansions picked by
+    /// a fixed pseudo-random sequence, so the same spec always gives the same corpus.
+    public init(_ spec: LMSpec) {
+        var sentences: [(words: [String], count: Int)] = []
+        for p in spec.phrases {
+            let words = LMWords.words(of: p.text)
+            if !words.isEmpty { sentences.append((words, p.count)) }
+        }
+        var random = SplitMix64(seed: 0x5EED_5EED)
+        for t in spec.templates {
+            let expansions = LMTemplate.expansions(of: t.text, classes: spec.classes)
+            guard !expansions.isEmpty else { continue }
+            let total = t.count ?? expansions.count
+            var counts = [Int](repeating: total / expansions.count, count: expansions.count)
+            var remainder = total % expansions.count
+            var picked = Set<Int>()
+            while remainder > 0 {
+                let i = Int(random.next() % UInt64(expansions.count))
+                if picked.insert(i).inserted {
+                    counts[i] += 1
+                    remainder -= 1
+                }
+            }
+            for (words, count) in zip(expansions, counts) where count > 0 { sentences.append((words, count)) }
+        }
+        self.sentences = sentences
+    }
+
+    /// Every word the corpus holds, sorted.
+    public var vocabulary: [String] { Array(Set(sentences.flatMap(\.words))).sorted() }
+}
+
+/// A small, fixed pseudo-random sequence (SplitMix64): deterministic across runs and platforms.
+struct SplitMix64 {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,179 @@
+import CPocketSphinx
+import Foundation
+import SpeechGraphCore
+import SpeechGraphLM
+
+/// A domain language model for the recognizer (`lm:`), and its weight against the general model.
+public struct DomainModel: Hashable, Sendable {
+    /// The model file: ARPA or PocketSphinx's binary form.
+    public var lm: String
+    /// Pronunciations of its words (a built model's words.dict); nil: the general dictionary has them.
+    public var dict: String?
+    /// 1: the domain model alone. Below 1: interpolated, P = weight P_domain + (1 - weight) P_general.
+    public var weight: Double
+
+    public init(lm: String, dict: String?, weight: Double) {
+        self.lm = lm
+        self.dict = dict
+        self.weight = weight
+    }
+
+    /// `lm:` as the recognizer takes it: a spec (`.lmspec`, built into the cache on first use, or only parsed
+    /// when `build` is false), a directory `speechgraph lm build` wrote, or a model file.
+    static func resolve(_ path: String, weight: Double, generalDictionary: String, build: Bool) throws
+        -> DomainModel
+    {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fm.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw SpeechGraphError("language model not found: \(path)", parameter: "lm")
+        }
+        if isDirectory.boolValue {
+            return try DomainModel(directory: path, weight: weight)
+        }
+        guard fm.isReadableFile(atPath: path) else {
+            throw SpeechGraphError("language model cannot be read: \(path)", parameter: "lm")
+        }
+        if path.hasSuffix(".lmspec") {
+            let spec = try LMSpec(contentsOf: path)
+            guard build else {
+                // Planning: the spec is checked; the model is built when the graph runs.
+                return DomainModel(lm: path, dict: nil, weight: weight)
+            }
+            let directory = try SphinxLanguageModels.built(spec, dictionary: generalDictionary)
+            return try DomainModel(directory: directory, weight: weight)
+        }
+        return DomainModel(lm: path, dict: nil, weight: weight)
+    }
+
+    init(directory: String, weight: Double) throws {
+        let fm = FileManager.default
+        guard let lm = ["lm.bin", "lm.arpa"].map({ "\(directory)/\($0)" }).first(where: fm.fileExists) else {
+            throw SpeechGraphError(
+                "\(directory) holds no language model (lm.bin or lm.arpa): build one with "
+                    + "'speechgraph lm build SPEC -o \(directory)'", parameter: "lm")
+        }
+        let words = "\(directory)/words.dict"
+        self.init(lm: lm, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
+    }
+}
+
+/// Building and caching models from specs, with PocketSphinx's binary writer.
+public enum SphinxLanguageModels {
+    /// Writes an ARPA model in PocketSphinx's binary form (what `sphinx_lm_convert` does), which loads faster.
+    public static func writeBinary(arpa: String, to binary: String) throws {
+        SphinxLog.loading.lock()
+        defer { SphinxLog.loading.unlock() }
+        guard let logmath = logmath_init(1.0001, 0, 0) else { throw LMBuildError("cannot set up log arithmetic") }
+        defer { logmath_free(logmath) }
+        var failure: String?
+        let reason = SphinxLog.capture {
+            guard let model = ngram_model_read(nil, arpa, NGRAM_ARPA, logmath) else {
+                failure = "PocketSphinx cannot read \(arpa)"
+                return
+            }
+            defer { ngram_model_free(model) }
+            if ngram_model_write(model, binary, NGRAM_BIN) != 0 { failure = "PocketSphinx cannot write \(binary)" }
+        }
+        if let failure { throw LMBuildError("\(failure): \(reason)") }
+    }
+
+    /// Builds a spec into a model directory: `lm.arpa`, `lm.bin`, `words.dict`, `spec.lmspec`.
+    public static func build(_ spec: LMSpec, into directory: String, dictionary: String) throws -> LMBuilder.Report {
+        try LMBuilder.build(spec, into: directory, dictionary: dictionary, binaryWriter: writeBinary)
+    }
+
+    /// The model directory of a spec in the cache ($XDG_CACHE_HOME, or ~/.cache, /speechgraph/lm/HASH), built
+    /// there first when it is not yet. The hash covers the spec, the dictionary file and the builder.
+    public static func built(_ spec: LMSpec, dictionary: String) throws -> String {
+        let fm = FileManager.default
+        let attributes = try? fm.attributesOfItem(atPath: dictionary)
+        let key =
+            "builder 1\n\(dictionary)\n\((attributes?[.size] as? Int) ?? 0)\n"
+            + "\(((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970) ?? 0)\n\(spec.source)"
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let cache =
+            environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (NSHomeDirectory() + "/.cache")
+        let directory = "\(cache)/speechgraph/lm/" + String(hash, radix: 16)
+        if fm.fileExists(atPath: directory + "/lm.bin") { return directory }
+        // Built beside, then renamed into place: a second process building the same spec does no harm.
+        let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            _ = try build(spec, into: temporary, dictionary: dictionary)
+            try? fm.createDirectory(
+                atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            if rename(temporary, directory) != 0 {
+                try? fm.removeItem(atPath: temporary)
+                guard fm.fileExists(atPath: directory + "/lm.bin") else {
+                    throw LMBuildError(
+                        "cannot put the built model in \(directory): \(String(cString: strerror(errno)))")
+                }
+            }
+        } catch {
+            try? fm.removeItem(atPath: temporary)
+            throw SpeechGraphError("cannot build the language model: \(error)", parameter: "lm")
+        }
+        return directory
+    }
+}
+
+extension SphinxDecoder {
+    /// Interpolates the domain model with the general one: words of the domain dictionary the general one
+    /// lacks (or pronounces otherwise) are added, then the mixture becomes the decoder's search. Called once,
+    /// right after loading, with PocketSphinx's log captured.
+    static func interpolate(_ ps: OpaquePointer, general: String?, domain: DomainModel) -> Bool {
+        if let dict = domain.dict, let text = try? String(contentsOfFile: dict, encoding: .utf8) {
+            for line in text.split(separator: "\n") {
+                let fields = line.split(separator: " ").map(String.init)
+                guard fields.count >= 2 else { continue }
+                var word = fields[0]
+                if word.hasSuffix(")"), let open = word.lastIndex(of: "(") { word = String(word[..<open]) }
+                let phones = fields.dropFirst().joined(separator: " ")
+                // The pronunciations the decoder has for this word: word, word(2), word(3), ...
+                var known: [String] = []
+                while true {
+                    let name = known.isEmpty ? word : "\(word)(\(known.count + 1))"
+                    guard let p = ps_lookup_word(ps, name) else { break }
+                    known.append(String(cString: p))
+                    free(p)
+                }
+                if known.contains(phones) { continue }
+                let name = known.isEmpty ? word : "\(word)(\(known.count + 1))"
+                if ps_add_word(ps, name, phones, 0) < 0 { return false }
+            }
+        }
+        let config = ps_get_config(ps)
+        let logmath = ps_get_logmath(ps)
+        guard let general, let generalModel = ngram_model_read(config, general, NGRAM_AUTO, logmath) else {
+            return false
+        }
+        defer { ngram_model_free(generalModel) }
+        guard let domainModel = ngram_model_read(config, domain.lm, NGRAM_AUTO, logmath) else { return false }
+        defer { ngram_model_free(domainModel) }
+        var models: [OpaquePointer?] = [generalModel, domainModel]
+        let names = [strdup("general"), strdup("domain")]
+        defer { for name in names { free(name) } }
+        var namePointers: [UnsafeMutablePointer<CChar>?] = names
+        // PocketSphinx mixes the models' scores after each is raised to the language weight (-lw): P_d^lw and
+        // P_g^lw. Raising the weights too, (w P_d)^lw + ((1 - w) P_g)^lw, keeps the mixture close to the
+        // linear interpolation (w P_d + (1 - w) P_g)^lw wherever one model dominates, as it does for a
+        // domain's words; with the weights as they are, 'weight' would hardly matter.
+        let lw = cmd_ln_float_r(config, "-lw")
+        let top = max(domain.weight, 1 - domain.weight)
+        let weights: [Float] = [Float(pow((1 - domain.weight) / top, lw)), Float(pow(domain.weight / top, lw))]
+        let set = models.withUnsafeMutableBufferPointer { m in
+            namePointers.withUnsafeMutableBufferPointer { n in
+                ngram_model_set_init(config, m.baseAddress, n.baseAddress, weights, 2)
+            }
+        }
+        guard let set else { return false }
+        defer { ngram_model_free(set) }  // the search keeps its own reference
+        return ps_set_lm(ps, "interpolated", set) == 0 && ps_set_search(ps, "interpolated") == 0
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import SpeechGraph
+
+extension SpeechgraphCommand {
+    struct LMCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "lm",
+            abstract: "Custom language models: build a model directory from a spec (.lmspec).",
+            discussion: """
+                A spec holds phrases with counts, templates over classes, custom pronunciations and a locale \
+                (docs/lm.md). The recognizer's 'lm' takes the spec itself (built on first use) or the directory \
+                'lm build' writes.
+                """,
+            subcommands: [Build.self])
+
+        struct Build: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Build a language model and its dictionary from a spec.",
+                discussion: """
+                    Expands the templates, estimates an n-gram model (interpolated Kneser-Ney, written as \
+                    back-off ARPA), and writes DIR/lm.arpa, DIR/lm.bin (PocketSphinx's binary form), \
+                    DIR/words.dict (every word's pronunciation: the spec's own, the model's dictionary, or for \
+                    words in neither a guess from espeak-ng, with a warning naming the word) and \
+                    DIR/spec.lmspec. Spec errors are reported as file:line:col: error: and exit 2.
+                    """)
+
+            @Argument(help: "The spec (.lmspec).") var spec: String
+            @Option(name: [.customShort("o"), .long], help: "The model directory to write.") var output: String
+            @Option(help: "Model name or directory whose dictionary pronounces the words (default: en-us).")
+            var model = "en-us"
+            @Option(help: "Pronunciation dictionary to take words from (default: the model's).") var dict: String?
+
+            func run() throws {
+                let started = Date()
+                let parsed: LMSpec
+                do { parsed = try LMSpec(contentsOf: spec) } catch let error as GraphError {
+                    printError(error.description)
+                    throw Reported(code: Exit.usage)
+                }
+                for warning in parsed.warnings { printError(warning.description) }
+                do {
+                    let general = try SphinxModel.resolve(
+                        model: model, hmm: nil, lm: nil, dict: dict, jsgf: nil, sampleRate: 16000)
+                    let report = try SphinxLanguageModels.build(parsed, into: output, dictionary: general.dict)
+                    for (word, phones) in report.guessed {
+                        let at = parsed.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
+                        let prefix = at.map { "\($0): " } ?? "\(spec): "
+                        printError(
+                            "\(prefix)warning: '\(word)' is in no dictionary; pronounced \(phones.joined(separator: " ")) "
+                                + "(from espeak-ng): add 'pronounce \"\(word)\" { cmu: \"...\" }' to the spec to change it"
+                        )
+                    }
+                    let grams = report.ngramCounts.enumerated().map { "\($0.element) \($0.offset + 1)-grams" }
+                    printError(
+                        "speechgraph: built \(output): \(report.vocabularySize) words, "
+                            + grams.joined(separator: ", ") + " from \(report.sampleCount) samples ("
+                            + "\(report.sentenceCount) different sentences) in "
+                            + String(format: "%.2f s", Date().timeIntervalSince(started)))
+                } catch {
+                    printError("speechgraph: error: \(error)")
+                    throw Reported(code: Exit.failure)
+                }
+            }
+        }
+    }
+}

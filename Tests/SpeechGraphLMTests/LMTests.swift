@@ -1,0 +1,165 @@
+import Foundation
+import SpeechGraphCore
+import Testing
+
+@testable import SpeechGraphLM
+
+/// The language-model spec, template expansion, pronunciations and the n-gram estimator: no model, no audio.
+@Suite struct LMSpecTests {
+    static let chess = """
+        locale "en-US"
+        phrase "Play the Albin counter gambit" { count: 10 }
+        class piece = pawn, rook, knight, bishop, queen, king
+        class royal = queen, king
+        class rank = 1 to 8
+        template "<piece> to <royal> <piece> <rank>" { count: 10000 }
+        pronounce "Winawer" { xsampa: "w I n aU @r" }
+        pronounce "Tartakower" { xsampa: "t A r t @ k aU @r" }
+        """
+
+    @Test("Apple's chess sample parses: phrases, classes (numbers spoken), a template, X-SAMPA pronunciations")
+    func chessSpec() throws {
+        let spec = try LMSpec(source: Self.chess, file: "chess.lmspec")
+        #expect(spec.locale == "en-US")
+        #expect(spec.phrases == [.init("Play the Albin counter gambit", count: 10, location: spec.phrases[0].location)])
+        #expect(spec.classes["rank"] == ["1", "2", "3", "4", "5", "6", "7", "8"])
+        #expect(spec.templates.map(\.count) == [10000])
+        #expect(spec.pronunciations.map(\.word) == ["winawer", "tartakower"])
+        #expect(spec.pronunciations[0].phones == ["W", "IH", "N", "AW", "ER"])
+        #expect(spec.pronunciations[1].phones == ["T", "AA", "R", "T", "AH", "K", "AW", "ER"])
+        // The spec written back parses to the same spec.
+        #expect(try LMSpec(source: spec.source).source == spec.source)
+    }
+
+    @Test("Template expansion: every combination, numbers as words, 10,000 samples spread evenly")
+    func expansion() throws {
+        let spec = try LMSpec(source: Self.chess)
+        let expansions = LMTemplate.expansions(of: spec.templates[0].text, classes: spec.classes)
+        #expect(expansions.count == 6 * 2 * 6 * 8)
+        #expect(expansions.first == ["pawn", "to", "queen", "pawn", "one"])
+        #expect(expansions.contains(["king", "to", "king", "bishop", "eight"]))
+        let corpus = LMCorpus(spec)
+        let moves = corpus.sentences.filter { $0.words.count == 5 && $0.words[1] == "to" }
+        #expect(moves.count == 576)
+        #expect(moves.reduce(0) { $0 + $1.count } == 10000)
+        #expect(Set(moves.map(\.count)) == [17, 18])  // 10000 = 576 x 17 + 208
+        #expect(LMCorpus(spec) == corpus)  // the same spec, the same corpus
+        #expect(
+            LMWords.words(of: "Play the Caro-Kann, 1986!") == [
+                "play", "the", "caro", "kann", "one", "thousand", "nine", "hundred", "eighty", "six",
+            ])
+        #expect(LMWords.words(of: "the Queen's e4") == ["the", "queen's", "e", "four"])
+    }
+
+    @Test("X-SAMPA, IPA and CMU pronunciations map to the model's phones; unknown symbols are named")
+    func phones() throws {
+        #expect(try Phones.fromXSAMPA("\"t{.bl=") == ["T", "AE", "B", "AH", "L"])
+        #expect(try Phones.fromXSAMPA("dZ O r dZ") == ["JH", "AO", "R", "JH"])
+        #expect(try Phones.fromXSAMPA("l=") == ["AH", "L"])
+        #expect(try Phones.fromIPA("wˈɪnæwɚ") == ["W", "IH", "N", "AE", "W", "ER"])
+        #expect(try Phones.fromIPA("bˈʌʔn̩") == ["B", "AH", "T", "AH", "N"])
+        #expect(try Phones.fromCMU("w ih1 n aw0 er0") == ["W", "IH", "N", "AW", "ER"])
+        #expect(throws: Phones.MappingError.self) { try Phones.fromXSAMPA("w I ~ n") }
+        #expect(throws: Phones.MappingError.self) { try Phones.fromCMU("W XX N") }
+        #expect(throws: Phones.MappingError.self) { try Phones.fromIPA("") }
+    }
+
+    /// The diagnostics of a spec, as text.
+    func diagnostics(_ source: String) -> String {
+        do {
+            _ = try LMSpec(source: source, file: "t.lmspec")
+            return ""
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("Spec errors are located (file:line:col: error:) and say what was expected")
+    func specDiagnostics() {
+        #expect(
+            diagnostics("phrase \"a\" { count: 0 }").contains("t.lmspec:1:21: error: a count must be a whole number"))
+        #expect(
+            diagnostics("template \"<piec> to <rank>\"\nclass piece = a\nclass rank = 1 to 2")
+                .contains(
+                    "t.lmspec:1:11: error: template uses class '<piec>', which is not defined (did you mean 'piece'?)"))
+        #expect(
+            diagnostics("phrse \"a\"").contains(
+                "t.lmspec:1:1: error: unknown statement 'phrse' (did you mean 'phrase'?)"))
+        #expect(
+            diagnostics("phrase \"a\"\npronounce \"x\" { xsampa: \"w ~\" }").contains(
+                "t.lmspec:2:25: error: unknown X-SAMPA symbol '~'"))
+        #expect(
+            diagnostics("phrase \"a\"\npronounce \"x\" { sampa: \"w\" }").contains(
+                "unknown setting 'sampa' (did you mean 'xsampa'?)"))
+        #expect(
+            diagnostics("locale \"fr-FR\"\nphrase \"a\"").contains(
+                "t.lmspec:1:8: error: no model for locale 'fr-FR'; installed: en-US"))
+        #expect(
+            diagnostics("class a = x\nclass a = y\nphrase \"z\"").contains(
+                "t.lmspec:2:1: error: class 'a' is defined twice (first at t.lmspec:1:1)"))
+        #expect(
+            diagnostics("class r = 8 to 1\nphrase \"a\"").contains("t.lmspec:1:16: error: the range 8 to 1 must go up"))
+        #expect(diagnostics("# nothing\n").contains("t.lmspec:1:1: error: the spec has no phrases and no templates"))
+        #expect(
+            diagnostics("phrase \"a\" { count: 2 } extra").contains(
+                "t.lmspec:1:25: error: expected the end of the line, found 'extra'"))
+        // Every error at once, in file order.
+        let both = diagnostics("phrse \"a\"\nphrase \"b\" { count: -1 }")
+        #expect(both.split(separator: "\n").count == 2)
+        // A class no template uses is a warning, not an error.
+        let spec = try? LMSpec(source: "class unused = a\nphrase \"b\"", file: "t.lmspec")
+        #expect(spec?.warnings.map(\.description) == ["t.lmspec:1:1: warning: class 'unused' is used by no template"])
+    }
+}
+
+@Suite struct NGramModelTests {
+    /// Every history the model stores (and the empty one): the probabilities of all words after it sum to 1.
+    static func checkSums(_ model: NGramModel) {
+        var histories: [[String]] = [[]]
+        for k in 1..<model.order { histories += model.grams[k - 1].keys.filter { $0.last != "</s>" } }
+        for h in histories {
+            let sum = model.vocabulary.reduce(0.0) { $0 + pow(10, model.logProbability(of: $1, after: h)) }
+            #expect(abs(sum - 1) < 1e-4, "history \(h): \(sum)")
+        }
+    }
+
+    @Test("The probabilities after every history sum to 1 (chess spec, orders 1 to 4, with and without <UNK>)")
+    func sumsToOne() throws {
+        let corpus = LMCorpus(try LMSpec(source: LMSpecTests.chess))
+        for order in 1...4 {
+            Self.checkSums(NGramModel(corpus, order: order))
+            Self.checkSums(NGramModel(corpus, order: order, otherSpeech: nil))
+        }
+    }
+
+    @Test("Kneser-Ney by hand on a toy corpus: probabilities and back-off weights")
+    func handComputed() {
+        // "a b" twice, "a c" once; bigram model, no <UNK>.
+        let model = NGramModel(LMCorpus([(["a", "b"], 2), (["a", "c"], 1)]), order: 2, otherSpeech: nil)
+        // Bigram counts: <s> a 3, a b 2, a c 1, b </s> 2, c </s> 1: n1 = 2, n2 = 2, so D2 = 2 / (2 + 4) = 1/3.
+        #expect(abs(model.discounts[1] - 1.0 / 3) < 1e-12)
+        // Unigram continuation counts: a 1 (after <s>), b 1, c 1, </s> 2: n1 = 3, n2 = 1, D1 = 3 / 5 = 0.6.
+        #expect(abs(model.discounts[0] - 0.6) < 1e-12)
+        // P1(w) = max(c - 0.6, 0) / 5 + 0.6 * 4 / 5 * 1/4: a, b, c 0.2; </s> 0.4.
+        let p1 = ["a": 0.2, "b": 0.2, "c": 0.2, "</s>": 0.4]
+        for (w, p) in p1 { #expect(abs(pow(10, model.logProbability(of: w, after: [])) - p) < 1e-6, "\(w)") }
+        // History a: c(a) = 3, two types, gamma = 1/3 * 2 / 3 = 2/9.
+        // P(b|a) = (2 - 1/3) / 3 + 2/9 * 0.2 = 0.6; P(c|a) = (1 - 1/3) / 3 + 2/9 * 0.2 = 0.2667.
+        func p(_ w: String, _ h: [String]) -> Double { pow(10, model.logProbability(of: w, after: h)) }
+        #expect(abs(p("b", ["a"]) - 0.6) < 1e-6)
+        #expect(abs(p("c", ["a"]) - (2.0 / 9 + 0.4 / 9)) < 1e-6)
+        // The back-off weight of a is gamma, log10(2/9); an unseen word after a backs off through it.
+        #expect(abs(model.grams[0][["a"]]!.backoff! - log10(2.0 / 9)) < 1e-9)
+        #expect(abs(p("</s>", ["a"]) - 2.0 / 9 * 0.4) < 1e-6)
+        // History <s>: one type (a, 3 times): gamma = 1/3 / 3 = 1/9; P(a|<s>) = (3 - 1/3) / 3 + 1/9 * 0.2.
+        #expect(abs(p("a", ["<s>"]) - (8.0 / 9 + 0.2 / 9)) < 1e-6)
+        Self.checkSums(model)
+        // ARPA: the header counts, each section, 6 decimals.
+        let arpa = model.arpa
+        #expect(arpa.hasPrefix("\\data\\\nngram 1=5\nngram 2=5\n"))
+        #expect(arpa.contains("\n-0.698970\ta\t-0.653213\n"))  // P(a) = 0.2, back-off 2/9
+        #expect(arpa.contains("\n-0.698970\tb\t-0.778151\n"))  // history b: one type, 2 counts: 1/3 / 2
+        #expect(arpa.contains("\n-99.000000\t<s>\t-0.954243\n"))  // never predicted; back-off 1/9
+        #expect(arpa.contains("\n-0.221849\ta b\n"))  // P(b|a) = 0.6
+    }
+}

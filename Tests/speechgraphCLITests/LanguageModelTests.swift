@@ -1,0 +1,115 @@
+import Foundation
+import SpeechGraph
+import SpeechGraphTestSupport
+import Testing
+
+/// Custom language models end to end: `speechgraph lm build` and the recognizer's `lm` on the chess
+/// development set (scripts/make-chess-set.sh: moves and openings from graphs/chess.lmspec, and general
+/// sentences, synthesised by flite and espeak-ng), with the real PocketSphinx and its en-us model.
+@Suite(.serialized) struct LanguageModelTests {
+    let dir = TemporaryDirectory()
+
+    var chessSpec: String { TestPaths.packageRoot.appendingPathComponent("graphs/chess.lmspec").path }
+
+    @Test("lm build writes ARPA, PocketSphinx's binary form, a dictionary with the custom pronunciations")
+    func build() throws {
+        let out = dir.path("chess-lm")
+        let run = try Run.speechgraph(["lm", "build", chessSpec, "-o", out])
+        #expect(run.status == 0, "\(run.stderr)")
+        for file in ["lm.arpa", "lm.bin", "words.dict", "spec.lmspec"] {
+            #expect(FileManager.default.fileExists(atPath: "\(out)/\(file)"), "\(file)")
+        }
+        let dict = try String(contentsOfFile: "\(out)/words.dict", encoding: .utf8)
+        #expect(dict.contains("winawer W IH N AW ER\n"))
+        #expect(dict.contains("tartakower T AA R T AH K AW ER\n"))
+        #expect(dict.contains("knight N AY T\n"))
+        // "ruy" is in no dictionary: pronounced by espeak-ng, with a warning at its phrase.
+        #expect(dict.contains("\nruy "))
+        #expect(run.stderr.contains("chess.lmspec:18:8: warning: 'ruy' is in no dictionary"), "\(run.stderr)")
+        #expect(run.stderr.contains("33 words"), "\(run.stderr)")
+        let arpa = try String(contentsOfFile: "\(out)/lm.arpa", encoding: .utf8)
+        #expect(arpa.hasPrefix("\\data\\\nngram 1=36\n"))  // 33 words, <s>, </s>, <UNK>
+
+        // A spec error: located, exit 2, nothing written.
+        let bad = dir.path("bad.lmspec")
+        try "template \"<piece> to <rank>\"\nclass rank = 1 to 8\n".write(
+            toFile: bad, atomically: true, encoding: .utf8)
+        let failed = try Run.speechgraph(["lm", "build", bad, "-o", dir.path("bad-lm")])
+        #expect(failed.status == 2)
+        #expect(failed.stderr.contains("bad.lmspec:1:11: error: template uses class '<piece>', which is not defined"))
+        #expect(!FileManager.default.fileExists(atPath: dir.path("bad-lm")))
+    }
+
+    /// Specs named as `lm` are built into this cache, not the user's.
+    var environment: [String: String] { ["XDG_CACHE_HOME": dir.path("cache")] }
+
+    /// `transcribe --format tsv` of these files: file -> transcript.
+    func transcribe(_ files: [String], _ options: [String]) throws -> [String: String] {
+        let run = try Run.speechgraph(["transcribe", "--format", "tsv"] + options + files, environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        var out: [String: String] = [:]
+        for line in run.stdout.split(separator: "\n") {
+            let f = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            out[String(f[0])] = f.count > 1 ? String(f[1]) : ""
+        }
+        return out
+    }
+
+    func wer(_ set: [(file: String, text: String)], _ hyps: [String: String]) -> Double {
+        var errors = 0.0
+        var words = 0.0
+        for (file, text) in set {
+            let n = Double(text.split(separator: " ").count)
+            errors += wordErrorRate(reference: text, hypothesis: hyps[file] ?? "") * n
+            words += n
+        }
+        return errors / words
+    }
+
+    @Test("Chess: WER at most 5% with chess.lmspec (weight 0.4); general sentences lose at most 2 points")
+    func chessDevelopmentSet() throws {
+        let sets = dir.path("lm-dev")
+        _ = try Run.process(
+            "/bin/bash", [TestPaths.packageRoot.appendingPathComponent("scripts/make-chess-set.sh").path, sets])
+        func read(_ name: String) throws -> [(file: String, text: String)] {
+            try String(contentsOfFile: "\(sets)/\(name).tsv", encoding: .utf8).split(separator: "\n").map {
+                let f = $0.split(separator: "\t")
+                return (String(f[0]), String(f[1]))
+            }
+        }
+        let chess = try read("chess")
+        let general = try read("general")
+        #expect(chess.count >= 40 && general.count >= 20)
+        let files = chess.map(\.file) + general.map(\.file)
+        // The general model alone on the general sentences and the first 14 moves (it is not the one tested).
+        let some = Array(chess.prefix(14))
+        let plain = try transcribe(some.map(\.file) + general.map(\.file), [])
+        let mixed = try transcribe(files, ["--lm", chessSpec, "--lm-weight", "0.4"])
+        let chessPlain = wer(some, plain)
+        let chessMixed = wer(chess, mixed)
+        let generalPlain = wer(general, plain)
+        let generalMixed = wer(general, mixed)
+        print(
+            "chess: general model \(chessPlain), with chess.lmspec \(chessMixed); general sentences \(generalPlain) -> \(generalMixed)"
+        )
+        #expect(chessPlain > 0.4, "the general model alone should not know chess: \(chessPlain)")
+        #expect(chessMixed <= 0.05, "chess with chess.lmspec: \(chessMixed)")
+        #expect(generalMixed <= generalPlain + 0.02, "general sentences: \(generalPlain) -> \(generalMixed)")
+
+        // The domain model alone (weight 1): general sentences are rejected, moves accepted (the first 14).
+        let run = try Run.speechgraph(
+            ["transcribe", "--format", "jsonl", "--lm", chessSpec] + some.map(\.file) + general.map(\.file),
+            environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        var rejected: [String: Bool] = [:]
+        for line in run.stdout.split(separator: "\n") where line.contains("\"isFinal\":true") {
+            let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            rejected[json["source"] as! String] = (json["rejected"] as? Bool) ?? false
+        }
+        let chessAccepted = Double(some.filter { rejected[$0.file] == false }.count) / Double(some.count)
+        let generalRejected = Double(general.filter { rejected[$0.file] == true }.count) / Double(general.count)
+        print("domain only: \(chessAccepted) of the moves accepted, \(generalRejected) of general sentences rejected")
+        #expect(chessAccepted >= 0.95)
+        #expect(generalRejected >= 0.9)
+    }
+}
