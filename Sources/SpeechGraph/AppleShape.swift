@@ -178,13 +178,13 @@ public class TranscriberCore: @unchecked Sendable {
     /// Recognizer parameters: `mode`, `results`, `final-pass`.
     let recognizer: [String: String]
 
-    init(locale: Locale, progressive: Bool) {
+    init(locale: Locale, progressive: Bool, recognizer extra: [String: String] = [:]) {
         self.locale = locale
         (results, continuation) = AsyncThrowingStream.makeStream(of: SpeechTranscriptionResult.self)
         recognizer =
-            progressive
+            (progressive
             ? ["mode": "streaming", "results": "progressive", "final-pass": "true"]
-            : ["mode": "utterance", "results": "final-only"]
+            : ["mode": "utterance", "results": "final-only"]).merging(extra) { $1 }
     }
 
     /// The locales of the models installed (en-us is Debian's pocketsphinx-en-us).
@@ -236,9 +236,15 @@ public final class SpeechTranscriber: TranscriberCore, SpeechModule, @unchecked 
 public final class DictationTranscriber: TranscriberCore, SpeechModule, @unchecked Sendable {
     public struct ContentHint: Hashable, Sendable {
         let name: String
+        var languageModel: SFSpeechLanguageModel.Configuration?
         public static let shortForm = ContentHint(name: "shortForm")
         public static let farField = ContentHint(name: "farField")
         public static let atypicalSpeech = ContentHint(name: "atypicalSpeech")
+        /// A custom language model (a spec or a model directory; `SFCustomLanguageModelData` writes both): the
+        /// recognizer's `lm` and `weight` (docs/lm.md).
+        public static func customizedLanguage(modelConfiguration: SFSpeechLanguageModel.Configuration) -> ContentHint {
+            ContentHint(name: "customizedLanguage", languageModel: modelConfiguration)
+        }
     }
     public enum TranscriptionOption: Hashable, Sendable { case punctuation, emoji, etiquetteReplacements }
     public enum ReportingOption: Hashable, Sendable {
@@ -272,12 +278,17 @@ public final class DictationTranscriber: TranscriberCore, SpeechModule, @uncheck
     }
 
     /// Volatile results when `reportingOptions` has `.volatileResults`. Punctuation and emoji are not
-    /// produced (PocketSphinx's models have none); content hints are accepted and have no effect yet.
+    /// produced (PocketSphinx's models have none). Of the content hints, `customizedLanguage` gives the
+    /// recognizer a custom language model; the others are accepted and have no effect yet.
     public init(
         locale: Locale, contentHints: Set<ContentHint>, transcriptionOptions: Set<TranscriptionOption>,
         reportingOptions: Set<ReportingOption>, attributeOptions: Set<ResultAttributeOption>
     ) {
-        super.init(locale: locale, progressive: reportingOptions.contains(.volatileResults))
+        var extra: [String: String] = [:]
+        if let lm = contentHints.compactMap(\.languageModel).first {
+            extra = ["lm": JSONLines.quote(lm.languageModel.path), "weight": String(lm.weight)]
+        }
+        super.init(locale: locale, progressive: reportingOptions.contains(.volatileResults), recognizer: extra)
     }
 }
 

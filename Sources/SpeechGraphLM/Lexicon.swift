@@ -75,8 +75,8 @@ public struct LMBuildError: Error, CustomStringConvertible, Sendable {
 /// `speechgraph lm build`: a spec into a model directory that the recognizer's `lm:` takes.
 ///
 /// The directory holds `lm.arpa` (the model as text), `lm.bin` (PocketSphinx's binary form, when a
-/// `binaryWriter` is given), `words.dict` (a pronunciation for every word of the model) and `spec.lmspec`
-/// (the spec it was built from).
+/// `binaryWriter` is given), `words.dict` (a pronunciation for every word of the model), `grammar.jsgf` (the
+/// spec's phrases and templates as a grammar) and `spec.lmspec` (the spec it was built from).
 public enum LMBuilder {
     public struct Report: Sendable {
         public var directory: String
@@ -113,6 +113,7 @@ public enum LMBuilder {
         try write(model.arpa, to: arpa)
         try write(lexicon.text, to: directory + "/words.dict")
         try write(spec.source, to: directory + "/spec.lmspec")
+        try write(spec.jsgf(), to: directory + "/grammar.jsgf")
         if let binaryWriter { try binaryWriter(arpa, directory + "/lm.bin") }
         return Report(
             directory: directory, vocabularySize: vocabulary.count, ngramCounts: model.grams.map(\.count),

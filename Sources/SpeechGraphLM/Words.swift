@@ -95,11 +95,30 @@ public enum LMTemplate {
         return out.filter { !$0.isEmpty }
     }
 
-    /// How many expansions a template has, without making them.
+    /// How many expansions a template has, without making them (Int.max when that overflows).
     public static func expansionCount(of template: String, classes: [String: [String]]) -> Int {
         references(in: template).reduce(1) { n, r in
-            n.multipliedReportingOverflow(by: classes[r.name]?.count ?? 0).partialValue
+            let (product, overflow) = n.multipliedReportingOverflow(by: classes[r.name]?.count ?? 0)
+            return overflow ? Int.max : product
         }
+    }
+
+    /// Templates with more expansions than this are sampled (their `count`, or this many samples), not listed.
+    public static let enumerationLimit = 100_000
+
+    /// One expansion, each class value drawn with `random`.
+    static func sample(_ template: String, classes: [String: [String]], random: () -> UInt64) -> [String] {
+        var words: [String] = []
+        var rest = Substring(template)
+        for (name, _) in references(in: template) {
+            guard let range = rest.range(of: "<\(name)>") else { continue }
+            words += LMWords.words(of: String(rest[..<range.lowerBound]))
+            if let values = classes[name], !values.isEmpty {
+                words += LMWords.words(of: values[Int(random() % UInt64(values.count))])
+            }
+            rest = rest[range.upperBound...]
+        }
+        return words + LMWords.words(of: String(rest))
     }
 }
 
@@ -125,6 +144,15 @@ public struct LMCorpus: Sendable, Equatable {
         }
         var random = SplitMix64(seed: 0x5EED_5EED)
         for t in spec.templates {
+            let n = LMTemplate.expansionCount(of: t.text, classes: spec.classes)
+            if n > LMTemplate.enumerationLimit {
+                // Too many to list ("<letter> <letter> <letter> <letter> <letter>" has 26^5): draw the samples.
+                for _ in 0..<(t.count ?? LMTemplate.enumerationLimit) {
+                    let words = LMTemplate.sample(t.text, classes: spec.classes) { random.next() }
+                    if !words.isEmpty { sentences.append((words, 1)) }
+                }
+                continue
+            }
             let expansions = LMTemplate.expansions(of: t.text, classes: spec.classes)
             guard !expansions.isEmpty else { continue }
             let total = t.count ?? expansions.count
@@ -157,5 +185,40 @@ struct SplitMix64 {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+extension LMSpec {
+    /// The spec as a JSGF grammar: exactly its phrases and its templates' expansions (counts do not matter to a
+    /// grammar). `lm build` writes it as grammar.jsgf, for the recognizer's `grammar`.
+    public func jsgf(name: String = "spec") -> String {
+        func words(_ text: String) -> String { LMWords.words(of: text).joined(separator: " ") }
+        var alternatives: [String] = []
+        var rules: [String] = []
+        let phrases = Array(Set(self.phrases.map { words($0.text) }).filter { !$0.isEmpty }).sorted()
+        if !phrases.isEmpty {
+            alternatives.append("<phrase>")
+            rules.append("<phrase> = " + phrases.joined(separator: " | ") + ";")
+        }
+        for (i, t) in templates.enumerated() {
+            var body = ""
+            var rest = Substring(t.text)
+            for (name, _) in LMTemplate.references(in: t.text) {
+                guard let range = rest.range(of: "<\(name)>") else { continue }
+                body += " " + words(String(rest[..<range.lowerBound])) + " <class_\(name)>"
+                rest = rest[range.upperBound...]
+            }
+            body += " " + words(String(rest))
+            let rule = "<template_\(i + 1)>"
+            alternatives.append(rule)
+            rules.append("\(rule) = " + body.split(separator: " ").joined(separator: " ") + ";")
+        }
+        for name in classes.keys.sorted() {
+            let values = Array(Set(classes[name]!.map(words).filter { !$0.isEmpty })).sorted()
+            rules.append("<class_\(name)> = " + values.joined(separator: " | ") + ";")
+        }
+        let safe = name.filter { $0.isLetter || $0.isNumber || $0 == "_" }
+        return "#JSGF V1.0;\ngrammar \(safe.isEmpty ? "spec" : safe);\n\npublic <utterance> = "
+            + alternatives.joined(separator: " | ") + ";\n\n" + rules.joined(separator: "\n") + "\n"
     }
 }

@@ -46,6 +46,31 @@ public struct DomainModel: Hashable, Sendable {
         return DomainModel(lm: path, dict: nil, weight: weight)
     }
 
+    /// `grammar:` naming a spec or a built model directory: its grammar.jsgf and words.dict (when planning, the
+    /// spec only parsed: the spec's own path).
+    static func grammar(_ path: String, generalDictionary: String, build: Bool) throws
+        -> (jsgf: String, dict: String?, directory: String?)
+    {
+        let fm = FileManager.default
+        var directory = path
+        if path.hasSuffix(".lmspec") {
+            guard fm.isReadableFile(atPath: path) else {
+                throw SpeechGraphError("grammar not found: \(path)", parameter: "grammar")
+            }
+            let spec = try LMSpec(contentsOf: path)
+            guard build else { return (path, nil, nil) }
+            directory = try SphinxLanguageModels.built(spec, dictionary: generalDictionary)
+        }
+        let jsgf = directory + "/grammar.jsgf"
+        guard fm.fileExists(atPath: jsgf) else {
+            throw SpeechGraphError(
+                "\(directory) holds no grammar.jsgf: build it with 'speechgraph lm build SPEC -o \(directory)'",
+                parameter: "grammar")
+        }
+        let words = directory + "/words.dict"
+        return (jsgf, fm.fileExists(atPath: words) ? words : nil, directory)
+    }
+
     init(directory: String, weight: Double) throws {
         let fm = FileManager.default
         guard let lm = ["lm.bin", "lm.arpa"].map({ "\(directory)/\($0)" }).first(where: fm.fileExists) else {
@@ -89,7 +114,7 @@ public enum SphinxLanguageModels {
         let fm = FileManager.default
         let attributes = try? fm.attributesOfItem(atPath: dictionary)
         let key =
-            "builder 1\n\(dictionary)\n\((attributes?[.size] as? Int) ?? 0)\n"
+            "builder 2\n\(dictionary)\n\((attributes?[.size] as? Int) ?? 0)\n"
             + "\(((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970) ?? 0)\n\(spec.source)"
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 {
@@ -101,7 +126,9 @@ public enum SphinxLanguageModels {
             environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() + "/.cache")
         let directory = "\(cache)/speechgraph/lm/" + String(hash, radix: 16)
-        if fm.fileExists(atPath: directory + "/lm.bin") { return directory }
+        if fm.fileExists(atPath: directory + "/lm.bin"), fm.fileExists(atPath: directory + "/grammar.jsgf") {
+            return directory
+        }
         // Built beside, then renamed into place: a second process building the same spec does no harm.
         let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
@@ -175,5 +202,12 @@ extension SphinxDecoder {
         guard let set else { return false }
         defer { ngram_model_free(set) }  // the search keeps its own reference
         return ps_set_lm(ps, "interpolated", set) == 0 && ps_set_search(ps, "interpolated") == 0
+    }
+}
+
+extension FileManager {
+    func isDirectory(_ path: String) -> Bool {
+        var d: ObjCBool = false
+        return fileExists(atPath: path, isDirectory: &d) && d.boolValue
     }
 }

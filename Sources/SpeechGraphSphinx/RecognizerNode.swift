@@ -12,7 +12,7 @@ public final class RecognizerNode: GraphNode {
         doc: """
             Decodes mono audio at the model's sample rate (the planner inserts the converters to it) and \
             emits one final result per utterance, with word timings and confidences. With no 'model', 'hmm', \
-            'lm' or 'dict' set it uses Debian's en-us model (package pocketsphinx-en-us). Setting 'jsgf' \
+            'lm' or 'dict' set it uses Debian's en-us model (package pocketsphinx-en-us). Setting 'grammar' \
             decodes with a grammar instead of the language model.
             """,
         category: .recognizer,
@@ -47,7 +47,12 @@ public final class RecognizerNode: GraphNode {
                     + "(P = weight P_domain + (1 - weight) P_general): general speech still works while the "
                     + "domain is favoured. 1: the domain model alone."),
             .path("dict", doc: "Pronunciation dictionary; default: the model's."),
-            .path("jsgf", doc: "A JSGF grammar to decode with instead of the language model."),
+            .path(
+                "grammar",
+                doc: "A grammar to decode with instead of a language model: a JSGF file, or a spec (.lmspec) or "
+                    + "model directory, whose phrases and templates become the grammar (docs/lm.md). Speech "
+                    + "outside it is marked rejected (see 'reject')."),
+            .path("jsgf", doc: "A JSGF grammar file: the same as 'grammar' (its earlier name)."),
             ParameterDescriptor(
                 "rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...16000,
                 displayUnit: .kilohertz, doc: "Sample rate the acoustic model was trained at."),
@@ -109,7 +114,7 @@ public final class RecognizerNode: GraphNode {
                     + "it is. A result's confidence is the mean of its words'."),
             .boolean(
                 "reject", default: true,
-                doc: "With 'jsgf' or a domain-only 'lm' (weight 1), mode utterance or final-pass: decode each "
+                doc: "With a 'grammar' or a domain-only 'lm' (weight 1), mode utterance or final-pass: decode each "
                     + "utterance with the general model too, and mark the result rejected (keeping its best guess "
                     + "and confidence) when the general model explains the speech much better: speech outside "
                     + "the grammar is not forced onto it. Costs the general model's decoding; false turns it off."),
@@ -150,6 +155,9 @@ public final class RecognizerNode: GraphNode {
     /// sentence-level mixture (`weight` below 1) or for rejection.
     private let referenceModel: SphinxModel?
     private var referenceDecoder: SphinxDecoder?
+    /// With a grammar from a spec: the spec's n-gram model, whose reading rejection compares with the general one.
+    private let rejectionModel: SphinxModel?
+    private var rejectionDecoder: SphinxDecoder?
     /// `weight` below 1: the domain model's share in the sentence-level mixture of final results.
     private let mixtureWeight: Double?
     /// Mark results that fit the grammar or the domain-only model much worse than general speech.
@@ -227,11 +235,23 @@ public final class RecognizerNode: GraphNode {
             var general = whole
             general.domain = nil
             general.jsgf = nil
+            general.grammarDict = nil
+            general.grammarModel = nil
             referenceModel = general
+            // A grammar from a spec: rejection compares the spec's own n-gram model with the general one (a
+            // grammar's path score carries almost no language-model cost, which the general model's does).
+            if whole.jsgf != nil, let grammarModel = whole.grammarModel {
+                var spec = general
+                spec.domain = grammarModel
+                rejectionModel = spec
+            } else {
+                rejectionModel = nil
+            }
             mixtureWeight = weight < 1 ? weight : nil
             rejects = weight >= 1 && c.bool(of: "reject") && general.lm != nil
         } else {
             referenceModel = nil
+            rejectionModel = nil
             mixtureWeight = nil
             rejects = false
         }
@@ -265,6 +285,7 @@ public final class RecognizerNode: GraphNode {
         if finalPass { wholeDecoder = try pool.checkout(wholeModel, streaming: false) }
         if let referenceModel, wholeUtterances || finalPass, mixtureWeight != nil || rejects {
             referenceDecoder = try pool.checkout(referenceModel, streaming: false)
+            if rejects, let rejectionModel { rejectionDecoder = try pool.checkout(rejectionModel, streaming: false) }
         }
         streamBegins = true
     }
@@ -480,7 +501,13 @@ public final class RecognizerNode: GraphNode {
                 try held.withUnsafeBufferPointer { try reference.process($0, wholeUtterance: true) }
                 try reference.endUtterance()
                 let general = reference.hypothesisScore
-                let domain = scores[0]
+                var domain = scores[0]
+                if let spec = rejectionDecoder {
+                    try spec.startUtterance(newStream: newStream)
+                    try held.withUnsafeBufferPointer { try spec.process($0, wholeUtterance: true) }
+                    try spec.endUtterance()
+                    domain = spec.hypothesisScore
+                }
                 // How much better the domain reading explains the utterance, in nats per 10 ms frame.
                 let margin = domain.frames > 0 ? (domain.score - general.score) / Double(domain.frames) : 0
                 if let w = mixtureWeight {
@@ -579,5 +606,7 @@ public final class RecognizerNode: GraphNode {
         wholeDecoder = nil
         if let referenceDecoder { pool.checkin(referenceDecoder) }
         referenceDecoder = nil
+        if let rejectionDecoder { pool.checkin(rejectionDecoder) }
+        rejectionDecoder = nil
     }
 }

@@ -24,6 +24,10 @@ public struct SphinxModel: Hashable, Sendable {
     public var secondPass = true
     /// A domain language model that replaces the general one (`weight` 1) or is interpolated with it.
     public var domain: DomainModel?
+    /// With a grammar built from a spec: the dictionary of its words.
+    public var grammarDict: String?
+    /// With a grammar built from a spec: the spec's n-gram model, which rejection compares with the general one.
+    public var grammarModel: DomainModel?
 
     /// Directories searched for a model given by name (`model: en-us`), in order.
     public static var searchPath: [String] {
@@ -43,6 +47,15 @@ public struct SphinxModel: Hashable, Sendable {
     ) throws -> SphinxModel {
         // `lm` names a domain model (a spec, a built model directory, or a model file): the general model's
         // parts are resolved as if it were not set, and the domain model goes beside them.
+        if let jsgf, jsgf.hasSuffix(".lmspec") || FileManager.default.isDirectory(jsgf) {
+            // A grammar from a spec (its phrases and templates), with the dictionary of its words.
+            var general = try resolve(
+                model: model, hmm: hmm, lm: nil, dict: dict, jsgf: nil, sampleRate: sampleRate)
+            let grammar = try DomainModel.grammar(jsgf, generalDictionary: general.dict, build: buildSpec)
+            (general.jsgf, general.grammarDict) = (grammar.jsgf, grammar.dict)
+            general.grammarModel = try grammar.directory.map { try DomainModel(directory: $0, weight: 1) }
+            return general
+        }
         if let lm, jsgf == nil {
             var general = try resolve(
                 model: model, hmm: hmm, lm: nil, dict: dict, jsgf: nil, sampleRate: sampleRate)
@@ -142,7 +155,7 @@ public struct SphinxModel: Hashable, Sendable {
     public static func resolve(_ c: NodeConfig, buildSpec: Bool = true) throws -> SphinxModel {
         try resolve(
             model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
-            jsgf: c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()),
+            jsgf: c.string("grammar") ?? c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()),
             weight: c.number("weight") ?? 1, buildSpec: buildSpec)
     }
 
@@ -154,6 +167,7 @@ public struct SphinxModel: Hashable, Sendable {
         ]
         if let jsgf {
             args += ["-jsgf", jsgf]
+            if let words = grammarDict { args[args.firstIndex(of: "-dict")! + 1] = words }
         } else if let domain {
             // Domain only: its model and its own dictionary. Interpolated: no model yet (the decoder sets
             // the mixture up after loading, see `SphinxDecoder.useDomainModel`) and the general dictionary.

@@ -41,7 +41,13 @@ extension SpeechgraphCommand {
                     + "1, the default: the domain model alone).", valueName: "w"))
         var lmWeight: Double?
         @Option(help: "Pronunciation dictionary.") var dict: String?
-        @Option(help: "JSGF grammar to decode with instead of the language model.") var jsgf: String?
+        @Option(
+            help: ArgumentHelp(
+                "A grammar to decode with instead of a language model: a JSGF file, or a spec (.lmspec) or model "
+                    + "directory (its phrases and templates); speech outside it is marked rejected in JSON Lines.",
+                valueName: "file"))
+        var grammar: String?
+        @Option(help: ArgumentHelp("The same as --grammar (its earlier name).", visibility: .hidden)) var jsgf: String?
         @Flag(help: "Play each file at the pace of live audio.") var realtime = false
         @Option(help: "Recognizer mode: utterance (decode each utterance whole: most accurate) or streaming.")
         var mode: Mode = .utterance
@@ -173,7 +179,7 @@ extension SpeechgraphCommand {
             if let lm { asr.append(("lm", .string(lm))) }
             if let lmWeight { asr.append(("weight", .number(lmWeight, unit: nil))) }
             if let dict { asr.append(("dict", .string(dict))) }
-            if let jsgf { asr.append(("jsgf", .string(jsgf))) }
+            if let grammar = grammar ?? jsgf { asr.append(("grammar", .string(grammar))) }
             if alternatives > 0 { asr.append(("alternatives", .number(Double(alternatives), unit: nil))) }
             if confidence == .posterior { asr.append(("confidence", .word("posterior"))) }
             var g = SyntheticGraph(command: "transcribe")

@@ -111,5 +111,74 @@ import Testing
         print("domain only: \(chessAccepted) of the moves accepted, \(generalRejected) of general sentences rejected")
         #expect(chessAccepted >= 0.95)
         #expect(generalRejected >= 0.9)
+
+        // The chess grammar (the spec's phrases and templates as JSGF): the same.
+        let grammar = try Run.speechgraph(
+            ["transcribe", "--format", "jsonl", "--grammar", chessSpec] + some.map(\.file) + general.map(\.file),
+            environment: environment)
+        #expect(grammar.status == 0, "\(grammar.stderr)")
+        var results: [String: (text: String, rejected: Bool)] = [:]
+        for line in grammar.stdout.split(separator: "\n") where line.contains("\"isFinal\":true") {
+            let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            results[json["source"] as! String] = (json["text"] as! String, (json["rejected"] as? Bool) ?? false)
+        }
+        let movesAccepted = Double(some.filter { results[$0.file]?.rejected == false }.count) / Double(some.count)
+        let sentencesRejected =
+            Double(general.filter { results[$0.file]?.rejected == true }.count) / Double(general.count)
+        let grammarWER = wer(some, results.mapValues(\.text))
+        print("chess grammar: \(movesAccepted) accepted, \(sentencesRejected) rejected, moves WER \(grammarWER)")
+        #expect(movesAccepted >= 0.95)
+        #expect(sentencesRejected >= 0.9)
+    }
+
+    @Test("Real speech: the 22 AN4 files of ../shared/corpus/real with graphs/an4.lmspec, at most 12% WER")
+    func an4() throws {
+        let shared = try TestPaths.requireShared()
+        let manifest = try String(
+            contentsOf: shared.appendingPathComponent("corpus/real/manifest.tsv"), encoding: .utf8)
+        let set = manifest.split(separator: "\n").filter { $0.hasPrefix("an4_") }.map { line in
+            let f = line.split(separator: "\t")
+            return (file: shared.appendingPathComponent("corpus/real/\(f[0])").path, text: String(f[1]))
+        }
+        #expect(set.count == 22)
+        let spec = TestPaths.packageRoot.appendingPathComponent("graphs/an4.lmspec").path
+        let hyps = try transcribe(set.map(\.file), ["--lm", spec])
+        let rate = wer(set, hyps)
+        print("an4 with an4.lmspec: \(rate)")
+        #expect(rate <= 0.12)
+    }
+
+    @Test("The Swift builder (SFCustomLanguageModelData) writes the spec graphs/chess.lmspec holds")
+    func swiftBuilder() async throws {
+        typealias Data = SFCustomLanguageModelData
+        let data = Data(locale: Locale(identifier: "en_US"), identifier: "com.example.chess", version: "1.0") {
+            for opening in [
+                "Albin counter gambit", "Caro-Kann defense", "Sicilian defense", "French defense", "Queen's gambit",
+                "King's Indian defense", "Ruy Lopez", "Winawer variation", "Tartakower",
+            ] {
+                Data.PhraseCount(phrase: "Play the \(opening)", count: 10)
+            }
+            Data.PhraseCountsFromTemplates(classes: [
+                "piece": ["pawn", "rook", "knight", "bishop", "queen", "king"],
+                "royal": ["queen", "king"],
+                "rank": Array(1...8).map({ String($0) }),
+            ]) {
+                Data.TemplatePhraseCountGenerator.Template("<piece> to <royal> <piece> <rank>", count: 10_000)
+            }
+            Data.CustomPronunciation(grapheme: "Winawer", phonemes: ["w I n aU @r"])
+            Data.CustomPronunciation(grapheme: "Tartakower", phonemes: ["t A r t @ k aU @r"])
+        }
+        let url = dir.url.appendingPathComponent("chess.lmspec")
+        try await data.export(to: url)
+        let written = try LMSpec(contentsOf: url.path)
+        let shipped = try LMSpec(contentsOf: chessSpec)
+        #expect(LMCorpus(written) == LMCorpus(shipped))
+        #expect(written.pronunciations.map(\.phones) == shipped.pronunciations.map(\.phones))
+        // A bad X-SAMPA symbol is an error that names it.
+        let bad = Data(locale: Locale(identifier: "en_US"), identifier: "x", version: "1") {
+            Data.PhraseCount(phrase: "hello", count: 1)
+            Data.CustomPronunciation(grapheme: "hello", phonemes: ["h @ ~ l oU"])
+        }
+        await #expect { try await bad.export(to: url) } throws: { "\($0)".contains("unknown X-SAMPA symbol '~'") }
     }
 }

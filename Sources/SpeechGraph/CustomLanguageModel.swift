@@ -1,0 +1,186 @@
+import Foundation
+
+/// Custom language-model data, built in Swift as Apple's `SFCustomLanguageModelData` is (the SpokenWord
+/// sample's `datagenerator`): phrases with counts, templates over classes, custom pronunciations. It writes
+/// the same spec `speechgraph lm build` reads (`export(to:)`), or builds the model directory the recognizer's
+/// `lm` takes (`build(into:)`).
+///
+/// ```swift
+/// let data = SFCustomLanguageModelData(locale: Locale(identifier: "en_US"), identifier: "chess", version: "1.0") {
+///     SFCustomLanguageModelData.PhraseCount(phrase: "Play the Albin counter gambit", count: 10)
+///     SFCustomLanguageModelData.PhraseCountsFromTemplates(classes: ["piece": ["pawn", "rook"], "rank": ["1", "2"]]) {
+///         SFCustomLanguageModelData.TemplatePhraseCountGenerator.Template("<piece> to <rank>", count: 100)
+///     }
+///     SFCustomLanguageModelData.CustomPronunciation(grapheme: "Winawer", phonemes: ["w I n aU @r"])
+/// }
+/// try await data.export(to: URL(filePath: "/tmp/chess.lmspec"))
+/// ```
+public struct SFCustomLanguageModelData: Sendable {
+    public let locale: Locale
+    public let identifier: String
+    public let version: String
+    public private(set) var items: [any DataInsertable]
+
+    public init(
+        locale: Locale, identifier: String, version: String,
+        @DataInsertableBuilder _ content: () -> [any DataInsertable]
+    ) {
+        self.locale = locale
+        self.identifier = identifier
+        self.version = version
+        self.items = content()
+    }
+
+    /// Adds more data (Apple's `insert(phraseCount:)` and friends, in one).
+    public mutating func insert(_ item: any DataInsertable) { items.append(item) }
+
+    /// Something the data holds.
+    public protocol DataInsertable: Sendable {
+        func insert(into spec: inout LMSpec) throws
+    }
+
+    @resultBuilder
+    public enum DataInsertableBuilder {
+        public static func buildExpression(_ item: any DataInsertable) -> [any DataInsertable] { [item] }
+        public static func buildBlock(_ parts: [any DataInsertable]...) -> [any DataInsertable] { parts.flatMap { $0 } }
+        public static func buildOptional(_ part: [any DataInsertable]?) -> [any DataInsertable] { part ?? [] }
+        public static func buildEither(first: [any DataInsertable]) -> [any DataInsertable] { first }
+        public static func buildEither(second: [any DataInsertable]) -> [any DataInsertable] { second }
+        public static func buildArray(_ parts: [[any DataInsertable]]) -> [any DataInsertable] { parts.flatMap { $0 } }
+    }
+
+    /// An exact phrase and how often the app expects it.
+    public struct PhraseCount: DataInsertable {
+        public let phrase: String
+        public let count: Int
+        public init(phrase: String, count: Int) {
+            self.phrase = phrase
+            self.count = count
+        }
+        public func insert(into spec: inout LMSpec) throws {
+            guard count >= 1 else { throw LMBuildError("PhraseCount '\(phrase)': the count must be at least 1") }
+            guard !LMWords.words(of: phrase).isEmpty else { throw LMBuildError("PhraseCount '\(phrase)' has no words") }
+            spec.phrases.append(.init(phrase, count: count))
+        }
+    }
+
+    /// Templates over classes: `"<piece> to <rank>"` with `piece` and `rank` from `classes`.
+    public struct PhraseCountsFromTemplates: DataInsertable {
+        public let classes: [String: [String]]
+        public let templates: [TemplatePhraseCountGenerator.Template]
+        public init(
+            classes: [String: [String]],
+            @TemplateBuilder _ templates: () -> [TemplatePhraseCountGenerator.Template]
+        ) {
+            self.classes = classes
+            self.templates = templates()
+        }
+        public func insert(into spec: inout LMSpec) throws {
+            for (name, values) in classes {
+                guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                    throw LMBuildError("class name '\(name)': letters, digits, '_' and '-' only")
+                }
+                if let existing = spec.classes[name], existing != values {
+                    throw LMBuildError("class '\(name)' is defined twice, with different values")
+                }
+                spec.classes[name] = values
+            }
+            for t in templates {
+                for (name, _) in LMTemplate.references(in: t.body) where classes[name] == nil {
+                    throw LMBuildError("template '\(t.body)' uses class '<\(name)>', which is not defined")
+                }
+                guard t.count >= 1 else { throw LMBuildError("template '\(t.body)': the count must be at least 1") }
+                spec.templates.append(.init(t.body, count: t.count))
+            }
+        }
+    }
+
+    @resultBuilder
+    public enum TemplateBuilder {
+        public static func buildExpression(_ t: TemplatePhraseCountGenerator.Template)
+            -> [TemplatePhraseCountGenerator.Template]
+        { [t] }
+        public static func buildBlock(_ parts: [TemplatePhraseCountGenerator.Template]...)
+            -> [TemplatePhraseCountGenerator.Template]
+        { parts.flatMap { $0 } }
+    }
+
+    public enum TemplatePhraseCountGenerator {
+        public struct Template: Sendable {
+            public let body: String
+            public let count: Int
+            public init(_ body: String, count: Int) {
+                self.body = body
+                self.count = count
+            }
+        }
+    }
+
+    /// A word and its pronunciations, each in X-SAMPA as in Apple's sample (`"w I n aU @r"`).
+    public struct CustomPronunciation: DataInsertable {
+        public let grapheme: String
+        public let phonemes: [String]
+        public init(grapheme: String, phonemes: [String]) {
+            self.grapheme = grapheme
+            self.phonemes = phonemes
+        }
+        public func insert(into spec: inout LMSpec) throws {
+            let words = LMWords.words(of: grapheme)
+            guard words.count == 1 else { throw LMBuildError("CustomPronunciation takes one word, not '\(grapheme)'") }
+            guard !phonemes.isEmpty else { throw LMBuildError("CustomPronunciation '\(grapheme)' has no phonemes") }
+            for p in phonemes {
+                do {
+                    spec.pronunciations.append(.init(word: words[0], phones: try Phones.fromXSAMPA(p)))
+                } catch {
+                    throw LMBuildError("CustomPronunciation '\(grapheme)': \(error)")
+                }
+            }
+        }
+    }
+
+    /// The data as a spec.
+    public func spec() throws -> LMSpec {
+        var spec = LMSpec()
+        let normal = locale.identifier.replacingOccurrences(of: "_", with: "-")
+        guard let known = LMSpec.supportedLocales.first(where: { $0.lowercased() == normal.lowercased() }) else {
+            throw LMBuildError(
+                "no model for locale '\(locale.identifier)'; installed: "
+                    + LMSpec.supportedLocales.joined(separator: ", "))
+        }
+        spec.locale = known
+        for item in items { try item.insert(into: &spec) }
+        guard !spec.phrases.isEmpty || !spec.templates.isEmpty else {
+            throw LMBuildError("the data has no phrases and no templates: a language model needs some text")
+        }
+        return spec
+    }
+
+    /// Writes the spec (`.lmspec` text) that `speechgraph lm build` and the recognizer's `lm` read.
+    public func export(to url: URL) async throws {
+        try spec().source.write(to: url, atomically: true, encoding: .utf8)
+    }
+
+    /// Builds the model directory (lm.arpa, lm.bin, words.dict, grammar.jsgf, spec.lmspec) with the installed
+    /// model's dictionary.
+    @discardableResult
+    public func build(into directory: URL) throws -> LMBuilder.Report {
+        let general = try SphinxModel.resolve(
+            model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+        return try SphinxLanguageModels.build(spec(), into: directory.path, dictionary: general.dict)
+    }
+}
+
+/// Where a custom language model is, for a transcriber (Apple's `SFSpeechLanguageModel.Configuration`):
+/// a spec or a model directory, and its weight against the general model.
+public struct SFSpeechLanguageModel: Sendable {
+    public struct Configuration: Sendable, Hashable {
+        public var languageModel: URL
+        /// The domain model's weight (docs/lm.md): 1, the domain model alone; below 1, mixed with the general
+        /// model.
+        public var weight: Double
+        public init(languageModel: URL, weight: Double = 0.4) {
+            self.languageModel = languageModel
+            self.weight = weight
+        }
+    }
+}
