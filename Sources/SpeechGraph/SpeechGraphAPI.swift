@@ -94,6 +94,24 @@ public final class SpeechGraph: Sendable {
     /// Stops soon: the utterance in flight is finished and every result delivered, then the sequences end.
     public func stop() { running.stop() }
 
+    /// Runtime vocabulary: gives the recognizer `node` a new language model (a spec, a model directory or a
+    /// model file; docs/lm.md) and weight, without stopping the audio. Returns once the model is loaded (a
+    /// spec is built first); it takes over at the next utterance, and the recognizer then emits a
+    /// `modelChanged` event (`events(of:)`), which says whether it could be loaded.
+    public func setLanguageModel(_ lm: String, weight: Double = 1, node: String = "asr") async {
+        let running = self.running
+        await Task.detached {
+            running.reloadModels(parameters: [node: ["lm": .string(lm), "weight": .number(weight)]])
+        }.value
+    }
+
+    /// Loads every recognizer's models again from their files (what SIGHUP does to `speechgraph run`); returns
+    /// once they are loaded.
+    public func reloadModels() async {
+        let running = self.running
+        await Task.detached { running.reloadModels() }.value
+    }
+
     /// Ends the inputs (pushed audio, files read to their end) and waits until every result is out.
     public func finish() async throws {
         do { try await running.drain() } catch { throw Error.failed("\(error)") }

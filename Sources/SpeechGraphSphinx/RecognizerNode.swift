@@ -1,5 +1,6 @@
 import Foundation
 import SpeechGraphCore
+import Synchronization
 
 /// The `recognizer` node: PocketSphinx over 16-bit audio at the model's rate.
 ///
@@ -25,7 +26,7 @@ public final class RecognizerNode: GraphNode {
                     + "the whole stream is one utterance. With 'results: fast', speechPaused ends the "
                     + "utterance and speechResumed starts the next."),
             .eventOutput(
-                "results", emits: .only([.result]),
+                "results", emits: .only([.result, RecognizerNode.modelChanged]),
                 doc: "Result events: volatile transcriptions while an utterance lasts (streaming "
                     + "mode), then one final transcription per utterance."),
         ],
@@ -124,7 +125,14 @@ public final class RecognizerNode: GraphNode {
                     + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
                     + "make word times wrong."),
         ],
-        threading: .worker)
+        threading: .worker,
+        eventKinds: [
+            EventKindDescriptor(
+                "modelChanged",
+                doc: "After a reload request (SIGHUP on 'speechgraph run', SpeechGraph.setLanguageModel): new models "
+                    + "took over between two utterances (ok true, with lm, loadSeconds and switchMilliseconds), "
+                    + "or could not be loaded (ok false, with the reason; the old models stay).")
+        ])
 
     public static let type = NodeType(
         descriptor, resourceCheck: { c in _ = try SphinxModel.resolve(c, buildSpec: false) },
@@ -138,7 +146,10 @@ public final class RecognizerNode: GraphNode {
     }
 
     private let name: String
-    private var model: SphinxModel
+    private let config: NodeConfig
+    private let controlConnected: Bool
+    /// The models this recognizer decodes with; replaced whole when the graph is asked to reload them.
+    private var models: Models
     private let includeWords: Bool
     /// The n-best list's length for final results; 0: none.
     private let alternativeCount: Int
@@ -147,21 +158,15 @@ public final class RecognizerNode: GraphNode {
     private let wholeUtterances: Bool
     /// Streaming mode with `final-pass`: the held utterance is decoded again, whole, for the final result.
     private let finalPass: Bool
-    private let wholeModel: SphinxModel
     /// Whole-utterance decodings per utterance, at shifted frame phases.
     private let phases: Int
     private var wholeDecoder: SphinxDecoder?
-    /// With a domain model or a grammar: the general model, which decodes each whole utterance too, for the
-    /// sentence-level mixture (`weight` below 1) or for rejection.
-    private let referenceModel: SphinxModel?
     private var referenceDecoder: SphinxDecoder?
-    /// With a grammar from a spec: the spec's n-gram model, whose reading rejection compares with the general one.
-    private let rejectionModel: SphinxModel?
     private var rejectionDecoder: SphinxDecoder?
-    /// `weight` below 1: the domain model's share in the sentence-level mixture of final results.
-    private let mixtureWeight: Double?
-    /// Mark results that fit the grammar or the domain-only model much worse than general speech.
-    private let rejects: Bool
+    /// Reload requests for this graph (SIGHUP on `speechgraph run`, `RunningGraph.reloadModels`): new models load
+    /// on another thread and take over at an utterance boundary.
+    private let reloads: ModelReloads
+    private let slot = LoadSlot()
     private let volatileFrames: Int64
     private var framesSinceVolatile: Int64 = 0
     private var lastVolatile = ""
@@ -207,57 +212,25 @@ public final class RecognizerNode: GraphNode {
         let c = context.config
         name = c.name
         let rate = Int(c.number(of: "rate").rounded())
-        model = try SphinxModel.resolve(c)
+        config = c
+        controlConnected = context.connectedInputs.contains("control")
         includeWords = c.bool(of: "words")
         alternativeCount = c.integer(of: "alternatives")
         calibration = c.string(of: "confidence") == "calibrated" ? .standard : nil
-        // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
-        // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
-        // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
-        model.removesSilence = !includeWords && !context.connectedInputs.contains("control")
         wholeUtterances = c.string(of: "mode") == "utterance"
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
-        model.maxHMMs = c.integer(of: "max-hmms")
         finalPass = !wholeUtterances && c.bool(of: "final-pass")
         phases = c.integer(of: "phases")
-        // PocketSphinx's second pass (-fwdflat) searches the whole utterance again when it ends, and the final
-        // result waits for it: about 40 ms per second of the utterance. Whole utterances keep it (utterance
-        // mode and the final pass: pocketsphinx_batch's setting). Streamed decoding skips it: on the
-        // development set (scripts/make-dev-set.sh) it gives 35.7% WER with it and 32.0% without, and the
-        // final result comes as soon as the first pass ends. `results: fast` skips it everywhere.
-        model.secondPass = results != .fast
-        var whole = model
-        let weight = model.domain?.weight ?? 1
-        if model.domain != nil || model.jsgf != nil {
-            // Whole utterances are decoded twice: with the domain model alone (or the grammar) and with the
-            // general model; the sentence-level mixture (or the rejection test) chooses between the two.
-            whole.domain?.weight = 1
-            var general = whole
-            general.domain = nil
-            general.jsgf = nil
-            general.grammarDict = nil
-            general.grammarModel = nil
-            referenceModel = general
-            // A grammar from a spec: rejection compares the spec's own n-gram model with the general one (a
-            // grammar's path score carries almost no language-model cost, which the general model's does).
-            if whole.jsgf != nil, let grammarModel = whole.grammarModel {
-                var spec = general
-                spec.domain = grammarModel
-                rejectionModel = spec
-            } else {
-                rejectionModel = nil
-            }
-            mixtureWeight = weight < 1 ? weight : nil
-            rejects = weight >= 1 && c.bool(of: "reject") && general.lm != nil
-        } else {
-            referenceModel = nil
-            rejectionModel = nil
-            mixtureWeight = nil
-            rejects = false
+        models = try Models(c, controlConnected: controlConnected)
+        reloads = context.resources.shared(ModelReloads.self) { ModelReloads() }
+        // A reload request loads the new models at once, on the requesting thread; the node switches between
+        // utterances.
+        let (name, slot, control, whole, pass) = (c.name, slot, controlConnected, wholeUtterances, finalPass)
+        reloads.observe { parameters in
+            var changed = c
+            for (key, value) in parameters[name] ?? [:] { changed.values[key] = value }
+            RecognizerNode.load(changed, controlConnected: control, wholeUtterances: whole, finalPass: pass, into: slot)
         }
-        wholeModel = whole
-        if wholeUtterances { model = whole }
-        if !wholeUtterances { model.secondPass = false }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate
         batchSamples = Int(c.number(of: "batch") * Double(rate))
@@ -281,17 +254,23 @@ public final class RecognizerNode: GraphNode {
     deinit { pcm.deallocate() }
 
     public func prepare() throws {
-        decoder = try pool.checkout(model, streaming: !wholeUtterances)
-        if finalPass { wholeDecoder = try pool.checkout(wholeModel, streaming: false) }
-        if let referenceModel, wholeUtterances || finalPass, mixtureWeight != nil || rejects {
+        decoder = try pool.checkout(models.stream, streaming: !wholeUtterances)
+        if finalPass { wholeDecoder = try pool.checkout(models.whole, streaming: false) }
+        if let referenceModel = models.reference, wholeUtterances || finalPass,
+            models.mixtureWeight != nil || models.rejects
+        {
             referenceDecoder = try pool.checkout(referenceModel, streaming: false)
-            if rejects, let rejectionModel { rejectionDecoder = try pool.checkout(rejectionModel, streaming: false) }
+            if models.rejects, let rejectionModel = models.rejection {
+                rejectionDecoder = try pool.checkout(rejectionModel, streaming: false)
+            }
         }
         streamBegins = true
     }
 
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
-        guard let decoder, !paused else { return }
+        guard !paused else { return }
+        if !inUtterance { try takeNewModels(output: output) }
+        guard let decoder else { return }
         if !inUtterance {
             if !wholeUtterances { try decoder.startUtterance() }
             inUtterance = true
@@ -510,7 +489,7 @@ public final class RecognizerNode: GraphNode {
                 }
                 // How much better the domain reading explains the utterance, in nats per 10 ms frame.
                 let margin = domain.frames > 0 ? (domain.score - general.score) / Double(domain.frames) : 0
-                if let w = mixtureWeight {
+                if let w = models.mixtureWeight {
                     // A sentence-level mixture, its prior odds counted per frame as the acoustic evidence is:
                     // the domain reading is kept when it beats the general one by more than ln((1 - w) / w)
                     // per frame.
@@ -519,7 +498,7 @@ public final class RecognizerNode: GraphNode {
                         words = includeWords ? reference.words(frameOffset: utteranceStart) : []
                         nbest = reference.nbest(alternativeCount, frameOffset: utteranceStart)
                     }
-                } else if rejects {
+                } else if models.rejects {
                     rejected = margin < Self.rejectionMargin
                 }
             }
@@ -592,6 +571,87 @@ public final class RecognizerNode: GraphNode {
             if sum < bestSum { (best, bestSum) = (i, sum) }
         }
         return best
+    }
+
+    /// Emitted when new models take over after a reload request, or could not be loaded.
+    public static let modelChanged: EventKind = "modelChanged"
+
+    /// Loads the models for `c` into `slot`, on the thread that asked for the reload (never the graph's: the
+    /// audio goes on meanwhile).
+    static func load(
+        _ c: NodeConfig, controlConnected: Bool, wholeUtterances whole: Bool, finalPass: Bool, into slot: LoadSlot
+    ) {
+        let requested = Date().timeIntervalSince1970
+        do {
+            // Newly loaded decoders, not the pool's: the files may have changed under the same names.
+            let models = try Models(c, controlConnected: controlConnected)
+            func load(_ model: SphinxModel?, streaming: Bool) throws -> SphinxDecoder? {
+                guard let model else { return nil }
+                let d = try SphinxDecoder(model: model)
+                d.isStreaming = streaming
+                return d
+            }
+            let needsReference = (whole || finalPass) && (models.mixtureWeight != nil || models.rejects)
+            let loaded = Loaded(
+                models: models, decoder: try load(models.stream, streaming: !whole)!,
+                whole: try load(finalPass ? models.whole : nil, streaming: false),
+                reference: try load(needsReference ? models.reference : nil, streaming: false),
+                rejection: try load(needsReference && models.rejects ? models.rejection : nil, streaming: false),
+                requested: requested, loadSeconds: Date().timeIntervalSince1970 - requested)
+            slot.value.withLock { $0 = .success(loaded) }
+        } catch {
+            slot.value.withLock { $0 = .failure("\(error)") }
+        }
+    }
+
+    /// Between utterances: switches to models loaded after a reload request, once they are ready.
+    private func takeNewModels(output: NodeOutput) throws {
+        guard
+            let outcome = slot.value.withLock({ o -> LoadSlot.Outcome? in
+                defer { o = nil }
+                return o
+            })
+        else { return }
+        switch outcome {
+        case .failure(let reason):
+            try output.emit(
+                .custom(
+                    CustomEvent(
+                        kind: Self.modelChanged, node: name, time: utteranceEnd,
+                        fields: ["ok": .boolean(false), "reason": .string(reason), "lm": .string(models.languageModel)])
+                ))
+        case .success(let new):
+            let started = Date().timeIntervalSince1970
+            // The old decoders are not pooled (their files may be stale); they are freed on another thread.
+            if inUtterance, !wholeUtterances, let decoder { try? decoder.endUtterance() }
+            let old = [decoder, wholeDecoder, referenceDecoder, rejectionDecoder]
+            Thread.detachNewThread { _ = old }
+            decoder = new.decoder
+            wholeDecoder = new.whole
+            referenceDecoder = new.reference
+            rejectionDecoder = new.rejection
+            models = new.models
+            streamBegins = true
+            try output.emit(
+                .custom(
+                    CustomEvent(
+                        kind: Self.modelChanged, node: name, time: utteranceEnd,
+                        fields: [
+                            "ok": .boolean(true), "lm": .string(models.languageModel),
+                            "loadSeconds": .number((new.loadSeconds * 1000).rounded() / 1000),
+                            "switchMilliseconds": .number(
+                                ((Date().timeIntervalSince1970 - started) * 1e5).rounded() / 100),
+                        ])))
+        }
+    }
+
+    /// Where the loading thread leaves its decoders.
+    final class LoadSlot: Sendable {
+        enum Outcome: @unchecked Sendable {
+            case success(Loaded)
+            case failure(String)
+        }
+        let value = Mutex<Outcome?>(nil)
     }
 
     public func close() {

@@ -7,8 +7,11 @@ extension SpeechgraphCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run a graph file until its inputs end or Ctrl-C.",
             discussion: """
-                Offline inputs run as fast as the CPU allows unless --realtime is given. Ctrl-C, SIGTERM or SIGHUP \
-                stops the graph: the utterance in flight is finished and every result is written before exit.
+                Offline inputs run as fast as the CPU allows unless --realtime is given. Ctrl-C or SIGTERM \
+                stops the graph: the utterance in flight is finished and every result is written before exit. \
+                SIGHUP loads the graph's models again (a recognizer's lm, grammar and dict are read again; a \
+                changed spec is built again) while the audio goes on: each recognizer switches to them between \
+                utterances and emits a modelChanged event (docs/lm.md).
                 """)
 
         @Argument(help: "The graph file.") var graph: String
@@ -55,7 +58,7 @@ extension SpeechgraphCommand {
             let plan = try loadPlan(
                 path: graph, overrides: overrides, results: results, registry: registry,
                 negotiate: true, resources: resources)
-            let signals = SignalHandling(status: status)
+            let signals = SignalHandling(status: status, reloadOnHangup: true)
             let progress = Progress(status: status)
             do {
                 defer {

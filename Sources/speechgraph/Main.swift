@@ -37,6 +37,8 @@ struct SpeechgraphCommand: ParsableCommand {
 
             Results go to standard output (or a sink's file); errors, warnings and progress to standard error.
 
+            SIGHUP makes 'run' load its graph's models again; it stops the other commands as SIGTERM does.
+
             Exit status: 0 ok (also after Ctrl-C, SIGTERM or SIGHUP, once every result made so far is written); \
             1 runtime failure (unreadable or damaged audio, missing model, write error, a warning such as \
             samples that were not numbers); 2 usage or graph-file error (nothing ran); 131 after SIGQUIT \

@@ -22,13 +22,26 @@ final class SignalHandling {
 
     var stop: StopSignal { target.stop }
 
-    init(status: StatusLine) {
+    /// - Parameter reloadOnHangup: SIGHUP loads the running graph's models again (`speechgraph run`, as
+    ///   daemons re-read their files) instead of stopping.
+    init(status: StatusLine, reloadOnHangup: Bool = false) {
         self.status = status
         // A closed pipe on standard output is a write error (EPIPE), reported by whatever wrote there, while
         // the other sinks finish: not a silent death.
         signal(SIGPIPE, SIG_IGN)
+        if reloadOnHangup {
+            signal(SIGHUP, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+            source.setEventHandler { [target] in
+                status.clear()
+                printError("speechgraph: SIGHUP: loading the graph's models again (the audio goes on)")
+                target.running.withLock { $0?.reloadModels() }
+            }
+            source.resume()
+            sources.append(source)
+        }
         // A closed terminal (SIGHUP) finishes the results in flight as SIGTERM does.
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
+        for sig in reloadOnHangup ? [SIGINT, SIGTERM] : [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [target] in

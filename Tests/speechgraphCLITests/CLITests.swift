@@ -238,7 +238,40 @@ import Testing
         #expect(bad.stderr.contains("--results expects progressive, final-only, fast, got 'slow'"), "\(bad.stderr)")
     }
 
-    @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
+    @Test("SIGHUP on run loads the models again while the audio goes on: modelChanged, then the run goes on")
+    func hangupReloadsTheModels() throws {
+        let wav = try speech()
+        let long = dir.path("hup.wav")
+        try TestSpeech.sox([wav, wav, wav, long])
+        let log = dir.path("hup.jsonl")
+        let graph = dir.path("hup.graph")
+        try """
+        node speech = file.input { path: "\(long)" }
+        node vad    = vad
+        node asr    = recognizer { mode: streaming }
+        node log    = jsonl { path: "\(log)" }
+        speech.out -> vad.in
+        vad.out    -> asr.in
+        vad.events -> asr.control
+        asr        -> log
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(["run", "--realtime", graph], timeout: 120) { process in
+            Run.wait(for: process) { Run.lines(of: log).contains { $0.contains(#""isFinal":false"#) } }
+            kill(process.processIdentifier, SIGHUP)
+            Run.wait(for: process) { Run.lines(of: log).contains { $0.contains(#""type":"modelChanged""#) } }
+            kill(process.processIdentifier, SIGTERM)
+        }
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("SIGHUP: loading the graph's models again"), "\(r.stderr)")
+        let lines = Run.lines(of: log)
+        let changed = try #require(lines.firstIndex { $0.contains(#""type":"modelChanged""#) })
+        #expect(lines[changed].contains(#""ok":true"#), "\(lines[changed])")
+        // Results before and after the change: the run went on.
+        #expect(lines[..<changed].contains { $0.contains(#""isFinal":true"#) })
+        #expect(lines[changed...].contains { $0.contains(#""type":"result""#) })
+    }
+
+    @Test(arguments: [SIGINT, SIGTERM])
     func aSignalStopsTheRunAndFlushesTheUtteranceInFlight(signal: Int32) throws {
         // 12 s of speech played in real time; stopped once the first words have been recognised.
         let wav = try speech()

@@ -148,6 +148,60 @@ import Testing
         #expect(rate <= 0.12)
     }
 
+    @Test("Runtime vocabulary: a live pushed stream gets the chess model between two utterances, losing nothing")
+    func vocabularyChangesMidStream() async throws {
+        let wav = dir.path("move.wav")
+        let move = "knight to king bishop three"
+        try TestSpeech.synthesize(move, to: wav)
+        let file = try AudioFile(path: wav)
+        var speech = [Float](repeating: 0, count: Int(file.frameCount))
+        let read = try speech.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
+        speech.removeLast(speech.count - read)
+        let silence = [Float](repeating: 0, count: 16000)
+
+        let chessModel = dir.path("chess-model")
+        let built = try Run.speechgraph(["lm", "build", chessSpec, "-o", chessModel])
+        #expect(built.status == 0, "\(built.stderr)")
+        // A live graph: pushed audio, the vad, a streaming recognizer with a final pass, as graphs/live.graph.
+        var builder = GraphBuilder()
+        builder.node("mic", "push.input", ["rate": "16 kHz"])
+        builder.node("vad", "vad")
+        builder.node("asr", "recognizer", ["mode": "streaming", "final-pass": "true"])
+        builder.connect("mic", "vad")
+        builder.connect("vad.out", "asr.in")
+        builder.connect("vad.events", "asr.control")
+        let graph = try SpeechGraph(builder)
+        let mic = try graph.input("mic")
+        try graph.start()
+        var events = graph.events(of: "asr").makeAsyncIterator()
+        func nextFinal() async -> (text: String, changed: [CustomEvent]) {
+            var changed: [CustomEvent] = []
+            while let event = await events.next() {
+                if case .custom(let e) = event, e.kind == "modelChanged" { changed.append(e) }
+                if case .result(let t) = event, t.isFinal { return (t.text, changed) }
+            }
+            return ("<end>", changed)
+        }
+        mic.push(silence + speech + silence)
+        let before = await nextFinal()
+        // The chess model, while the stream goes on: loaded now, in use from the next utterance.
+        await graph.setLanguageModel(chessModel, weight: 1)
+        mic.push(silence + speech + silence)
+        let after = await nextFinal()
+        graph.stop()
+        print("general model: '\(before.text)'; after the change: '\(after.text)', \(after.changed)")
+        #expect(before.changed.isEmpty)
+        #expect(wordErrorRate(reference: move, hypothesis: before.text) > 0.2)
+        #expect(after.text == move)
+        let changed = try #require(after.changed.first)
+        #expect(changed.fields["ok"] == .boolean(true))
+        if case .number(let ms)? = changed.fields["switchMilliseconds"] {
+            #expect(ms < 200)
+        } else {
+            Issue.record("no switch time")
+        }
+    }
+
     @Test("The Swift builder (SFCustomLanguageModelData) writes the spec graphs/chess.lmspec holds")
     func swiftBuilder() async throws {
         typealias Data = SFCustomLanguageModelData

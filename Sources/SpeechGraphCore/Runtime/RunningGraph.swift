@@ -134,6 +134,16 @@ public final class RunningGraph: @unchecked Sendable {
     }
 
     /// Ends the input (see `drain`) without waiting.
+    /// Loads the graph's models again (`speechgraph run` does it on SIGHUP): the files they were read from are
+    /// read again, and `parameters` (by node name: a recognizer's `lm`, `weight`, `grammar`) replace those
+    /// nodes' parameters. New models load on this thread while the audio goes on (this returns when they are
+    /// loaded) and take over between utterances; each node that reloads emits a `modelChanged` event when they
+    /// do (or when they could not be loaded). Not on the graph's own thread.
+    public func reloadModels(parameters: [String: [String: ParameterValue]] = [:]) {
+        resources.shared(ModelReloads.self) { ModelReloads() }.request(parameters: parameters)
+        resources.wake.post()
+    }
+
     public func endInput() {
         start()
         draining.store(true, ordering: .releasing)

@@ -1,0 +1,40 @@
+import Synchronization
+
+/// Requests to load a graph's models again: `speechgraph run` on SIGHUP (the files its graph names are read
+/// again: a changed spec is built again), or `RunningGraph.reloadModels`, which may also give a recognizer
+/// new parameters (`lm`, `weight`, `grammar`). Recognizers load the new models on the requesting thread while
+/// the audio goes on (`request` returns when they are loaded), and switch to them between utterances: nothing
+/// is lost, and the utterance in flight finishes with the models it began with. Thread-safe.
+public final class ModelReloads: Sendable {
+    public typealias Observer = @Sendable ([String: [String: ParameterValue]]) -> Void
+    private struct State {
+        var generation = 0
+        var parameters: [String: [String: ParameterValue]] = [:]
+        var observers: [Observer] = []
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Asks for a reload; `parameters` (by node name) replace those nodes' parameters from now on. Every
+    /// observer is called, on this thread, with all the parameters given so far; returns when they return.
+    public func request(parameters: [String: [String: ParameterValue]] = [:]) {
+        let (observers, all) = state.withLock { s -> ([Observer], [String: [String: ParameterValue]]) in
+            s.generation += 1
+            for (node, values) in parameters { s.parameters[node, default: [:]].merge(values) { $1 } }
+            return (s.observers, s.parameters)
+        }
+        for observer in observers { observer(all) }
+    }
+
+    /// Called on every request (a node that reloads starts loading from it).
+    public func observe(_ observer: @escaping Observer) { state.withLock { $0.observers.append(observer) } }
+
+    /// How many reloads were asked for so far.
+    public var generation: Int { state.withLock { $0.generation } }
+
+    /// The parameters given for this node so far.
+    public func parameters(for node: String) -> [String: ParameterValue] {
+        state.withLock { $0.parameters[node] ?? [:] }
+    }
+}

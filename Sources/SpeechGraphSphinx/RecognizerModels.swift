@@ -1,0 +1,84 @@
+import Foundation
+import SpeechGraphCore
+import Synchronization
+
+extension RecognizerNode {
+    /// The models a recognizer decodes with, from its parameters: the streamed (or utterance) model, the
+    /// whole-utterance one, and with a domain model or a grammar the general model beside it.
+    struct Models: Sendable {
+        /// The streaming decoder's model (in utterance mode, the whole-utterance one).
+        var stream: SphinxModel
+        var whole: SphinxModel
+        /// With a domain model or a grammar: the general model, which decodes each whole utterance too, for the
+        /// sentence-level mixture (`weight` below 1) or for rejection.
+        var reference: SphinxModel?
+        /// With a grammar from a spec: the spec's n-gram model, whose reading rejection compares with the
+        /// general one (a grammar's path score carries almost no language-model cost, the general model's does).
+        var rejection: SphinxModel?
+        /// `weight` below 1: the domain model's share in the sentence-level mixture of final results.
+        var mixtureWeight: Double?
+        /// Mark results that fit the grammar or the domain-only model much worse than general speech.
+        var rejects: Bool
+        /// What `lm` (or `grammar`) named, for events.
+        var languageModel: String
+
+        init(_ c: NodeConfig, controlConnected: Bool) throws {
+            var model = try SphinxModel.resolve(c)
+            let includeWords = c.bool(of: "words")
+            // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
+            // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
+            // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
+            model.removesSilence = !includeWords && !controlConnected
+            let wholeUtterances = c.string(of: "mode") == "utterance"
+            let results = Results(rawValue: c.string(of: "results")) ?? .progressive
+            model.maxHMMs = c.integer(of: "max-hmms")
+            // PocketSphinx's second pass (-fwdflat) searches the whole utterance again when it ends, and the
+            // final result waits for it: about 40 ms per second of the utterance. Whole utterances keep it
+            // (utterance mode and the final pass: pocketsphinx_batch's setting). Streamed decoding skips it: on
+            // the development set (scripts/make-dev-set.sh) it gives 35.7% WER with it and 32.0% without, and
+            // the final result comes as soon as the first pass ends. `results: fast` skips it everywhere.
+            model.secondPass = results != .fast
+            var whole = model
+            let weight = model.domain?.weight ?? 1
+            reference = nil
+            rejection = nil
+            mixtureWeight = nil
+            rejects = false
+            if model.domain != nil || model.jsgf != nil {
+                // Whole utterances are decoded twice: with the domain model alone (or the grammar) and with
+                // the general model; the sentence-level mixture (or the rejection test) chooses between them.
+                whole.domain?.weight = 1
+                var general = whole
+                general.domain = nil
+                general.jsgf = nil
+                general.grammarDict = nil
+                general.grammarModel = nil
+                reference = general
+                if whole.jsgf != nil, let grammarModel = whole.grammarModel {
+                    var spec = general
+                    spec.domain = grammarModel
+                    rejection = spec
+                }
+                mixtureWeight = weight < 1 ? weight : nil
+                rejects = weight >= 1 && c.bool(of: "reject") && general.lm != nil
+            }
+            self.whole = whole
+            if wholeUtterances { model = whole } else { model.secondPass = false }
+            stream = model
+            languageModel = c.string("grammar") ?? c.string("jsgf") ?? c.string("lm") ?? "general"
+        }
+    }
+
+    /// Decoders for a set of models, loaded on another thread after a reload request.
+    struct Loaded: @unchecked Sendable {
+        // Unchecked: the decoders are handed over once, through a Mutex, to the recognizer's own thread.
+        var models: Models
+        var decoder: SphinxDecoder
+        var whole: SphinxDecoder?
+        var reference: SphinxDecoder?
+        var rejection: SphinxDecoder?
+        /// When the request was taken, and how long loading took.
+        var requested: Double
+        var loadSeconds: Double
+    }
+}
