@@ -30,101 +30,7 @@ public final class RecognizerNode: GraphNode {
                 doc: "Result events: volatile transcriptions while an utterance lasts (streaming "
                     + "mode), then one final transcription per utterance."),
         ],
-        parameters: [
-            .string(
-                "model", default: "en-us",
-                doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
-                    + "/usr/share/pocketsphinx/model, /usr/local/share/pocketsphinx/model) or a model directory."),
-            .path("hmm", doc: "Acoustic model directory; default: the one inside the model directory."),
-            .path(
-                "lm",
-                doc: "A language model for your domain: a spec (.lmspec, built on first use and kept in "
-                    + "~/.cache/speechgraph/lm; docs/lm.md), a directory 'speechgraph lm build' wrote, or a model "
-                    + "file (.lm.bin, .lm, .arpa). With 'weight' 1 it replaces the model's general language model; "
-                    + "below 1 the two are interpolated. Default: the model's general language model alone."),
-            .number(
-                "weight", default: 1, range: 0.01...1,
-                doc: "With 'lm': the domain model's share when it is interpolated with the general model "
-                    + "(P = weight P_domain + (1 - weight) P_general): general speech still works while the "
-                    + "domain is favoured. 1: the domain model alone."),
-            .path("dict", doc: "Pronunciation dictionary; default: the model's."),
-            .path(
-                "grammar",
-                doc: "A grammar to decode with instead of a language model: a JSGF file, or a spec (.lmspec) or "
-                    + "model directory, whose phrases and templates become the grammar (docs/lm.md). Speech "
-                    + "outside it is marked rejected (see 'reject')."),
-            .path("jsgf", doc: "A JSGF grammar file: the same as 'grammar' (its earlier name)."),
-            ParameterDescriptor(
-                "rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...16000,
-                displayUnit: .kilohertz, doc: "Sample rate the acoustic model was trained at."),
-            .choice(
-                "mode", ["streaming", "utterance"], default: "streaming",
-                doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
-                    + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
-                    + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
-            .choice(
-                "results", Results.allCases.map(\.rawValue), default: Results.progressive.rawValue,
-                doc: "Which results, and how soon. progressive: volatile results while an utterance lasts (streaming "
-                    + "mode, every 'volatile'), then one final result. final-only: final results only. fast: as "
-                    + "progressive, with the final result as early as possible: the utterance ends where the vad "
-                    + "reports a pause (speechPaused, after its 'pause' of silence, rather than the longer pause "
-                    + "that ends speech), and with mode utterance or final-pass PocketSphinx's second pass is "
-                    + "skipped. fast cuts speech into more utterances, which can cost accuracy."),
-            .integer(
-                "max-hmms", default: SphinxModel.defaultMaxHMMs, range: 100...100_000,
-                doc: "PocketSphinx's -maxhmmpf: the most HMMs searched in each 10 ms frame. Lower is faster and less "
-                    + "accurate. PocketSphinx's own default, 30000, makes the search slower than real time at the "
-                    + "start of words; 10000 gives the same transcripts on the test corpus."),
-            .quantity(
-                "max-utterance", default: 30, .seconds, range: 1...600,
-                doc: "Longest utterance: a longer one is split at a quiet point (within its last 5 s), so "
-                    + "unbroken dictation keeps bounded memory and still gets final results."),
-            .quantity(
-                "volatile", default: 100, .milliseconds, range: 0...10_000,
-                doc: "Streaming mode, results progressive or fast: emit a volatile result after this much audio "
-                    + "when its text changed; 0 turns volatile results off (as 'results: final-only')."),
-            .quantity(
-                "batch", default: 100, .milliseconds, range: 0...1000,
-                doc: "Streaming mode: audio gathered before the decoder is woken. Small blocks (a JACK period) "
-                    + "decoded one by one cost up to 70% more CPU than the same audio in larger batches; the "
-                    + "batch is always decoded at once when an utterance ends, so final results do not wait for "
-                    + "it. Volatile results come at most this much later."),
-            .boolean(
-                "final-pass", default: false,
-                doc: "Streaming mode: when an utterance ends, decode its audio again, whole, for the final "
-                    + "result, with normalisation over the whole utterance as utterance mode does. Volatile results "
-                    + "while speaking and final results as accurate as utterance mode, for about twice the CPU; the "
-                    + "final result waits for the second decoding (about a tenth of the utterance's duration)."),
-            .integer(
-                "phases", default: 1, range: 1...5,
-                doc: "Whole-utterance decoding (mode utterance, final-pass): decode each utterance this many "
-                    + "times, its audio shifted by a fraction of PocketSphinx's 10 ms frame each time, and keep "
-                    + "the transcription that agrees most with the others. PocketSphinx's result depends on where "
-                    + "its frames fall in the audio, which live input does not control: more phases give "
-                    + "results that depend less on it, for that many times the CPU of the whole-utterance "
-                    + "decoding, and the final result waits for all of them."),
-            .integer(
-                "alternatives", default: 0, range: 0...20,
-                doc: "Give each final result the n-best list of this many readings, each with a score, and each "
-                    + "word the other words those readings have at its time (PocketSphinx's n-best search over "
-                    + "the utterance's lattice); 0: none."),
-            .choice(
-                "confidence", ["calibrated", "posterior"], default: "calibrated",
-                doc: "Word confidences: calibrated, the probability that the word is right (fitted on synthesised "
-                    + "speech, clean and noisy; docs/events.md), or posterior, PocketSphinx's lattice posterior as "
-                    + "it is. A result's confidence is the mean of its words'."),
-            .boolean(
-                "reject", default: true,
-                doc: "With a 'grammar' or a domain-only 'lm' (weight 1), mode utterance or final-pass: decode each "
-                    + "utterance with the general model too, and mark the result rejected (keeping its best guess "
-                    + "and confidence) when the general model explains the speech much better: speech outside "
-                    + "the grammar is not forced onto it. Costs the general model's decoding; false turns it off."),
-            .boolean(
-                "words", default: true,
-                doc: "Add word timings and confidences to final results. Off, "
-                    + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
-                    + "make word times wrong."),
-        ],
+        parameters: RecognizerNode.modelParameters + RecognizerNode.decodingParameters,
         threading: .worker,
         eventKinds: [
             EventKindDescriptor(
@@ -133,6 +39,123 @@ public final class RecognizerNode: GraphNode {
                     + "took over between two utterances (ok true, with lm, loadSeconds and switchMilliseconds), "
                     + "or could not be loaded (ok false, with the reason; the old models stay).")
         ])
+
+    /// The model's parameters: which acoustic model, language model, grammar, dictionary.
+    static let modelParameters: [ParameterDescriptor] = [
+        .string(
+            "model", default: "en-us",
+            doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
+                + "/usr/share/pocketsphinx/model, /usr/local/share/pocketsphinx/model) or a model directory."),
+        .path("hmm", doc: "Acoustic model directory; default: the one inside the model directory."),
+        .path(
+            "lm",
+            doc: """
+                A language model for your domain: a spec (.lmspec, built on first use and kept in \
+                ~/.cache/speechgraph/lm; docs/lm.md), a directory 'speechgraph lm build' wrote, or a model file \
+                (.lm.bin, .lm, .arpa). With 'weight' 1 it replaces the model's general language model; below 1 the \
+                two are interpolated. Default: the model's general language model alone.
+                """),
+        .number(
+            "weight", default: 1, range: 0.01...1,
+            doc: """
+                With 'lm': the domain model's share when it is interpolated with the general model (P = weight \
+                P_domain + (1 - weight) P_general): general speech still works while the domain is favoured. 1: the \
+                domain model alone.
+                """),
+        .path("dict", doc: "Pronunciation dictionary; default: the model's."),
+        .path(
+            "grammar",
+            doc: """
+                A grammar to decode with instead of a language model: a JSGF file, or a spec (.lmspec) or model \
+                directory, whose phrases and templates become the grammar (docs/lm.md). Speech outside it is marked \
+                rejected (see 'reject').
+                """),
+        .path("jsgf", doc: "A JSGF grammar file: the same as 'grammar' (its earlier name)."),
+        .string(
+            "phrases", default: nil,
+            doc: """
+                Contextual strings (Apple's contextualStrings): phrases to favour, separated by '|' \
+                ("call my mother|open the door"), with nothing to build by hand. Alone, their model is mixed \
+                with the general one at weight 0.15, so other speech is transcribed as before; with an 'lm' \
+                spec, they are added to it. Not with a grammar.
+                """),
+    ]
+
+    /// How decoding runs and what results carry.
+    static let decodingParameters: [ParameterDescriptor] = [
+        ParameterDescriptor(
+            "rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...16000,
+            displayUnit: .kilohertz, doc: "Sample rate the acoustic model was trained at."),
+        .choice(
+            "mode", ["streaming", "utterance"], default: "streaming",
+            doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
+                + "utterance and decodes it whole when it ends: more accurate (normalisation over the whole "
+                + "utterance, as pocketsphinx_batch does), but the final result waits for the decoding."),
+        .choice(
+            "results", Results.allCases.map(\.rawValue), default: Results.progressive.rawValue,
+            doc: "Which results, and how soon. progressive: volatile results while an utterance lasts (streaming "
+                + "mode, every 'volatile'), then one final result. final-only: final results only. fast: as "
+                + "progressive, with the final result as early as possible: the utterance ends where the vad "
+                + "reports a pause (speechPaused, after its 'pause' of silence, rather than the longer pause "
+                + "that ends speech), and with mode utterance or final-pass PocketSphinx's second pass is "
+                + "skipped. fast cuts speech into more utterances, which can cost accuracy."),
+        .integer(
+            "max-hmms", default: SphinxModel.defaultMaxHMMs, range: 100...100_000,
+            doc: "PocketSphinx's -maxhmmpf: the most HMMs searched in each 10 ms frame. Lower is faster and less "
+                + "accurate. PocketSphinx's own default, 30000, makes the search slower than real time at the "
+                + "start of words; 10000 gives the same transcripts on the test corpus."),
+        .quantity(
+            "max-utterance", default: 30, .seconds, range: 1...600,
+            doc: "Longest utterance: a longer one is split at a quiet point (within its last 5 s), so "
+                + "unbroken dictation keeps bounded memory and still gets final results."),
+        .quantity(
+            "volatile", default: 100, .milliseconds, range: 0...10_000,
+            doc: "Streaming mode, results progressive or fast: emit a volatile result after this much audio "
+                + "when its text changed; 0 turns volatile results off (as 'results: final-only')."),
+        .quantity(
+            "batch", default: 100, .milliseconds, range: 0...1000,
+            doc: "Streaming mode: audio gathered before the decoder is woken. Small blocks (a JACK period) "
+                + "decoded one by one cost up to 70% more CPU than the same audio in larger batches; the "
+                + "batch is always decoded at once when an utterance ends, so final results do not wait for "
+                + "it. Volatile results come at most this much later."),
+        .boolean(
+            "final-pass", default: false,
+            doc: "Streaming mode: when an utterance ends, decode its audio again, whole, for the final "
+                + "result, with normalisation over the whole utterance as utterance mode does. Volatile results "
+                + "while speaking and final results as accurate as utterance mode, for about twice the CPU; the "
+                + "final result waits for the second decoding (about a tenth of the utterance's duration)."),
+        .integer(
+            "phases", default: 1, range: 1...5,
+            doc: "Whole-utterance decoding (mode utterance, final-pass): decode each utterance this many "
+                + "times, its audio shifted by a fraction of PocketSphinx's 10 ms frame each time, and keep "
+                + "the transcription that agrees most with the others. PocketSphinx's result depends on where "
+                + "its frames fall in the audio, which live input does not control: more phases give "
+                + "results that depend less on it, for that many times the CPU of the whole-utterance "
+                + "decoding, and the final result waits for all of them."),
+        .integer(
+            "alternatives", default: 0, range: 0...20,
+            doc: "Give each final result the n-best list of this many readings, each with a score, and each "
+                + "word the other words those readings have at its time (PocketSphinx's n-best search over "
+                + "the utterance's lattice); 0: none."),
+        .choice(
+            "confidence", ["calibrated", "posterior"], default: "calibrated",
+            doc: "Word confidences: calibrated, the probability that the word is right (fitted on synthesised "
+                + "speech, clean and noisy; docs/events.md), or posterior, PocketSphinx's lattice posterior as "
+                + "it is. A result's confidence is the mean of its words'."),
+        .boolean(
+            "reject", default: true,
+            doc: """
+                With a 'grammar' or a domain-only 'lm' (weight 1), mode utterance or final-pass: decode each \
+                utterance with the general model too, and mark the result rejected (keeping its best guess and \
+                confidence) when the general model explains the speech much better: speech outside the grammar is \
+                not forced onto it. Costs the general model's decoding; false turns it off.
+                """),
+        .boolean(
+            "words", default: true,
+            doc: "Add word timings and confidences to final results. Off, "
+                + "PocketSphinx skips the frames it takes for silence (about 10% less CPU), which would "
+                + "make word times wrong."),
+    ]
 
     public static let type = NodeType(
         descriptor, resourceCheck: { c in _ = try SphinxModel.resolve(c, buildSpec: false) },

@@ -40,6 +40,11 @@ extension SpeechgraphCommand {
                 "With --lm: the domain model's weight when interpolated with the general model (0.01 to 1; "
                     + "1, the default: the domain model alone).", valueName: "w"))
         var lmWeight: Double?
+        @Option(
+            help: ArgumentHelp(
+                "A phrase to favour (Apple's contextual strings; repeatable): no model to build. With --lm (a "
+                    + "spec), added to it.", valueName: "phrase"))
+        var phrases: [String] = []
         @Option(help: "Pronunciation dictionary.") var dict: String?
         @Option(
             help: ArgumentHelp(
@@ -178,6 +183,7 @@ extension SpeechgraphCommand {
             if let hmm { asr.append(("hmm", .string(hmm))) }
             if let lm { asr.append(("lm", .string(lm))) }
             if let lmWeight { asr.append(("weight", .number(lmWeight, unit: nil))) }
+            if !phrases.isEmpty { asr.append(("phrases", .string(phrases.joined(separator: "|")))) }
             if let dict { asr.append(("dict", .string(dict))) }
             if let grammar = grammar ?? jsgf { asr.append(("grammar", .string(grammar))) }
             if alternatives > 0 { asr.append(("alternatives", .number(Double(alternatives), unit: nil))) }

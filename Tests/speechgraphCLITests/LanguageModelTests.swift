@@ -96,6 +96,15 @@ import Testing
         #expect(chessMixed <= 0.05, "chess with chess.lmspec: \(chessMixed)")
         #expect(generalMixed <= generalPlain + 0.02, "general sentences: \(generalPlain) -> \(generalMixed)")
 
+        // Contextual strings: the 9 openings as phrases, nothing built by hand; general sentences as before.
+        let openings = chess.filter { $0.text.hasPrefix("play the") }
+        #expect(openings.count == 9)
+        let phrased = try transcribe(
+            openings.map(\.file) + general.map(\.file), openings.flatMap { ["--phrases", $0.text] })
+        print("phrases: openings \(wer(openings, phrased)), general \(wer(general, phrased))")
+        #expect(wer(openings, phrased) <= 0.05)
+        #expect(wer(general, phrased) <= generalPlain + 0.01)
+
         // The domain model alone (weight 1): general sentences are rejected, moves accepted (the first 14).
         let run = try Run.speechgraph(
             ["transcribe", "--format", "jsonl", "--lm", chessSpec] + some.map(\.file) + general.map(\.file),
