@@ -164,3 +164,6 @@ SHARED=$SHARED bash scripts/bench-streams.sh
 
 # Plugins (issue 12): the gate as a plugin against the same gate built in, and the cost of 20 cached plugins.
 BIN=$BIN bash scripts/bench-plugins.sh
+
+# Custom language models (issue 14).
+BIN=$BIN SHARED=$SHARED bash scripts/bench-lm.sh

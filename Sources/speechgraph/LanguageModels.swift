@@ -30,6 +30,11 @@ extension SpeechgraphCommand {
             @Option(help: "Model name or directory whose dictionary pronounces the words (default: en-us).")
             var model = "en-us"
             @Option(help: "Pronunciation dictionary to take words from (default: the model's).") var dict: String?
+            @Option(
+                help: ArgumentHelp(
+                    "Also write the training text here: one sentence a line, as often as its count, between <s> "
+                        + "and </s> (for another estimator, such as IRSTLM's tlm).", valueName: "file"))
+            var corpus: String?
 
             func run() throws {
                 let started = Date()
@@ -43,6 +48,14 @@ extension SpeechgraphCommand {
                     let general = try SphinxModel.resolve(
                         model: model, hmm: nil, lm: nil, dict: dict, jsgf: nil, sampleRate: 16000)
                     let report = try SphinxLanguageModels.build(parsed, into: output, dictionary: general.dict)
+                    if let corpus {
+                        var text = ""
+                        for (words, count) in LMCorpus(parsed).sentences {
+                            let line = "<s> " + words.joined(separator: " ") + " </s>\n"
+                            for _ in 0..<count { text += line }
+                        }
+                        try text.write(toFile: corpus, atomically: true, encoding: .utf8)
+                    }
                     for (word, phones) in report.guessed {
                         let at = parsed.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
                         let prefix = at.map { "\($0): " } ?? "\(spec): "

@@ -184,6 +184,9 @@ extension SpeechgraphCommand {
             if let lm { asr.append(("lm", .string(lm))) }
             if let lmWeight { asr.append(("weight", .number(lmWeight, unit: nil))) }
             if !phrases.isEmpty { asr.append(("phrases", .string(phrases.joined(separator: "|")))) }
+            // Only JSON Lines shows which results were rejected: the other formats skip the general model's
+            // decoding that rejection costs.
+            if format != .jsonl { asr.append(("reject", .word("false"))) }
             if let dict { asr.append(("dict", .string(dict))) }
             if let grammar = grammar ?? jsgf { asr.append(("grammar", .string(grammar))) }
             if alternatives > 0 { asr.append(("alternatives", .number(Double(alternatives), unit: nil))) }
