@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphCore
 
 /// How text becomes the words a model and its dictionary hold: lower case; a hyphen splits words
 /// ("Caro-Kann" is "caro kann"); punctuation goes, apostrophes stay ("queen's"); numbers are spoken as
@@ -173,19 +174,6 @@ public struct LMCorpus: Sendable, Equatable {
 
     /// Every word the corpus holds, sorted.
     public var vocabulary: [String] { Array(Set(sentences.flatMap(\.words))).sorted() }
-}
-
-/// A small, fixed pseudo-random sequence (SplitMix64): deterministic across runs and platforms.
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 extension LMSpec {

@@ -1,3 +1,4 @@
+import SpeechGraphCore
 import Testing
 
 #if canImport(Glibc)
@@ -6,20 +7,10 @@ import Testing
     import Musl
 #endif
 
-/// A small seeded generator (SplitMix64), so that the stress tests are repeatable.
-struct RingTestRandom: RandomNumberGenerator {
-    private var state: UInt64
+/// The stress tests' repeatable numbers: the core's SplitMix64, with a range helper.
+typealias RingTestRandom = SplitMix64
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// A number in `range`.
     mutating func next(in range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
 }
@@ -67,7 +58,7 @@ struct FailureLog {
 
     mutating func check(
         _ condition: Bool, _ message: @autoclosure () -> String,
-        sourceLocation: SourceLocation = #_sourceLocation
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) {
         if condition { return }
         count += 1
