@@ -74,8 +74,8 @@ public final class RecognizerNode: GraphNode {
         .string(
             "phrases", default: nil,
             doc: """
-                Contextual strings (Apple's contextualStrings): phrases to favour, separated by '|' \
-                ("call my mother|open the door"), with nothing to build by hand. Alone, their model is mixed \
+                Contextual strings (Apple's contextualStrings): phrases to favour, a list (["call my mother", \
+                "open the door"]) or separated by '|', with nothing to build by hand. Alone, their model is mixed \
                 with the general one at weight 0.15, so other speech is transcribed as before; with an 'lm' \
                 spec, they are added to it. Not with a grammar.
                 """),

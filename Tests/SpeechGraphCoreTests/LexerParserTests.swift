@@ -304,7 +304,7 @@ struct ParserTests {
             ("node a = t { x 1 }", "t.graph:1:16: error: expected ':' after parameter 'x', found number '1'"),
             (
                 "node a = t { x: }",
-                "t.graph:1:17: error: expected a value (a number with its unit, a \"string\" or a word), found '}'"
+                "t.graph:1:17: error: expected a value (a number with its unit, a \"string\", a word or a [list]), found '}'"
             ),
             ("node a = t { x: a y: 2 }", "t.graph:1:19: error: expected ',' or '}' after the value of 'x', found 'y'"),
             // A word right after a number is its unit, so here the parser stops at the ':' of 'y:'.
@@ -365,7 +365,7 @@ struct ParserTests {
                 "t.graph:1:8: error: expected '=' after the node name, found 't'",
                 "t.graph:4:3: error: expected '->' after 'b' (a statement is 'node name = type { ... }' or an edge 'a -> b')",
                 "t.graph:5:17: error: unexpected character '@'",
-                "t.graph:5:19: error: expected a value (a number with its unit, a \"string\" or a word), found '}'",
+                "t.graph:5:19: error: expected a value (a number with its unit, a \"string\", a word or a [list]), found '}'",
             ])
     }
 
@@ -408,5 +408,34 @@ struct OverrideParseTests {
         let o = try #require(GraphPlanner.Override.parse(#"out.path="speech""#))
         #expect(o.value == .string("speech"))
         #expect(GraphPlanner.Override.parse(#"out.label="a b""#)?.value == .string("a b"))
+    }
+}
+
+@Suite("List values")
+struct ListValueTests {
+    @Test("a list of strings and words, over lines, becomes items a string parameter takes as a|b")
+    func lists() throws {
+        #expect(
+            try value("node a = x { phrases: [\"call my mother\", \"open the door\"] }", "phrases")
+                == .list(["call my mother", "open the door"]))
+        #expect(try value("node a = x { phrases: [\n  \"one\",\n  two\n] }", "phrases") == .list(["one", "two"]))
+        #expect(try value("node a = x { phrases: [] }", "phrases") == .list([]))
+        let p = ParameterDescriptor.string("phrases", default: nil, doc: "")
+        guard case .success(.string(let joined)) = p.check(.list(["a b", "c"])) else {
+            Issue.record("a list for a string parameter")
+            return
+        }
+        #expect(joined == "a b|c")
+        guard case .failure(let e) = p.check(.list(["a|b"])) else {
+            Issue.record("an item with '|' must be refused")
+            return
+        }
+        #expect(e.message == "a list item of 'phrases' cannot hold '|': \"a|b\"")
+        #expect(
+            parseErrors("node a = x { phrases: [\"a\" \"b\"] }")
+                == ["t.graph:1:28: error: expected ',' or ']' in the list, found a string"])
+        #expect(
+            parseErrors("node a = x { phrases: [-> ] }")
+                == ["t.graph:1:24: error: expected a \"string\" or ']' in the list, found '->'"])
     }
 }

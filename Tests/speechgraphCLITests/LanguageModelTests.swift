@@ -141,6 +141,26 @@ import Testing
         #expect(sentencesRejected >= 0.9)
     }
 
+    @Test("phrases as a list in a graph file: the phrase the general model gets wrong comes out right")
+    func phrasesInAGraphFile() throws {
+        let wav = dir.path("phrase.wav")
+        try TestSpeech.synthesize("knight to king bishop three", to: wav)
+        let graph = dir.path("phrases.graph")
+        try """
+        node src = file.input { path: "\(wav)" }
+        node asr = recognizer { mode: utterance, phrases: [
+            "knight to king bishop three",
+            "open the door",
+        ] }
+        node out = jsonl { path: "\(dir.path("phrases.jsonl"))" }
+        src -> asr -> out
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try Run.speechgraph(["run", graph], environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        let finals = Run.lines(of: dir.path("phrases.jsonl")).filter { $0.contains("\"isFinal\":true") }
+        #expect(finals.count == 1 && finals[0].contains("\"text\":\"knight to king bishop three\""), "\(finals)")
+    }
+
     @Test("Real speech: the 22 AN4 files of ../shared/corpus/real with graphs/an4.lmspec, at most 12% WER")
     func an4() throws {
         let shared = try TestPaths.requireShared()

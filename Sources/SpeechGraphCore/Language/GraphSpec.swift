@@ -18,6 +18,8 @@ public enum ValueLiteral: Sendable, Equatable, CustomStringConvertible {
     case string(String)
     /// A bare word: `normal`, `true`, `high`.
     case word(String)
+    /// `["call my mother", "open the door"]`: for parameters that take a list (written `a|b` as a string).
+    case list([String])
 
     public var description: String {
         switch self {
@@ -25,6 +27,7 @@ public enum ValueLiteral: Sendable, Equatable, CustomStringConvertible {
         case .number(let v, nil): return formatNumber(v)
         case .string(let s): return "\"\(s)\""
         case .word(let w): return w
+        case .list(let items): return "[" + items.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
         }
     }
 }

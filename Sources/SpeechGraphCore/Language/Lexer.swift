@@ -14,6 +14,8 @@ public struct Token: Sendable, Equatable {
         case dot  // .
         case leftBrace  // {
         case rightBrace  // }
+        case leftBracket  // [
+        case rightBracket  // ]
         case newline
         case end
     }
@@ -35,6 +37,8 @@ public struct Token: Sendable, Equatable {
         case .dot: return "'.'"
         case .leftBrace: return "'{'"
         case .rightBrace: return "'}'"
+        case .leftBracket: return "'['"
+        case .rightBracket: return "']'"
         case .newline: return "end of line"
         case .end: return "end of file"
         }
@@ -110,6 +114,12 @@ package struct Lexer {
             case "}":
                 advance()
                 tokens.append(Token(kind: .rightBrace, location: start))
+            case "[":
+                advance()
+                tokens.append(Token(kind: .leftBracket, location: start))
+            case "]":
+                advance()
+                tokens.append(Token(kind: .rightBracket, location: start))
             case "\"":
                 if let (parts, closedBrace) = lexString() {
                     tokens.append(Token(kind: .string(parts), location: start))

@@ -205,11 +205,46 @@ public struct GraphParser {
             advance()
             let text = expand([.variable(name: name, fallback: fallback)], at: token.location)
             return Located(Self.literal(fromText: text), at: token.location)
+        case .leftBracket:
+            advance()
+            return parseList(at: token.location)
         default:
             diagnostics.error(
-                "expected a value (a number with its unit, a \"string\" or a word), found \(token.display)",
+                "expected a value (a number with its unit, a \"string\", a word or a [list]), found \(token.display)",
                 at: token.location)
             return nil
+        }
+    }
+
+    /// `["a", "b", word]` after its `[`: strings and words, separated by commas, over lines if need be.
+    private mutating func parseList(at start: SourceLocation) -> Located<ValueLiteral>? {
+        var items: [String] = []
+        while true {
+            while case .newline = current.kind { advance() }
+            switch current.kind {
+            case .rightBracket:
+                advance()
+                return Located(.list(items), at: start)
+            case .string(let parts):
+                let location = current.location
+                advance()
+                items.append(expand(parts, at: location))
+            case .identifier(let word):
+                advance()
+                items.append(word)
+            default:
+                diagnostics.error(
+                    "expected a \"string\" or ']' in the list, found \(current.display)", at: current.location)
+                return nil
+            }
+            while case .newline = current.kind { advance() }
+            switch current.kind {
+            case .comma: advance()
+            case .rightBracket: continue
+            default:
+                diagnostics.error("expected ',' or ']' in the list, found \(current.display)", at: current.location)
+                return nil
+            }
         }
     }
 

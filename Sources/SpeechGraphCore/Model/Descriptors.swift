@@ -409,6 +409,12 @@ public struct ParameterDescriptor: Sendable {
             return .failure(ParameterError("expected true or false for '\(name)', found \(literal)"))
         case (.string, .string(let s)), (.path, .string(let s)), (.string, .word(let s)):
             value = .string(s)
+        case (.string, .list(let items)):
+            // A list for a parameter that takes items separated by '|'.
+            if let bad = items.first(where: { $0.contains("|") }) {
+                return .failure(ParameterError("a list item of '\(name)' cannot hold '|': \"\(bad)\""))
+            }
+            value = .string(items.joined(separator: "|"))
         case (.path, .word(let s)):
             return .failure(ParameterError("expected a quoted path for '\(name)', as in \"\(s)\""))
         case (.string, _), (.path, _):
