@@ -6,7 +6,8 @@ import Testing
 /// Custom language models end to end: `speechgraph lm build` and the recognizer's `lm` on the chess
 /// development set (scripts/make-chess-set.sh: moves and openings from graphs/chess.lmspec, and general
 /// sentences, synthesised by flite and espeak-ng), with the real PocketSphinx and its en-us model.
-@Suite(.serialized) struct LanguageModelTests {
+// Not serialized: each test has its own directory and model cache, and the long ones run side by side.
+@Suite struct LanguageModelTests {
     let dir = TemporaryDirectory()
 
     var chessSpec: String { TestPaths.packageRoot.appendingPathComponent("graphs/chess.lmspec").path }
@@ -68,17 +69,7 @@ import Testing
 
     @Test("Chess: WER at most 5% with chess.lmspec (weight 0.4); general sentences lose at most 2 points")
     func chessDevelopmentSet() throws {
-        let sets = dir.path("lm-dev")
-        _ = try Run.process(
-            "/bin/bash", [TestPaths.packageRoot.appendingPathComponent("scripts/make-chess-set.sh").path, sets])
-        func read(_ name: String) throws -> [(file: String, text: String)] {
-            try String(contentsOfFile: "\(sets)/\(name).tsv", encoding: .utf8).split(separator: "\n").map {
-                let f = $0.split(separator: "\t")
-                return (String(f[0]), String(f[1]))
-            }
-        }
-        let chess = try read("chess")
-        let general = try read("general")
+        let (chess, general) = try developmentSet()
         #expect(chess.count >= 40 && general.count >= 20)
         let files = chess.map(\.file) + general.map(\.file)
         // The general model alone on the general sentences and the first 10 moves (it is not the one tested).
@@ -106,6 +97,27 @@ import Testing
         #expect(wer(openings, phrased) <= 0.05)
         #expect(wer(fewer, phrased) <= wer(fewer, plain) + 0.01)
 
+    }
+
+    /// scripts/make-chess-set.sh into this test's directory: the chess moves and openings, the general sentences.
+    func developmentSet() throws -> (chess: [(file: String, text: String)], general: [(file: String, text: String)]) {
+        let sets = dir.path("lm-dev")
+        _ = try Run.process(
+            "/bin/bash", [TestPaths.packageRoot.appendingPathComponent("scripts/make-chess-set.sh").path, sets])
+        func read(_ name: String) throws -> [(file: String, text: String)] {
+            try String(contentsOfFile: "\(sets)/\(name).tsv", encoding: .utf8).split(separator: "\n").map {
+                let f = $0.split(separator: "\t")
+                return (String(f[0]), String(f[1]))
+            }
+        }
+        return (try read("chess"), try read("general"))
+    }
+
+    @Test("Rejection: with chess.lmspec alone and with the chess grammar, general sentences rejected, moves accepted")
+    func rejection() throws {
+        let (chess, general) = try developmentSet()
+        let some = Array(chess.prefix(10))
+        let fewer = Array(general.prefix(12))
         // The domain model alone (weight 1): general sentences are rejected, moves accepted (the first 10, 12).
         let run = try Run.speechgraph(
             ["transcribe", "--format", "jsonl", "--lm", chessSpec] + some.map(\.file) + fewer.map(\.file),
