@@ -21,13 +21,14 @@ extension SpeechgraphCommand {
                     Expands the templates, estimates an n-gram model (interpolated Kneser-Ney, written as \
                     back-off ARPA), and writes DIR/lm.arpa, DIR/lm.bin (PocketSphinx's binary form), \
                     DIR/words.dict (every word's pronunciation: the spec's own, the model's dictionary, or for \
-                    words in neither a guess from espeak-ng, with a warning naming the word) and \
-                    DIR/spec.lmspec. Spec errors are reported as file:line:col: error: and exit 2.
+                    words in neither a guess from espeak-ng, with a warning naming the word), DIR/grammar.jsgf \
+                    (the spec's phrases and templates as a grammar) and DIR/spec.lmspec. Spec errors are reported \
+                    as file:line:col: error: and exit 2; a failed build exits 1.
                     """)
 
             @Argument(help: "The spec (.lmspec).") var spec: String
             @Option(name: [.customShort("o"), .long], help: "The model directory to write.") var output: String
-            @Option(help: "Model name or directory whose dictionary pronounces the words (default: en-us).")
+            @Option(help: "Model name or directory whose dictionary pronounces the words.")
             var model = "en-us"
             @Option(help: "Pronunciation dictionary to take words from (default: the model's).") var dict: String?
             @Option(
