@@ -217,6 +217,9 @@ public struct SpeechResult: Sendable {
     public let alternatives: [Alternative]
     /// The utterance's confidence, the mean of its words'.
     public let confidence: Double?
+    /// The speech does not fit the recognizer's grammar or domain-only language model (docs/lm.md); `text` is the
+    /// best guess within it.
+    public let isRejected: Bool
     public let node: String
 
     public init(_ t: Transcription) {
@@ -227,6 +230,7 @@ public struct SpeechResult: Sendable {
         words = t.words
         alternatives = t.alternatives
         confidence = t.confidence
+        isRejected = t.rejected
         node = t.node
         var text = AttributedString()
         if t.words.isEmpty {

@@ -9,7 +9,7 @@ import SpeechGraphCore
 ///
 /// Fitted by `scripts/fit-calibration.py` on a development set of synthesised speech, clean and noisy
 /// (`scripts/make-calibration-set.sh`: 96 sentences, 8 voices of flite and espeak-ng, clean, white noise at
-/// 10 dB and pink noise at 5 dB; 4,492 words), never on ../shared, which stays the test. The features were
+/// 15 dB and pink noise at 14 dB SNR; 4,492 words), never on ../shared, which stays the test. The features were
 /// chosen by cross-validation on that set (two folds, one per voice): log loss 0.530 against 0.559 for the
 /// posterior alone. `make bench` prints the reliability tables on the test sets (docs/events.md).
 public struct ConfidenceCalibration: Sendable, Equatable {

@@ -126,9 +126,11 @@ public enum SphinxLanguageModels {
             environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (NSHomeDirectory() + "/.cache")
         let directory = "\(cache)/speechgraph/lm/" + String(hash, radix: 16)
-        if fm.fileExists(atPath: directory + "/lm.bin"), fm.fileExists(atPath: directory + "/grammar.jsgf") {
-            return directory
+        // Built and complete (every file is written before the directory is renamed into place).
+        func complete(_ dir: String) -> Bool {
+            ["lm.bin", "words.dict", "grammar.jsgf"].allSatisfy { fm.fileExists(atPath: "\(dir)/\($0)") }
         }
+        if complete(directory) { return directory }
         // Built beside, then renamed into place: a second process building the same spec does no harm.
         let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
@@ -137,7 +139,7 @@ public enum SphinxLanguageModels {
                 atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             if rename(temporary, directory) != 0 {
                 try? fm.removeItem(atPath: temporary)
-                guard fm.fileExists(atPath: directory + "/lm.bin") else {
+                guard complete(directory) else {
                     throw LMBuildError(
                         "cannot put the built model in \(directory): \(String(cString: strerror(errno)))")
                 }

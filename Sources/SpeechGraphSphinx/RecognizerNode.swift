@@ -251,7 +251,19 @@ public final class RecognizerNode: GraphNode {
         let (name, slot, control, whole, pass) = (c.name, slot, controlConnected, wholeUtterances, finalPass)
         reloads.observe { parameters in
             var changed = c
-            for (key, value) in parameters[name] ?? [:] { changed.values[key] = value }
+            for (key, value) in parameters[name] ?? [:] {
+                // Values given in code are checked as a graph file's are: a bad one fails the reload.
+                guard let descriptor = RecognizerNode.descriptor.parameters.first(where: { $0.name == key }) else {
+                    slot.value.withLock { $0 = .failure("no parameter '\(key)' on a recognizer") }
+                    return
+                }
+                switch descriptor.check(value) {
+                case .success(let v): changed.values[key] = v
+                case .failure(let e):
+                    slot.value.withLock { $0 = .failure(e.message) }
+                    return
+                }
+            }
             RecognizerNode.load(changed, controlConnected: control, wholeUtterances: whole, finalPass: pass, into: slot)
         }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
@@ -645,10 +657,11 @@ public final class RecognizerNode: GraphNode {
                 ))
         case .success(let new):
             let started = Date().timeIntervalSince1970
-            // The old decoders are not pooled (their files may be stale); they are freed on another thread.
-            if inUtterance, !wholeUtterances, let decoder { try? decoder.endUtterance() }
-            let old = [decoder, wholeDecoder, referenceDecoder, rejectionDecoder]
-            Thread.detachNewThread { _ = old }
+            // The old decoders are not pooled (their files may be stale); they are freed on another thread, which
+            // holds the last reference (emptying the box there).
+            let old = DecoderBox([decoder, wholeDecoder, referenceDecoder, rejectionDecoder].compactMap { $0 })
+            (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (nil, nil, nil, nil)
+            Thread.detachNewThread { old.release() }
             decoder = new.decoder
             wholeDecoder = new.whole
             referenceDecoder = new.reference
@@ -666,6 +679,14 @@ public final class RecognizerNode: GraphNode {
                                 ((Date().timeIntervalSince1970 - started) * 1e5).rounded() / 100),
                         ])))
         }
+    }
+
+    /// Decoders on their way to be freed on another thread.
+    final class DecoderBox: @unchecked Sendable {
+        // Unchecked: filled on the recognizer's thread, emptied once on the freeing thread, never both at once.
+        private var decoders: [SphinxDecoder]
+        init(_ decoders: [SphinxDecoder]) { self.decoders = decoders }
+        func release() { decoders.removeAll() }
     }
 
     /// Where the loading thread leaves its decoders.

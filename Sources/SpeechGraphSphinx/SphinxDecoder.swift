@@ -175,13 +175,13 @@ public struct SphinxModel: Hashable, Sendable {
     /// Contextual strings (`phrases`): a spec of those phrases, with the spec `lm` names if any, built like any
     /// spec and mixed with the general model (at `weight` with an `lm`, at `phrasesWeight` alone).
     private static func resolve(phrases: [String], _ c: NodeConfig, buildSpec: Bool) throws -> SphinxModel {
-        var model = try resolve(
-            model: c.string(of: "model"), hmm: c.string("hmm"), lm: nil, dict: c.string("dict"),
-            jsgf: c.string("grammar") ?? c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()))
-        guard model.jsgf == nil else {
+        guard c.string("grammar") ?? c.string("jsgf") == nil else {
             throw SpeechGraphError(
                 "'phrases' and a grammar do not go together: add the phrases to the grammar", parameter: "phrases")
         }
+        var model = try resolve(
+            model: c.string(of: "model"), hmm: c.string("hmm"), lm: nil, dict: c.string("dict"), jsgf: nil,
+            sampleRate: Int(c.number(of: "rate").rounded()))
         var spec = LMSpec()
         var weight = Self.phrasesWeight
         if let lm = c.string("lm") {

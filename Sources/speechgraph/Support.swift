@@ -35,7 +35,9 @@ final class SignalHandling {
             source.setEventHandler { [target] in
                 status.clear()
                 printError("speechgraph: SIGHUP: loading the graph's models again (the audio goes on)")
-                target.running.withLock { $0?.reloadModels() }
+                // Not under the lock: Ctrl-C and SIGTERM must still reach the graph while models load.
+                let graph = target.running.withLock { $0 }
+                graph?.reloadModels()
             }
             source.resume()
             sources.append(source)

@@ -364,6 +364,22 @@ public struct ParameterDescriptor: Sendable {
         return "\(formatNumber(range.lowerBound)) to \(formatNumber(range.upperBound))"
     }
 
+    /// Checks a value given in code (a reload's new parameters), not written in a graph file: its kind and range.
+    public func check(_ value: ParameterValue) -> Result<ParameterValue, ParameterError> {
+        let number: Double?
+        switch (kind, value) {
+        case (.quantity, .number(let v)), (.number, .number(let v)): number = v
+        case (.quantity, .integer(let v)), (.number, .integer(let v)), (.integer, .integer(let v)): number = Double(v)
+        case (.boolean, .boolean), (.string, .string), (.path, .string): number = nil
+        case (.choice(let options), .string(let w)) where options.contains(w): number = nil
+        default: return .failure(ParameterError("\(value) is not a value for '\(name)' (\(kind.summary))"))
+        }
+        if let number, let range, !range.contains(number) {
+            return .failure(ParameterError("\(value) is out of range for '\(name)': expected \(rangeText ?? "")"))
+        }
+        return .success(value)
+    }
+
     /// Checks a value as written against this parameter; the error message says what was expected.
     public func check(_ literal: ValueLiteral) -> Result<ParameterValue, ParameterError> {
         let value: ParameterValue
