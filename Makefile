@@ -107,9 +107,8 @@ fuzz: deps
 	bash scripts/fuzz.sh
 
 ## bench: figures as 'name value unit', one per line (IRSTLM, Debian's irstlm, is the language-model builder's peer)
+bench: DEB_PACKAGES += irstlm
 bench: build
-	@dpkg-query -W -f='$${Status}' irstlm 2>/dev/null | grep -q "ok installed" || \
-		{ $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends irstlm >&2; }
 	SHARED=$(SHARED) bash scripts/bench.sh
 
 ## docs: regenerate docs/nodes.md from the node descriptors

@@ -31,8 +31,9 @@ let package = Package(
 
         // The core: graph language, descriptors, registry, planner, runtime, events. No C libraries.
         .target(name: "SpeechGraphCore"),
-        // Audio nodes on libsndfile and libsoxr: file.input, resample, downmix.
-        .target(name: "SpeechGraphAudio", dependencies: ["SpeechGraphCore", "CSndFile", "CSoxr"]),
+        // Audio nodes on libsndfile and libsoxr: file.input, resample, downmix, taps, clips.
+        // (clips writes each result's JSON Lines form beside its WAV: the sinks' format.)
+        .target(name: "SpeechGraphAudio", dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSndFile", "CSoxr"]),
         // Custom language models: the .lmspec language, template expansion, n-gram estimation, pronunciations.
         .target(name: "SpeechGraphLM", dependencies: ["SpeechGraphCore"]),
         // The PocketSphinx recognizer node.

@@ -16,7 +16,8 @@ trap 'rm -rf "$work"' EXIT
 export XDG_CACHE_HOME=$work/cache
 wer() { python3 "$SHARED/tools/wer.py" "$1" "$2" | tail -1 | sed -E 's/^WER ([0-9.]+)%.*/\1/'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-seconds() { local t0; t0=$(date +%s.%N); "$@" > /dev/null 2>&1; python3 -c "import time; print(f'{time.time() - $t0:.3f}')"; }
+# Wall-clock seconds of a command (bash's own clock: no process started around it).
+seconds() { local t0=$EPOCHREALTIME; "$@" > /dev/null 2>&1; awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }'; }
 
 echo "bench: lm build against IRSTLM's tlm (3 runs each)" >&2
 "$BIN" lm build graphs/chess.lmspec -o "$work/chess" --corpus "$work/chess.txt" 2> /dev/null
@@ -87,9 +88,10 @@ for i in 1 2 3; do
   rm -f "$work/swap.jsonl"
   "$BIN" run --realtime "$work/swap.graph" 2> /dev/null &
   pid=$!
-  until grep -q '"isFinal":true' "$work/swap.jsonl" 2> /dev/null; do sleep 0.1; done
+  # Polling the run's own log (it has no other signal to wait on); a run that ended stops the wait.
+  until grep -q '"isFinal":true' "$work/swap.jsonl" 2> /dev/null; do kill -0 "$pid" || break; sleep 0.1; done
   kill -HUP "$pid"
-  until grep -q '"modelChanged"' "$work/swap.jsonl" 2> /dev/null; do sleep 0.1; done
+  until grep -q '"modelChanged"' "$work/swap.jsonl" 2> /dev/null; do kill -0 "$pid" || break; sleep 0.1; done
   kill -TERM "$pid"
   wait "$pid" || true
   loads+=("$(grep '"modelChanged"' "$work/swap.jsonl" | sed -E 's/.*"loadSeconds":([0-9.]+).*/\1/')")

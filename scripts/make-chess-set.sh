@@ -23,7 +23,8 @@ lines += ["play the albin counter gambit", "play the caro kann defense", "play t
           "play the ruy lopez", "play the winawer variation", "play the tartakower"]
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 PY
-# General sentences: 24 of scripts/sentences.txt that the other development sets leave out.
+# General sentences: 24 of scripts/sentences.txt (lines 61-84; make-dev-set.sh reads the first 30, and the
+# calibration set all 96, in other voices).
 sed -n '61,84p' "$here/sentences.txt" > "$out/general-text.txt"
 # flite's four voices, and the three variants of espeak-ng's American English that PocketSphinx's general model
 # decodes best on general sentences (klatt 45%, f2 47%, klatt2 52% WER on 8 Harvard sentences; the plain

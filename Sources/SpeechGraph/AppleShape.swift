@@ -286,7 +286,7 @@ public final class DictationTranscriber: TranscriberCore, SpeechModule, @uncheck
     ) {
         var extra: [String: String] = [:]
         if let lm = contentHints.compactMap(\.languageModel).first {
-            extra = ["lm": JSONLines.quote(lm.languageModel.path), "weight": String(lm.weight)]
+            extra = ["lm": graphQuoted(lm.languageModel.path), "weight": String(lm.weight)]
         }
         super.init(locale: locale, progressive: reportingOptions.contains(.volatileResults), recognizer: extra)
     }
@@ -310,7 +310,8 @@ public final class SpeechAnalyzer: Sendable {
         self.modules = modules.compactMap { $0 as? TranscriberCore }
     }
 
-    /// Starts analysing `inputSequence` at once, as Apple's does.
+    /// Apple's signature. The sequence is not read here: the analysis starts with `analyzeSequence(_:)`, which
+    /// Apple's seven steps call with this same sequence (an `AsyncStream` takes one reader).
     public convenience init<S: AsyncSequence & Sendable>(inputSequence: S, modules: [any SpeechModule])
     where S.Element == AnalyzerInput {
         self.init(modules: modules)
@@ -374,8 +375,8 @@ public final class SpeechAnalyzer: Sendable {
         return try SpeechGraph(b)
     }
 
-    /// Ends the input at `time` (audio after it is not analysed), waits for every result, and ends the
-    /// modules' result sequences.
+    /// Ends the input, waits for every result, and ends the modules' result sequences. `time` is taken for
+    /// Apple's signature: all the audio given so far is analysed, also after it.
     public func finalizeAndFinish(through time: CMTime) async throws {
         try await finalizeAndFinishThroughEndOfInput()
     }

@@ -77,7 +77,7 @@ public struct SFCustomLanguageModelData: Sendable {
         }
         public func insert(into spec: inout LMSpec) throws {
             for (name, values) in classes {
-                guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                guard LMTemplate.isClassName(name) else {
                     throw LMBuildError("class name '\(name)': letters, digits, '_' and '-' only")
                 }
                 if let existing = spec.classes[name], existing != values {
@@ -141,13 +141,7 @@ public struct SFCustomLanguageModelData: Sendable {
     /// The data as a spec.
     public func spec() throws -> LMSpec {
         var spec = LMSpec()
-        let normal = locale.identifier.replacingOccurrences(of: "_", with: "-")
-        guard let known = LMSpec.supportedLocales.first(where: { $0.lowercased() == normal.lowercased() }) else {
-            throw LMBuildError(
-                "no model for locale '\(locale.identifier)'; installed: "
-                    + LMSpec.supportedLocales.joined(separator: ", "))
-        }
-        spec.locale = known
+        spec.locale = try LMSpec.supportedLocale(locale.identifier).get()
         for item in items { try item.insert(into: &spec) }
         guard !spec.phrases.isEmpty || !spec.templates.isEmpty else {
             throw LMBuildError("the data has no phrases and no templates: a language model needs some text")

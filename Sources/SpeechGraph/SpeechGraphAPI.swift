@@ -192,7 +192,7 @@ public struct GraphBuilder: Sendable {
 
     /// A `file.input` node reading `path`.
     public mutating func file(_ name: String, path: String) {
-        lines.append("node \(name) = file.input { path: \(JSONLines.quote(path)) }")
+        lines.append("node \(name) = file.input { path: \(graphQuoted(path)) }")
     }
 
     /// An edge: `connect("src", "asr")`, or ports: `connect("vad.events", "asr.control")`.

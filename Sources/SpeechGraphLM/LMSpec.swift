@@ -64,6 +64,14 @@ public struct LMSpec: Sendable, Equatable {
     /// The locales a model can be built for: the installed acoustic model's.
     public static let supportedLocales = ["en-US"]
 
+    /// The supported locale `identifier` names (`en_US`, `en-us`), or an error that lists them.
+    public static func supportedLocale(_ identifier: String) -> Result<String, LMBuildError> {
+        let normal = identifier.replacingOccurrences(of: "_", with: "-").lowercased()
+        if let known = supportedLocales.first(where: { $0.lowercased() == normal }) { return .success(known) }
+        return .failure(
+            LMBuildError("no model for locale '\(identifier)'; installed: " + supportedLocales.joined(separator: ", ")))
+    }
+
     /// Reads a spec file; errors come as `file:line:col: error:` diagnostics.
     public init(contentsOf path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -95,11 +103,7 @@ public struct LMSpec: Sendable, Equatable {
 
     /// The spec as text that parses back to the same spec (what the Swift builder writes).
     public var source: String {
-        func quoted(_ s: String) -> String {
-            "\""
-                + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "$", with: "\\$") + "\""
-        }
+        let quoted = graphQuoted
         var lines = ["locale \(quoted(locale))"]
         if order != 3 { lines.append("order \(order)") }
         for p in phrases { lines.append("phrase \(quoted(p.text)) { count: \(p.count) }") }
@@ -260,13 +264,9 @@ struct LMSpecParser {
             switch keyword {
             case "locale":
                 if let l = text("a locale such as \"en-US\"", allowWord: true) {
-                    let normal = l.value.replacingOccurrences(of: "_", with: "-")
-                    if let known = LMSpec.supportedLocales.first(where: { $0.lowercased() == normal.lowercased() }) {
-                        spec.locale = known
-                    } else {
-                        diagnostics.error(
-                            "no model for locale '\(l.value)'; installed: "
-                                + LMSpec.supportedLocales.joined(separator: ", "), at: l.location)
+                    switch LMSpec.supportedLocale(l.value) {
+                    case .success(let known): spec.locale = known
+                    case .failure(let e): diagnostics.error(e.description, at: l.location)
                     }
                     if localeSeen { diagnostics.error("the locale is set twice", at: location) }
                     localeSeen = true
@@ -439,11 +439,7 @@ struct LMSpecParser {
                             + "define it with: class \(name) = ...", at: at)
                 }
             }
-            if LMWords.words(
-                of: LMTemplate.references(in: t.text).reduce(t.text) { s, r in
-                    s.replacingOccurrences(of: "<\(r.name)>", with: " x ")
-                }
-            ).isEmpty {
+            if LMTemplate.pieces(of: t.text).isEmpty {
                 diagnostics.error("the template has no words", at: location)
             }
         }

@@ -8,9 +8,9 @@ public struct Lexicon: Sendable {
 
     public init() {}
 
-    /// The entries of a PocketSphinx dictionary (`word PH PH`, alternates as `word(2) PH PH`) for the
-    /// given words only.
-    public init(dictionary path: String, words: Set<String>) throws {
+    /// The entries of a PocketSphinx dictionary (`word PH PH`, alternates as `word(2) PH PH`): for the given
+    /// words only, or every entry when `words` is nil.
+    public init(dictionary path: String, words: Set<String>? = nil) throws {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
         else { throw LMBuildError("cannot read the dictionary \(path)") }
         for line in text.split(separator: "\n") {
@@ -18,7 +18,7 @@ public struct Lexicon: Sendable {
             var word = line[..<space]
             if word.hasSuffix(")"), let open = word.lastIndex(of: "(") { word = word[..<open] }
             let w = String(word)
-            guard words.contains(w) else { continue }
+            guard words?.contains(w) ?? true else { continue }
             let phones = line[space...].split(whereSeparator: \.isWhitespace).map(String.init)
             if !phones.isEmpty { add(w, phones) }
         }

@@ -56,6 +56,35 @@ extension Character {
 
 /// Templates: `"<piece> to <royal> <piece> <rank>"`.
 public enum LMTemplate {
+    /// A class name: letters, digits, `_` and `-`.
+    public static func isClassName(_ name: String) -> Bool {
+        !name.isEmpty && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }
+    }
+
+    /// A template's parts, in order: its literal text as words, and its class references.
+    public enum Piece: Equatable {
+        case words([String])
+        case reference(String)
+    }
+
+    /// The template as pieces (empty literal runs left out).
+    public static func pieces(of template: String) -> [Piece] {
+        var out: [Piece] = []
+        var rest = Substring(template)
+        func literal(_ text: Substring) {
+            let words = LMWords.words(of: String(text))
+            if !words.isEmpty { out.append(.words(words)) }
+        }
+        for (name, _) in references(in: template) {
+            guard let range = rest.range(of: "<\(name)>") else { continue }
+            literal(rest[..<range.lowerBound])
+            out.append(.reference(name))
+            rest = rest[range.upperBound...]
+        }
+        literal(rest)
+        return out
+    }
+
     /// The class names a template refers to, with the offset (in characters) of each `<`.
     public static func references(in template: String) -> [(name: String, offset: Int)] {
         var out: [(String, Int)] = []
@@ -64,7 +93,7 @@ public enum LMTemplate {
         while i < chars.count {
             if chars[i] == "<", let close = chars[(i + 1)...].firstIndex(of: ">") {
                 let name = String(chars[(i + 1)..<close])
-                if !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
+                if isClassName(name) {
                     out.append((name, i))
                     i = close + 1
                     continue
@@ -77,20 +106,15 @@ public enum LMTemplate {
 
     /// Every expansion of a template, as words, in a fixed order (the first class varies slowest).
     public static func expansions(of template: String, classes: [String: [String]]) -> [[String]] {
-        // The template as a list of pieces: literal words, or a class's values as word lists.
-        var pieces: [[[String]]] = []
-        var rest = Substring(template)
-        for (name, _) in references(in: template) {
-            guard let range = rest.range(of: "<\(name)>") else { continue }
-            let before = LMWords.words(of: String(rest[..<range.lowerBound]))
-            if !before.isEmpty { pieces.append([before]) }
-            pieces.append((classes[name] ?? []).map { LMWords.words(of: $0) })
-            rest = rest[range.upperBound...]
+        // Each piece's choices: its literal words, or a class's values as word lists.
+        let choices: [[[String]]] = pieces(of: template).map { piece in
+            switch piece {
+            case .words(let words): [words]
+            case .reference(let name): (classes[name] ?? []).map { LMWords.words(of: $0) }
+            }
         }
-        let after = LMWords.words(of: String(rest))
-        if !after.isEmpty { pieces.append([after]) }
         var out: [[String]] = [[]]
-        for choices in pieces {
+        for choices in choices {
             out = out.flatMap { prefix in choices.map { prefix + $0 } }
         }
         return out.filter { !$0.isEmpty }
@@ -109,17 +133,14 @@ public enum LMTemplate {
 
     /// One expansion, each class value drawn with `random`.
     static func sample(_ template: String, classes: [String: [String]], random: () -> UInt64) -> [String] {
-        var words: [String] = []
-        var rest = Substring(template)
-        for (name, _) in references(in: template) {
-            guard let range = rest.range(of: "<\(name)>") else { continue }
-            words += LMWords.words(of: String(rest[..<range.lowerBound]))
-            if let values = classes[name], !values.isEmpty {
-                words += LMWords.words(of: values[Int(random() % UInt64(values.count))])
+        pieces(of: template).flatMap { piece -> [String] in
+            switch piece {
+            case .words(let words): return words
+            case .reference(let name):
+                guard let values = classes[name], !values.isEmpty else { return [] }
+                return LMWords.words(of: values[Int(random() % UInt64(values.count))])
             }
-            rest = rest[range.upperBound...]
         }
-        return words + LMWords.words(of: String(rest))
     }
 }
 
@@ -189,17 +210,15 @@ extension LMSpec {
             rules.append("<phrase> = " + phrases.joined(separator: " | ") + ";")
         }
         for (i, t) in templates.enumerated() {
-            var body = ""
-            var rest = Substring(t.text)
-            for (name, _) in LMTemplate.references(in: t.text) {
-                guard let range = rest.range(of: "<\(name)>") else { continue }
-                body += " " + words(String(rest[..<range.lowerBound])) + " <class_\(name)>"
-                rest = rest[range.upperBound...]
+            let body = LMTemplate.pieces(of: t.text).map { piece in
+                switch piece {
+                case .words(let words): words.joined(separator: " ")
+                case .reference(let name): "<class_\(name)>"
+                }
             }
-            body += " " + words(String(rest))
             let rule = "<template_\(i + 1)>"
             alternatives.append(rule)
-            rules.append("\(rule) = " + body.split(separator: " ").joined(separator: " ") + ";")
+            rules.append("\(rule) = " + body.joined(separator: " ") + ";")
         }
         for name in classes.keys.sorted() {
             let values = Array(Set(classes[name]!.map(words).filter { !$0.isEmpty })).sorted()

@@ -45,10 +45,7 @@ public struct PluginCatalog: Sendable {
 
     /// The cache file: $XDG_CACHE_HOME (or ~/.cache)/speechgraph/plugins-abiMAJOR.MINOR.json: a new host ABI version validates every plugin again (a plugin refused for a newer minor may load now).
     public static func cachePath(environment: [String: String]) -> String? {
-        let base =
-            environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? environment["HOME"].map { $0 + "/.cache" }
-        return base.map { "\($0)/speechgraph/plugins-abi\(PluginABI.text).json" }
+        UserCache.directory(environment: environment).map { "\($0)/plugins-abi\(PluginABI.text).json" }
     }
 
     /// Finds, checks and validates the plugins in `directories`. Each directory that does not exist is

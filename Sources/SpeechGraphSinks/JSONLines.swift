@@ -6,7 +6,8 @@ public enum JSONLines {
     /// fields may appear without a new version).
     public static let version = 1
 
-    public static func line(for event: GraphEvent, source: String? = nil) -> String {
+    /// `extra`: fields added at the end, as name and raw JSON value (`("latency", "0.120")`).
+    public static func line(for event: GraphEvent, source: String? = nil, extra: [(String, String)] = []) -> String {
         var o = JSONObject()
         o.add("v", version)
         o.add("type", event.typeName)
@@ -76,6 +77,7 @@ public enum JSONLines {
             }
         }
         if let eventSource { o.add("source", eventSource) }
+        for (name, raw) in extra { o.addRaw(name, raw) }
         return o.text
     }
 
@@ -103,10 +105,10 @@ public enum JSONLines {
         return o.text
     }
 
-    /// A JSON string literal.
     /// A JSON array of strings.
     static func strings(_ values: [String]) -> String { "[" + values.map(quote).joined(separator: ",") + "]" }
 
+    /// A JSON string literal.
     public static func quote(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {

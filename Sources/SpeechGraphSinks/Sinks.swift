@@ -44,13 +44,11 @@ public final class JSONLinesSink: GraphNode {
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         if case .result(let t) = event, !t.isFinal, !includeVolatile { return }
-        var line = JSONLines.line(for: event, source: source)
+        var extra: [(String, String)] = []
         if latency, let epoch = resources.audioEpoch, let end = JSONLines.audioEnd(of: event) {
-            let seconds = Date().timeIntervalSince1970 - (epoch + end)
-            line.removeLast()
-            line += ",\"latency\":\(JSONLines.fixed(seconds, 3))}"
+            extra.append(("latency", JSONLines.fixed(Date().timeIntervalSince1970 - (epoch + end), 3)))
         }
-        out.write(line + "\n")
+        out.write(JSONLines.line(for: event, source: source, extra: extra) + "\n")
         out.flush()
     }
 

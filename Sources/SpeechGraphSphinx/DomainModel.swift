@@ -121,11 +121,8 @@ public enum SphinxLanguageModels {
             hash ^= UInt64(byte)
             hash = hash &* 0x100_0000_01b3
         }
-        let environment = ProcessInfo.processInfo.environment
-        let cache =
-            environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (NSHomeDirectory() + "/.cache")
-        let directory = "\(cache)/speechgraph/lm/" + String(hash, radix: 16)
+        let cache = UserCache.directory() ?? (NSHomeDirectory() + "/.cache/speechgraph")
+        let directory = "\(cache)/lm/" + String(hash, radix: 16)
         // Built and complete (every file is written before the directory is renamed into place).
         func complete(_ dir: String) -> Bool {
             ["lm.bin", "words.dict", "grammar.jsgf"].allSatisfy { fm.fileExists(atPath: "\(dir)/\($0)") }
@@ -157,13 +154,10 @@ extension SphinxDecoder {
     /// lacks (or pronounces otherwise) are added, then the mixture becomes the decoder's search. Called once,
     /// right after loading, with PocketSphinx's log captured.
     static func interpolate(_ ps: OpaquePointer, general: String?, domain: DomainModel) -> Bool {
-        if let dict = domain.dict, let text = try? String(contentsOfFile: dict, encoding: .utf8) {
-            for line in text.split(separator: "\n") {
-                let fields = line.split(separator: " ").map(String.init)
-                guard fields.count >= 2 else { continue }
-                var word = fields[0]
-                if word.hasSuffix(")"), let open = word.lastIndex(of: "(") { word = String(word[..<open]) }
-                let phones = fields.dropFirst().joined(separator: " ")
+        let words = domain.dict.flatMap { try? Lexicon(dictionary: $0) }?.entries ?? [:]
+        for word in words.keys.sorted() {
+            for pronunciation in words[word]! {
+                let phones = pronunciation.joined(separator: " ")
                 // The pronunciations the decoder has for this word: word, word(2), word(3), ...
                 var known: [String] = []
                 while true {

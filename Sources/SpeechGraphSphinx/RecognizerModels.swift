@@ -19,8 +19,11 @@ extension RecognizerNode {
         var mixtureWeight: Double?
         /// Mark results that fit the grammar or the domain-only model much worse than general speech.
         var rejects: Bool
-        /// What `lm` (or `grammar`) named, for events.
+        /// What `lm` (or `grammar`, or `phrases`) named, for events.
         var languageModel: String
+        /// Utterance mode, or streaming with `final-pass`: which whole-utterance decoders are needed.
+        var wholeUtterances: Bool
+        var finalPass: Bool
 
         init(_ c: NodeConfig, controlConnected: Bool) throws {
             var model = try SphinxModel.resolve(c)
@@ -29,7 +32,8 @@ extension RecognizerNode {
             // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
             // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
             model.removesSilence = !includeWords && !controlConnected
-            let wholeUtterances = c.string(of: "mode") == "utterance"
+            wholeUtterances = c.string(of: "mode") == "utterance"
+            finalPass = !wholeUtterances && c.bool(of: "final-pass")
             let results = Results(rawValue: c.string(of: "results")) ?? .progressive
             model.maxHMMs = c.integer(of: "max-hmms")
             // PocketSphinx's second pass (-fwdflat) searches the whole utterance again when it ends, and the
@@ -65,20 +69,38 @@ extension RecognizerNode {
             self.whole = whole
             if wholeUtterances { model = whole } else { model.secondPass = false }
             stream = model
-            languageModel = c.string("grammar") ?? c.string("jsgf") ?? c.string("lm") ?? "general"
+            languageModel =
+                c.string("grammar") ?? c.string("jsgf") ?? c.string("lm") ?? c.string("phrases").map {
+                    "phrases: \($0)"
+                }
+                ?? "general"
         }
+
+        /// The decoders these models need, each from `get` (model, streaming): the stream's; the final pass's;
+        /// with whole-utterance decoding and a mixture or rejection, the general model's and the spec's.
+        func decoders(_ get: (SphinxModel, Bool) throws -> SphinxDecoder) throws -> Decoders {
+            let reference = (wholeUtterances || finalPass) && (mixtureWeight != nil || rejects)
+            return Decoders(
+                stream: try get(stream, !wholeUtterances),
+                whole: finalPass ? try get(whole, false) : nil,
+                reference: reference ? try self.reference.map { try get($0, false) } : nil,
+                rejection: reference && rejects ? try rejection.map { try get($0, false) } : nil)
+        }
+    }
+
+    struct Decoders {
+        var stream: SphinxDecoder
+        var whole: SphinxDecoder?
+        var reference: SphinxDecoder?
+        var rejection: SphinxDecoder?
     }
 
     /// Decoders for a set of models, loaded on another thread after a reload request.
     struct Loaded: @unchecked Sendable {
         // Unchecked: the decoders are handed over once, through a Mutex, to the recognizer's own thread.
         var models: Models
-        var decoder: SphinxDecoder
-        var whole: SphinxDecoder?
-        var reference: SphinxDecoder?
-        var rejection: SphinxDecoder?
-        /// When the request was taken, and how long loading took.
-        var requested: Double
+        var decoders: Decoders
+        /// How long loading took.
         var loadSeconds: Double
     }
 }

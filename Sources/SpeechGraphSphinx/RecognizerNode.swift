@@ -169,7 +169,6 @@ public final class RecognizerNode: GraphNode {
     }
 
     private let name: String
-    private let config: NodeConfig
     private let controlConnected: Bool
     /// The models this recognizer decodes with; replaced whole when the graph is asked to reload them.
     private var models: Models
@@ -186,9 +185,7 @@ public final class RecognizerNode: GraphNode {
     private var wholeDecoder: SphinxDecoder?
     private var referenceDecoder: SphinxDecoder?
     private var rejectionDecoder: SphinxDecoder?
-    /// Reload requests for this graph (SIGHUP on `speechgraph run`, `RunningGraph.reloadModels`): new models load
-    /// on another thread and take over at an utterance boundary.
-    private let reloads: ModelReloads
+    /// Where models loaded after a reload request wait for the next utterance boundary (see `takeNewModels`).
     private let slot = LoadSlot()
     private let volatileFrames: Int64
     private var framesSinceVolatile: Int64 = 0
@@ -235,20 +232,20 @@ public final class RecognizerNode: GraphNode {
         let c = context.config
         name = c.name
         let rate = Int(c.number(of: "rate").rounded())
-        config = c
         controlConnected = context.connectedInputs.contains("control")
         includeWords = c.bool(of: "words")
         alternativeCount = c.integer(of: "alternatives")
         calibration = c.string(of: "confidence") == "calibrated" ? .standard : nil
-        wholeUtterances = c.string(of: "mode") == "utterance"
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
-        finalPass = !wholeUtterances && c.bool(of: "final-pass")
         phases = c.integer(of: "phases")
         models = try Models(c, controlConnected: controlConnected)
-        reloads = context.resources.shared(ModelReloads.self) { ModelReloads() }
+        wholeUtterances = models.wholeUtterances
+        finalPass = models.finalPass
+        // Reload requests for this graph (SIGHUP on `speechgraph run`, `RunningGraph.reloadModels`).
+        let reloads = context.resources.shared(ModelReloads.self) { ModelReloads() }
         // A reload request loads the new models at once, on the requesting thread; the node switches between
         // utterances.
-        let (name, slot, control, whole, pass) = (c.name, slot, controlConnected, wholeUtterances, finalPass)
+        let (name, slot, control) = (c.name, slot, controlConnected)
         reloads.observe { parameters in
             var changed = c
             for (key, value) in parameters[name] ?? [:] {
@@ -264,7 +261,7 @@ public final class RecognizerNode: GraphNode {
                     return
                 }
             }
-            RecognizerNode.load(changed, controlConnected: control, wholeUtterances: whole, finalPass: pass, into: slot)
+            RecognizerNode.load(changed, controlConnected: control, into: slot)
         }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate
@@ -289,16 +286,8 @@ public final class RecognizerNode: GraphNode {
     deinit { pcm.deallocate() }
 
     public func prepare() throws {
-        decoder = try pool.checkout(models.stream, streaming: !wholeUtterances)
-        if finalPass { wholeDecoder = try pool.checkout(models.whole, streaming: false) }
-        if let referenceModel = models.reference, wholeUtterances || finalPass,
-            models.mixtureWeight != nil || models.rejects
-        {
-            referenceDecoder = try pool.checkout(referenceModel, streaming: false)
-            if models.rejects, let rejectionModel = models.rejection {
-                rejectionDecoder = try pool.checkout(rejectionModel, streaming: false)
-            }
-        }
+        let d = try models.decoders { try pool.checkout($0, streaming: $1) }
+        (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)
         streamBegins = true
     }
 
@@ -495,12 +484,8 @@ public final class RecognizerNode: GraphNode {
             let newStream = streamBegins
             for k in 0..<phases {
                 let skip = min(k * (sampleRate / 100) / phases, held.count)
-                try decoder.startUtterance(newStream: streamBegins)
+                try decodeHeld(decoder, skip: skip, newStream: streamBegins)
                 streamBegins = false
-                try held.withUnsafeBufferPointer {
-                    try decoder.process(UnsafeBufferPointer(rebasing: $0[skip...]), wholeUtterance: true)
-                }
-                try decoder.endUtterance()
                 let start = utteranceStart + Double(skip) / Double(sampleRate)
                 candidates.append((decoder.hypothesis, includeWords ? decoder.words(frameOffset: start) : []))
                 lists.append(decoder.nbest(alternativeCount, frameOffset: start))
@@ -511,15 +496,11 @@ public final class RecognizerNode: GraphNode {
             nbest = lists[chosen]
             if let reference = referenceDecoder {
                 // The same audio through the general model, as the first phase heard it.
-                try reference.startUtterance(newStream: newStream)
-                try held.withUnsafeBufferPointer { try reference.process($0, wholeUtterance: true) }
-                try reference.endUtterance()
+                try decodeHeld(reference, newStream: newStream)
                 let general = reference.hypothesisScore
                 var domain = scores[0]
                 if let spec = rejectionDecoder {
-                    try spec.startUtterance(newStream: newStream)
-                    try held.withUnsafeBufferPointer { try spec.process($0, wholeUtterance: true) }
-                    try spec.endUtterance()
+                    try decodeHeld(spec, newStream: newStream)
                     domain = spec.hypothesisScore
                 }
                 // How much better the domain reading explains the utterance, in nats per 10 ms frame.
@@ -608,31 +589,32 @@ public final class RecognizerNode: GraphNode {
         return best
     }
 
+    /// Decodes the held utterance whole with `d`, from `skip` samples on.
+    private func decodeHeld(_ d: SphinxDecoder, skip: Int = 0, newStream: Bool) throws {
+        try d.startUtterance(newStream: newStream)
+        try held.withUnsafeBufferPointer {
+            try d.process(UnsafeBufferPointer(rebasing: $0[skip...]), wholeUtterance: true)
+        }
+        try d.endUtterance()
+    }
+
     /// Emitted when new models take over after a reload request, or could not be loaded.
     public static let modelChanged: EventKind = "modelChanged"
 
     /// Loads the models for `c` into `slot`, on the thread that asked for the reload (never the graph's: the
     /// audio goes on meanwhile).
-    static func load(
-        _ c: NodeConfig, controlConnected: Bool, wholeUtterances whole: Bool, finalPass: Bool, into slot: LoadSlot
-    ) {
+    static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) {
         let requested = Date().timeIntervalSince1970
         do {
-            // Newly loaded decoders, not the pool's: the files may have changed under the same names.
             let models = try Models(c, controlConnected: controlConnected)
-            func load(_ model: SphinxModel?, streaming: Bool) throws -> SphinxDecoder? {
-                guard let model else { return nil }
+            // Newly loaded decoders, not the pool's: the files may have changed under the same names.
+            let decoders = try models.decoders { model, streaming in
                 let d = try SphinxDecoder(model: model)
                 d.isStreaming = streaming
                 return d
             }
-            let needsReference = (whole || finalPass) && (models.mixtureWeight != nil || models.rejects)
             let loaded = Loaded(
-                models: models, decoder: try load(models.stream, streaming: !whole)!,
-                whole: try load(finalPass ? models.whole : nil, streaming: false),
-                reference: try load(needsReference ? models.reference : nil, streaming: false),
-                rejection: try load(needsReference && models.rejects ? models.rejection : nil, streaming: false),
-                requested: requested, loadSeconds: Date().timeIntervalSince1970 - requested)
+                models: models, decoders: decoders, loadSeconds: Date().timeIntervalSince1970 - requested)
             slot.value.withLock { $0 = .success(loaded) }
         } catch {
             slot.value.withLock { $0 = .failure("\(error)") }
@@ -662,10 +644,8 @@ public final class RecognizerNode: GraphNode {
             let old = DecoderBox([decoder, wholeDecoder, referenceDecoder, rejectionDecoder].compactMap { $0 })
             (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (nil, nil, nil, nil)
             Thread.detachNewThread { old.release() }
-            decoder = new.decoder
-            wholeDecoder = new.whole
-            referenceDecoder = new.reference
-            rejectionDecoder = new.rejection
+            let d = new.decoders
+            (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)
             models = new.models
             streamBegins = true
             try output.emit(

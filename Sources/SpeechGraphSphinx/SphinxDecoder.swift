@@ -46,8 +46,6 @@ public struct SphinxModel: Hashable, Sendable {
         model: String, hmm: String?, lm: String?, dict: String?, jsgf: String?,
         sampleRate: Int, weight: Double = 1, buildSpec: Bool = true
     ) throws -> SphinxModel {
-        // `lm` names a domain model (a spec, a built model directory, or a model file): the general model's
-        // parts are resolved as if it were not set, and the domain model goes beside them.
         if let jsgf, jsgf.hasSuffix(".lmspec") || FileManager.default.isDirectory(jsgf) {
             // A grammar from a spec (its phrases and templates), with the dictionary of its words.
             var general = try resolve(
@@ -57,6 +55,8 @@ public struct SphinxModel: Hashable, Sendable {
             general.grammarModel = try grammar.directory.map { try DomainModel(directory: $0, weight: 1) }
             return general
         }
+        // `lm` names a domain model (a spec, a built model directory, or a model file): the general model's
+        // parts are resolved as if it were not set, and the domain model goes beside them.
         if let lm, jsgf == nil {
             var general = try resolve(
                 model: model, hmm: hmm, lm: nil, dict: dict, jsgf: nil, sampleRate: sampleRate)
@@ -65,10 +65,7 @@ public struct SphinxModel: Hashable, Sendable {
             return general
         }
         let fm = FileManager.default
-        func isDirectory(_ path: String) -> Bool {
-            var d: ObjCBool = false
-            return fm.fileExists(atPath: path, isDirectory: &d) && d.boolValue
-        }
+        let isDirectory = fm.isDirectory
         var modelDir: String?
         if model.contains("/") {
             modelDir = model
@@ -215,7 +212,7 @@ public struct SphinxModel: Hashable, Sendable {
             if let words = grammarDict { args[args.firstIndex(of: "-dict")! + 1] = words }
         } else if let domain {
             // Domain only: its model and its own dictionary. Interpolated: no model yet (the decoder sets
-            // the mixture up after loading, see `SphinxDecoder.useDomainModel`) and the general dictionary.
+            // the mixture up after loading, see `SphinxDecoder.interpolate`) and the general dictionary.
             if domain.weight >= 1 {
                 args += ["-lm", domain.lm]
                 if let words = domain.dict { args[args.firstIndex(of: "-dict")! + 1] = words }

@@ -74,16 +74,13 @@ struct SpeechgraphCommand: ParsableCommand {
     }
 }
 
-/// The first argument that looks like grouped short flags (`-dash.wav`) before any `--`: speechgraph has no
-/// short option but `-h` (and `-o` of `lm build`), and the parser would read `-dash.wav` as `-d -a -s -h ...`
-/// and print the help.
+/// The first argument that looks like grouped short flags (`-dash.wav`) before any `--`: the parser would read
+/// `-dash.wav` as `-d -a -s -h ...` and print the help. A single short option (`-h`, `lm build`'s `-o`, or an
+/// unknown one) is left to the parser.
 func unknownShortOption(_ arguments: [String]) -> String? {
-    let lmBuild = arguments.starts(with: ["lm", "build"])
     for argument in arguments {
         if argument == "--" { return nil }
-        if argument.hasPrefix("-") && !argument.hasPrefix("--") && argument.count > 1 && argument != "-h"
-            && !(lmBuild && argument == "-o") && Double(argument) == nil
-        {
+        if argument.hasPrefix("-") && !argument.hasPrefix("--") && argument.count > 2 && Double(argument) == nil {
             return argument
         }
     }

@@ -10,6 +10,23 @@ public struct Located<Value: Sendable>: Sendable {
 
 extension Located: Equatable where Value: Equatable {}
 
+/// `text` as a string of the graph language (and of language-model specs): `\\`, `"`, `$`, newlines and tabs
+/// escaped, so that it reads back as exactly `text`.
+public func graphQuoted(_ text: String) -> String {
+    var out = "\""
+    for ch in text.unicodeScalars {
+        switch ch {
+        case "\\": out += "\\\\"
+        case "\"": out += "\\\""
+        case "$": out += "\\$"
+        case "\n": out += "\\n"
+        case "\t": out += "\\t"
+        default: out.unicodeScalars.append(ch)
+        }
+    }
+    return out + "\""
+}
+
 /// A parameter value as written, before it is checked against the node's descriptor.
 public enum ValueLiteral: Sendable, Equatable, CustomStringConvertible {
     /// `16 kHz`, `-40 dB`, `300 ms`, `2`.

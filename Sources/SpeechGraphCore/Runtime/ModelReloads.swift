@@ -8,7 +8,6 @@ import Synchronization
 public final class ModelReloads: Sendable {
     public typealias Observer = @Sendable ([String: [String: ParameterValue]]) -> Void
     private struct State {
-        var generation = 0
         var parameters: [String: [String: ParameterValue]] = [:]
         var observers: [Observer] = []
     }
@@ -20,7 +19,6 @@ public final class ModelReloads: Sendable {
     /// observer is called, on this thread, with all the parameters given so far; returns when they return.
     public func request(parameters: [String: [String: ParameterValue]] = [:]) {
         let (observers, all) = state.withLock { s -> ([Observer], [String: [String: ParameterValue]]) in
-            s.generation += 1
             for (node, values) in parameters { s.parameters[node, default: [:]].merge(values) { $1 } }
             return (s.observers, s.parameters)
         }
@@ -29,12 +27,4 @@ public final class ModelReloads: Sendable {
 
     /// Called on every request (a node that reloads starts loading from it).
     public func observe(_ observer: @escaping Observer) { state.withLock { $0.observers.append(observer) } }
-
-    /// How many reloads were asked for so far.
-    public var generation: Int { state.withLock { $0.generation } }
-
-    /// The parameters given for this node so far.
-    public func parameters(for node: String) -> [String: ParameterValue] {
-        state.withLock { $0.parameters[node] ?? [:] }
-    }
 }

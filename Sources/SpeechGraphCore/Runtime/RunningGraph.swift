@@ -133,7 +133,6 @@ public final class RunningGraph: @unchecked Sendable {
         }
     }
 
-    /// Ends the input (see `drain`) without waiting.
     /// Loads the graph's models again (`speechgraph run` does it on SIGHUP): the files they were read from are
     /// read again, and `parameters` (by node name: a recognizer's `lm`, `weight`, `grammar`) replace those
     /// nodes' parameters. New models load on this thread while the audio goes on (this returns when they are
@@ -144,6 +143,7 @@ public final class RunningGraph: @unchecked Sendable {
         resources.wake.post()
     }
 
+    /// Ends the input (see `drain`) without waiting.
     public func endInput() {
         start()
         draining.store(true, ordering: .releasing)

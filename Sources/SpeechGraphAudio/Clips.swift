@@ -1,5 +1,7 @@
+import CSndFile
 import Foundation
 import SpeechGraphCore
+import SpeechGraphSinks
 
 /// The `clips` sink: each final result's audio as a WAV file in a folder, with a JSON sidecar holding the
 /// result, for building data sets.
@@ -32,11 +34,12 @@ public final class ClipsSink: GraphNode {
     private let pad: Double
     private let keepFrames: Int64
     private let writeEmpty: Bool
-    private var format: AudioFormat?
-    /// Blocks held: start frame and interleaved samples, oldest first.
+    private let format: AudioFormat
+    /// Blocks held: start frame and interleaved samples, oldest first from `first` on (the ones before it are
+    /// dropped, and compacted away now and then, so dropping one costs nothing per block).
     private var blocks: [(start: Int64, samples: [Float])] = []
+    private var first = 0
     private var problem: String?
-    private var written = 0
 
     init(_ context: NodeContext) throws {
         let c = context.config
@@ -44,8 +47,9 @@ public final class ClipsSink: GraphNode {
         name = c.name
         pad = c.number(of: "pad")
         writeEmpty = c.bool(of: "empty")
-        format = context.inputFormats["in"]
-        keepFrames = Int64(c.number(of: "keep") * Double(format?.sampleRate ?? 16000))
+        guard let format = context.inputFormats["in"] else { throw SpeechGraphError("clips has no input") }
+        self.format = format
+        keepFrames = Int64(c.number(of: "keep") * Double(format.sampleRate))
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
@@ -56,24 +60,27 @@ public final class ClipsSink: GraphNode {
     }
 
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
-        format = block.format
         blocks.append((block.startFrame, Array(block.samples)))
         let newest = block.startFrame + Int64(block.frameCount)
-        while let first = blocks.first,
-            first.start + Int64(first.samples.count / block.format.channelCount) < newest - keepFrames
+        while first < blocks.count,
+            blocks[first].start + Int64(blocks[first].samples.count / format.channelCount) < newest - keepFrames
         {
-            blocks.removeFirst()
+            first += 1
+        }
+        if first > 64 && first * 2 > blocks.count {
+            blocks.removeFirst(first)
+            first = 0
         }
     }
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
-        guard case .result(let t) = event, t.isFinal, writeEmpty || !t.text.isEmpty, let format else { return }
+        guard case .result(let t) = event, t.isFinal, writeEmpty || !t.text.isEmpty else { return }
         let rate = Double(format.sampleRate)
         let channels = format.channelCount
         let from = Int64(max(0, (t.range.start - pad) * rate))
         let to = Int64((t.range.end + pad) * rate)
         var samples: [Float] = []
-        for b in blocks {
+        for b in blocks[first...] {
             let frames = Int64(b.samples.count / channels)
             let lo = max(from, b.start)
             let hi = min(to, b.start + frames)
@@ -83,42 +90,24 @@ public final class ClipsSink: GraphNode {
         let base = String(format: "%@-%05d", name, t.utterance)
         let wav = (folder as NSString).appendingPathComponent(base + ".wav")
         let json = (folder as NSString).appendingPathComponent(base + ".json")
-        var line = JSONLines.line(for: event)
-        line.removeLast()
-        line += ",\"audio\":\(JSONLines.quote(base + ".wav"))}\n"
-        guard FileManager.default.createFile(atPath: wav, contents: Self.wav(samples, format)),
-            FileManager.default.createFile(atPath: json, contents: Data(line.utf8))
-        else {
+        let line = JSONLines.line(for: event, extra: [("audio", JSONLines.quote(base + ".wav"))]) + "\n"
+        guard write(samples, to: wav), FileManager.default.createFile(atPath: json, contents: Data(line.utf8)) else {
             if problem == nil { problem = "clips node '\(name)': cannot write into \(folder)" }
             return
         }
-        written += 1
     }
 
-    /// A 16-bit PCM WAV file.
-    static func wav(_ samples: [Float], _ format: AudioFormat) -> Data {
-        var data = Data()
-        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-        let channels = UInt16(format.channelCount)
-        let bytes = UInt32(samples.count * 2)
-        data.append(contentsOf: Array("RIFF".utf8))
-        u32(36 + bytes)
-        data.append(contentsOf: Array("WAVEfmt ".utf8))
-        u32(16)
-        u16(1)
-        u16(channels)
-        u32(UInt32(format.sampleRate))
-        u32(UInt32(format.sampleRate) * UInt32(channels) * 2)
-        u16(channels * 2)
-        u16(16)
-        data.append(contentsOf: Array("data".utf8))
-        u32(bytes)
-        for s in samples {
-            let v = Int16(max(-32768, min(32767, (s.isFinite ? s : 0) * 32767)))
-            u16(UInt16(bitPattern: v))
-        }
-        return data
+    /// A 16-bit PCM WAV file, through libsndfile (as tap.record writes), samples beyond full scale clipped.
+    private func write(_ samples: [Float], to path: String) -> Bool {
+        var info = SF_INFO()
+        info.samplerate = Int32(format.sampleRate)
+        info.channels = Int32(format.channelCount)
+        info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else { return false }
+        sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        let frames = sf_count_t(samples.count / format.channelCount)
+        let done = samples.withUnsafeBufferPointer { sf_writef_float(file, $0.baseAddress, frames) }
+        return sf_close(file) == 0 && done == frames
     }
 
     public var warnings: [String] { problem.map { [$0] } ?? [] }
