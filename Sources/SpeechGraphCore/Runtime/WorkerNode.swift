@@ -67,7 +67,9 @@ final class WorkerNode: GraphNode {
     /// live audio delivers them at once.
     private let graphWake: WakeSignal
     private let scratch: UnsafeMutableBufferPointer<Float>
-    private var thread: Thread?
+    /// The worker thread was started. (The thread itself is not kept: its closure holds this node until the thread
+    /// ends, and a node holding its thread would never be freed.)
+    private var started = false
 
     private let backlog: WorkerBacklog
 
@@ -94,7 +96,7 @@ final class WorkerNode: GraphNode {
         nonisolated(unsafe) let job = (self, output)
         let t = Thread { job.0.work(output: job.1) }
         t.name = "speechgraph worker"
-        thread = t
+        started = true
         t.start()
     }
 
@@ -193,7 +195,7 @@ final class WorkerNode: GraphNode {
     }
 
     func close() {
-        if thread != nil && !finished.load(ordering: .acquiring) {
+        if started && !finished.load(ordering: .acquiring) {
             // The graph failed before finishing this node: let the worker end before closing the node.
             var command = Command(kind: .finish, port: 0, frames: 0, startFrame: 0)
             backlog.queued()
