@@ -5,6 +5,7 @@
 #include <sphinxbase/cmd_ln.h>
 #include <sphinxbase/feat.h>
 #include <sphinxbase/cmn.h>
+#include <sphinxbase/fe.h>
 #include <sphinxbase/ngram_model.h>
 #include <sphinxbase/logmath.h>
 #endif

@@ -118,6 +118,16 @@ public final class RecognizerNode: GraphNode {
                 + "decoded one by one cost up to 70% more CPU than the same audio in larger batches; the "
                 + "batch is always decoded at once when an utterance ends, so final results do not wait for "
                 + "it. Volatile results come at most this much later."),
+        .quantity(
+            "lookahead", default: 0, .milliseconds, range: 0...10_000,
+            doc: """
+                Streaming mode: hold the first part of each utterance, this long, and start normalising the \
+                utterance with its cepstral mean, then with the mean of all its audio decoded so far \
+                (PocketSphinx's live normalisation otherwise starts from the model's stored mean and moves only \
+                after 8 s of speech). Nearer utterance mode's accuracy at streaming's CPU and latency: volatile \
+                results start this much later, and an utterance shorter than this is decoded when it ends. 0: \
+                off.
+                """),
         .boolean(
             "final-pass", default: false,
             doc: "Streaming mode: when an utterance ends, decode its audio again, whole, for the final "
@@ -197,6 +207,13 @@ public final class RecognizerNode: GraphNode {
     /// When the first block of `pending` arrived: its deadline at the gate.
     private var batchArrival = 0.0
     private let batchSamples: Int
+    /// Streaming mode with `lookahead`: samples held at the start of each utterance to learn its cepstral mean.
+    private let lookaheadSamples: Int
+    /// The decoder has not started the utterance yet: its first `lookaheadSamples` are gathering in `pending`.
+    private var lookingAhead = false
+    /// With a lookahead: samples of the utterance decoded so far, and how often the mean follows them.
+    private var decodedSamples = 0
+    private let meanUpdateSamples: Int
     /// A batch is decoded this many samples at a time when other graphs' urgent work may need the gate.
     private let yieldSamples: Int
     private let pool: SphinxDecoderPool
@@ -266,8 +283,10 @@ public final class RecognizerNode: GraphNode {
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         sampleRate = rate
         batchSamples = Int(c.number(of: "batch") * Double(rate))
+        lookaheadSamples = models.wholeUtterances ? 0 : Int(c.number(of: "lookahead") * Double(rate))
+        meanUpdateSamples = rate / 10
         yieldSamples = rate / 50
-        pending.reserveCapacity(batchSamples + max(context.maxBlockFrames, 1))
+        pending.reserveCapacity(max(batchSamples, lookaheadSamples) + max(context.maxBlockFrames, 1))
         maxSamples = Int(c.number(of: "max-utterance") * Double(rate))
         lookbackSamples = min(5 * rate, maxSamples / 2)
         chunkSamples = rate / 100
@@ -296,7 +315,9 @@ public final class RecognizerNode: GraphNode {
         if !inUtterance { try takeNewModels(output: output) }
         guard let decoder else { return }
         if !inUtterance {
-            if !wholeUtterances { try decoder.startUtterance() }
+            if !wholeUtterances {
+                if lookaheadSamples > 0 { lookingAhead = true } else { try decoder.startUtterance() }
+            }
             inUtterance = true
             utterance += 1
             utteranceStart = block.startTime
@@ -331,7 +352,7 @@ public final class RecognizerNode: GraphNode {
             if !wholeUtterances {
                 if pending.isEmpty { batchArrival = backlog.arrival }
                 pending.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
-                if pending.count >= batchSamples {
+                if pending.count >= (lookingAhead ? lookaheadSamples : batchSamples) {
                     // Urgent when an utterance's end already waits behind this audio.
                     let urgent = backlog.hasEvents
                     try gate.run(urgent: urgent, deadline: batchArrival) {
@@ -441,14 +462,38 @@ public final class RecognizerNode: GraphNode {
     /// Streaming mode: decodes the gathered batch. `yielding`: a few frames at a time, letting another graph's
     /// end of utterance (urgent) take the gate's slot in between.
     private func decodePending(yielding: Bool = false) throws {
-        guard let decoder, !pending.isEmpty else { return }
+        guard let decoder else { return }
+        if lookingAhead {
+            // The utterance's start is here: its mean normalises the utterance from its first frame (counted as one
+            // frame, so that from then on the mean is that of the frames decoded, these first).
+            lookingAhead = false
+            decodedSamples = 0
+            // Exactly the lookahead (however the audio was cut into blocks): the same audio, the same mean.
+            let head = min(pending.count, lookaheadSamples)
+            if let mean = pending.withUnsafeBufferPointer({ decoder.cepstralMean(of: .init(rebasing: $0[..<head])) }) {
+                decoder.setCepstralMean(mean, weight: 1)
+            }
+            try decoder.startUtterance()
+        }
+        guard !pending.isEmpty else { return }
         try pending.withUnsafeBufferPointer { all in
-            guard yielding else { return try decoder.process(all) }
+            // Pieces end where urgent work may take the slot (when yielding) and, with a lookahead, where the mean
+            // is updated: every `meanUpdateSamples` of the utterance, wherever the batches fall, so that the
+            // result depends on the audio alone, not on how it arrived.
             var start = 0
             while start < all.count {
-                if start > 0 { gate.yieldToUrgentWork(deadline: batchArrival) }
-                let end = min(all.count, start + yieldSamples)
+                if start > 0 && yielding { gate.yieldToUrgentWork(deadline: batchArrival) }
+                var end = yielding ? min(all.count, start + yieldSamples) : all.count
+                if lookaheadSamples > 0 {
+                    end = min(end, start + meanUpdateSamples - decodedSamples % meanUpdateSamples)
+                }
                 try decoder.process(UnsafeBufferPointer(rebasing: all[start..<end]))
+                decodedSamples += end - start
+                // Past the lookahead, the mean follows the utterance: the mean of its frames decoded so far.
+                if lookaheadSamples > 0 && decodedSamples > lookaheadSamples && decodedSamples % meanUpdateSamples == 0
+                {
+                    decoder.updateCepstralMean()
+                }
                 start = end
             }
         }

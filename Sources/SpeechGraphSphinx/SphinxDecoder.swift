@@ -288,6 +288,54 @@ public final class SphinxDecoder: @unchecked Sendable {
         initialMean.withUnsafeBufferPointer { cmn_live_set(cmn, $0.baseAddress) }
     }
 
+    /// The mean of the cepstra PocketSphinx's front end computes from these samples (silence left out, as the
+    /// front end leaves it out), or `nil` when they hold no frame. Uses the decoder's own front end between
+    /// utterances; the next `startUtterance(newStream: true)` starts it over.
+    public func cepstralMean(of samples: UnsafeBufferPointer<Int16>) -> [Float]? {
+        guard let fe = ps_get_fe(ps), let base = samples.baseAddress, !samples.isEmpty else { return nil }
+        let size = Int(fe_get_output_size(fe))
+        var sum = [Double](repeating: 0, count: size)
+        var count = 0
+        func add(_ cep: UnsafeMutablePointer<UnsafeMutablePointer<mfcc_t>?>?, _ frames: Int32) {
+            guard let cep else { return }
+            for f in 0..<Int(frames) {
+                guard let row = cep[f] else { continue }
+                for i in 0..<size { sum[i] += Double(row[i]) }
+                count += 1
+            }
+        }
+        fe_start_stream(fe)
+        guard fe_start_utt(fe) == 0 else { return nil }
+        var block: UnsafeMutablePointer<UnsafeMutablePointer<mfcc_t>?>?
+        var frames: Int32 = 0
+        if fe_process_utt(fe, base, samples.count, &block, &frames) == 0 { add(block, frames) }
+        if let block { fe_free_2d(block) }
+        var last = [mfcc_t](repeating: 0, count: size)
+        var lastFrames: Int32 = 0
+        _ = fe_end_utt(fe, &last, &lastFrames)
+        guard count > 0 else { return nil }
+        return sum.map { Float($0 / Double(count)) }
+    }
+
+    /// Sets the live cepstral mean, counted as `weight` frames of evidence: `updateCepstralMean` then moves it
+    /// towards the mean of the frames decoded since.
+    public func setCepstralMean(_ mean: [Float], weight: Int) {
+        let cmn = ps_get_feat(ps).pointee.cmn_struct!
+        let size = Int(cmn.pointee.veclen)
+        guard mean.count == size else { return }
+        for i in 0..<size {
+            cmn.pointee.cmn_mean[i] = mean[i]
+            cmn.pointee.sum[i] = mean[i] * Float(max(weight, 1))
+        }
+        cmn.pointee.nframe = Int32(max(weight, 1))
+    }
+
+    /// Moves the live cepstral mean to the mean of what it has counted (PocketSphinx itself only does it every
+    /// 8 s of speech).
+    public func updateCepstralMean() {
+        cmn_live_update(ps_get_feat(ps).pointee.cmn_struct!)
+    }
+
     /// Starts an utterance. With `newStream`, on a fresh front-end stream: PocketSphinx's noise estimate
     /// and frame count start over (as `pocketsphinx_batch` does for every file). Streamed decoding needs
     /// that for every utterance, since it numbers word frames from the start of the stream; whole-utterance
@@ -406,8 +454,11 @@ public final class SphinxDecoderPool: Sendable {
     }
 
     private let idle = Mutex<[Key: [SphinxDecoder]]>([:])
+    /// Idle decoders kept per model and use; one given back beyond that is freed.
+    public let maxIdle: Int
 
-    public init() {}
+    /// - Parameter maxIdle: idle decoders kept per model and use (a server bounds what a burst of clients left).
+    public init(maxIdle: Int = .max) { self.maxIdle = maxIdle }
 
     /// An idle decoder for this model, or a newly loaded one. Every utterance starts a fresh front-end
     /// stream; in streaming mode a reused decoder keeps its live cepstral mean from earlier audio.
@@ -424,7 +475,14 @@ public final class SphinxDecoderPool: Sendable {
 
     /// Gives a decoder back once its node is done with it (between utterances).
     public func checkin(_ decoder: SphinxDecoder) {
-        idle.withLock { $0[Key(model: decoder.model, streaming: decoder.isStreaming), default: []].append(decoder) }
+        let key = Key(model: decoder.model, streaming: decoder.isStreaming)
+        // Beyond `maxIdle`, the decoder is freed (on return from here, outside the lock).
+        let surplus = idle.withLock { pool -> SphinxDecoder? in
+            guard pool[key, default: []].count < maxIdle else { return decoder }
+            pool[key, default: []].append(decoder)
+            return nil
+        }
+        _ = surplus
     }
 
 }
