@@ -17,7 +17,8 @@ let package = Package(
         .library(name: "speechgraph-match", type: .dynamic, targets: ["MatchPlugin"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Thin system-library targets, one per C library (Debian -dev packages, found by pkg-config).
@@ -62,13 +63,20 @@ let package = Package(
                 "SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphLM", "SpeechGraphSinks",
                 "SpeechGraphJACK", "SpeechGraphVAD",
             ]),
+        // The Wyoming speech-to-text server (Home Assistant), on SwiftNIO: one graph per transcription.
+        .target(
+            name: "SpeechGraphWyoming",
+            dependencies: [
+                "SpeechGraphCore", "SpeechGraphSinks", "SpeechGraphSphinx",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         // The library product apps depend on.
         .target(name: "SpeechGraph", dependencies: ["SpeechGraphNodes", "SpeechGraphPlugins"]),
         // The thin CLI.
         .executableTarget(
             name: "speechgraph",
             dependencies: [
-                "SpeechGraph",
+                "SpeechGraph", "SpeechGraphWyoming",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Load figures for `make bench` (scripts/bench-streams.sh): not a product, nothing installs it.
@@ -92,7 +100,8 @@ let package = Package(
         .testTarget(
             name: "SpeechGraphNodesTests",
             dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack"]),
-        .testTarget(name: "speechgraphCLITests", dependencies: ["SpeechGraph", "SpeechGraphTestSupport"]),
+        .testTarget(
+            name: "speechgraphCLITests", dependencies: ["SpeechGraph", "SpeechGraphTestSupport", "SpeechGraphWyoming"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -22,6 +22,7 @@ public enum BuiltinNodes {
         SubtitleSink.vtt,
         TextSink.type,
         ClipsSink.type,
+        WyomingSink.type,
         JackInputNode.type,
         JackOutputNode.type,
         VADNode.type,

@@ -19,6 +19,9 @@ struct Reported: Error {
     var code: Int32
 }
 
+/// speechgraph's version (`--version`, the Wyoming server's info).
+let speechgraphVersion = "0.8.0"
+
 @main
 struct SpeechgraphCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,8 +47,9 @@ struct SpeechgraphCommand: ParsableCommand {
             samples that were not numbers); 2 usage or graph-file error (nothing ran); 131 after SIGQUIT \
             (quit at once).
             """,
+        version: speechgraphVersion,
         subcommands: [
-            Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self, LMCommand.self, PluginCommand.self,
+            Run.self, Transcribe.self, VAD.self, Check.self, Nodes.self, LMCommand.self, PluginCommand.self, Serve.self,
         ])
 
     static func main() {

@@ -30,6 +30,9 @@ public final class AudioPusher: Sendable {
         self.wake = wake
     }
 
+    /// Frames a write can take now without waiting or dropping (a single writer may rely on it). Any thread.
+    public var freeFrames: Int { ring.endpoint.availableToWrite / format.channelCount }
+
     /// Frames dropped because the ring was full (with `waitForRoom: false`). Any thread.
     public var droppedFrames: Int { dropped.load(ordering: .relaxed) }
 

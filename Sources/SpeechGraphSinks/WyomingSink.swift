@@ -1,0 +1,147 @@
+import Foundation
+import SpeechGraphCore
+import Synchronization
+
+/// What the `wyoming` sink sends to its client, in order: the Wyoming protocol's transcript events.
+public enum WyomingReply: Sendable, Equatable {
+    /// `transcript-start`, before the first chunk.
+    case transcriptStart
+    /// `transcript-chunk`: words that will not change, appended to those sent before (after the first chunk,
+    /// each begins with a space, so that the chunks joined are the transcript so far).
+    case transcriptChunk(String)
+    /// `transcript-stop`, after the last chunk.
+    case transcriptStop
+    /// `transcript`: the final text.
+    case transcript(String)
+}
+
+/// Where a graph's `wyoming` sink sends its replies: `speechgraph serve --wyoming` hands one to the graph of
+/// each transcription (in its ``GraphResources``). `send` is called on the graph's thread, in order, and must
+/// not block.
+public final class WyomingOutlet: Sendable {
+    let send: @Sendable (WyomingReply) -> Void
+    /// Called once, when the final transcript went out at the end of speech (before the input ended): the rest
+    /// of the audio is not needed.
+    let endpoint: @Sendable () -> Void
+    /// Whether the client has already sent all its audio (its audio-stop came): then the end of speech does not
+    /// end the request, since nothing is gained by answering before the rest is transcribed.
+    let inputComplete: @Sendable () -> Bool
+
+    public init(
+        send: @escaping @Sendable (WyomingReply) -> Void, endpoint: @escaping @Sendable () -> Void,
+        inputComplete: @escaping @Sendable () -> Bool = { false }
+    ) {
+        self.send = send
+        self.endpoint = endpoint
+        self.inputComplete = inputComplete
+    }
+}
+
+/// The `wyoming` sink: results as the Wyoming protocol's transcript events, for `speechgraph serve --wyoming`.
+public final class WyomingSink: GraphNode {
+    public static let descriptor = NodeDescriptor(
+        typeName: "wyoming",
+        summary: "Sends results to a Wyoming client (Home Assistant): transcript chunks, then the transcript.",
+        doc: """
+            The protocol's sink in the graph 'speechgraph serve --wyoming' runs for each transcription \
+            (docs/wyoming.md); a graph with it cannot run otherwise. While the recognizer's volatile results \
+            come, the words that stay the same from one to the next go out as transcript-chunk events (after \
+            transcript-start); with 'endpoint', the first final result that has words ends the request: \
+            transcript-stop and the transcript go out at once, without waiting for the client's audio-stop \
+            (server-side endpointing: the vad's pause ends the command), unless the client has already sent \
+            all its audio (then all of it is transcribed). Otherwise, and when no speech was heard, the \
+            transcript (every final result's text) goes out when the audio ends.
+            """,
+        category: .sink,
+        ports: [
+            .eventInput(
+                "in", accepts: .only([.result]), doc: "Results of the recognizer (volatile and final).")
+        ],
+        parameters: [
+            .boolean(
+                "endpoint", default: true,
+                doc: "Send the transcript at the end of the first utterance with words (the vad's end of "
+                    + "speech), not at the client's audio-stop."),
+            .boolean(
+                "chunks", default: true,
+                doc: "Stream the transcript as it is recognized: transcript-start, transcript-chunk events, "
+                    + "transcript-stop, before the transcript."),
+        ])
+
+    public static let type = NodeType(descriptor, make: { try WyomingSink($0) })
+
+    private let outlet: WyomingOutlet
+    private let endpoint: Bool
+    private let chunks: Bool
+    /// Words of the previous volatile result: a word is stable once two results in a row agree on it.
+    private var previous: [Substring] = []
+    /// Words already sent as chunks, in this utterance and before it.
+    private var sent: [Substring] = []
+    /// Final texts so far.
+    private var finals: [String] = []
+    /// Words sent before the utterance in flight began.
+    private var committed = 0
+    private var started = false
+    private var done = false
+
+    init(_ context: NodeContext) throws {
+        guard let outlet = context.resources.existing(WyomingOutlet.self) else {
+            throw SpeechGraphError(
+                "the wyoming sink answers a Wyoming client: run this graph with 'speechgraph serve --wyoming' "
+                    + "(docs/wyoming.md)")
+        }
+        self.outlet = outlet
+        endpoint = context.config.bool(of: "endpoint")
+        chunks = context.config.bool(of: "chunks")
+    }
+
+    public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        guard !done, case .result(let t) = event else { return }
+        let words = t.text.split(separator: " ")
+        if !t.isFinal {
+            // Stable: the longest common prefix of this result and the previous one.
+            var stable = 0
+            while stable < min(words.count, previous.count) && words[stable] == previous[stable] { stable += 1 }
+            previous = words
+            if stable > sent.count - committed {
+                sendChunk(Array(words[(sent.count - committed)..<stable]))
+            }
+            return
+        }
+        previous = []
+        if !words.isEmpty {
+            // What the final text adds to the chunks sent in this utterance, when it agrees with them.
+            let inFlight = sent[committed...]
+            if words.starts(with: inFlight) { sendChunk(Array(words[inFlight.count...])) }
+            finals.append(t.text)
+        }
+        committed = sent.count
+        if endpoint && !words.isEmpty && !outlet.inputComplete() {
+            complete()
+            outlet.endpoint()
+        }
+    }
+
+    public func finish(output: NodeOutput) throws { complete() }
+
+    private func sendChunk(_ words: [Substring]) {
+        guard chunks, !words.isEmpty else { return }
+        if !started {
+            started = true
+            outlet.send(.transcriptStart)
+        }
+        let text = words.joined(separator: " ")
+        outlet.send(.transcriptChunk(sent.isEmpty ? text : " " + text))
+        sent += words
+    }
+
+    private func complete() {
+        guard !done else { return }
+        done = true
+        if chunks {
+            if !started { outlet.send(.transcriptStart) }
+            outlet.send(.transcriptStop)
+        }
+        outlet.send(.transcript(finals.joined(separator: " ")))
+    }
+}

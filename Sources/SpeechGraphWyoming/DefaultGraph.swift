@@ -1,0 +1,28 @@
+import SpeechGraphCore
+
+extension WyomingServer {
+    /// The graph each transcription runs unless the server is given another: graphs/wyoming.graph, built in (a
+    /// test keeps the two the same).
+    public static let defaultGraph = """
+        # wyoming.graph: what `speechgraph serve --wyoming` runs for each transcription a client asks for (docs/wyoming.md).
+        # Copy it, change it, and serve it with --graph FILE (or offer it beside the default with --model NAME=FILE):
+        # a domain language model is `lm: "my.lmspec"` on the recognizer, a grammar `grammar: "commands.jsgf"`.
+        #
+        # The server sets the input's rate and channels from the client's audio-start (the planner converts to 16 kHz
+        # mono), the vad's pauses from the request's vad_sensitivity, and the recognizer's phrases from its
+        # transcript_names and transcript_terms.
+
+        node input  = push.input { buffer: 30 s }
+        # The end of a command: 400 ms of silence (vad_sensitivity relaxed: 800 ms, aggressive: 200 ms).
+        node vad    = vad { min-silence: 400 ms, hangover: 400 ms }
+        # Streaming, its normalisation learnt from the first 1.5 s of each utterance: the transcript is ready as soon
+        # as the command ends.
+        node asr    = recognizer { mode: streaming, lookahead: 1500 ms }
+        node client = wyoming
+
+        input      -> vad.in
+        vad.out    -> asr.in
+        vad.events -> asr.control
+        asr        -> client
+        """
+}

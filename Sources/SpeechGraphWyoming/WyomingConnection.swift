@@ -1,0 +1,400 @@
+import Foundation
+import NIOCore
+import SpeechGraphCore
+import SpeechGraphSinks
+import Synchronization
+
+/// One transcription: its graph (made off the event loop), the writing end of its `push.input`, and whether it
+/// has ended. Made on the event loop; the graph's thread and the maker touch only its Sendable parts.
+final class WyomingJob: Sendable {
+    let id: Int
+    let format: (rate: Int, channels: Int)
+    /// The language transcripts name: the request's, or the model's first.
+    let language: String?
+    let graph = Mutex<RunningGraph?>(nil)
+    let pusher = Mutex<AudioPusher?>(nil)
+    /// The transcript went out at the end of speech: the rest of the audio is not needed.
+    let endpointed = Atomic<Bool>(false)
+    /// The client's audio-stop came (its audio may still be on its way into the graph).
+    let stopReceived = Atomic<Bool>(false)
+
+    init(id: Int, format: (rate: Int, channels: Int), language: String?) {
+        self.id = id
+        self.format = format
+        self.language = language
+    }
+}
+
+/// A Wyoming client's connection: its events in, one transcription at a time, replies out. Everything here runs
+/// on the connection's event loop; replies from a graph's thread hop onto it.
+final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WyomingEvent
+    typealias OutboundOut = ByteBuffer
+
+    /// Sent by `WyomingServer.drain` through the pipeline.
+    struct Drain {}
+
+    private let server: WyomingServer
+    private let channel: any Channel
+    private var admitted = false
+    /// What the last `transcribe` asked for; it applies to the next audio.
+    private var request: [String: JSONValue] = [:]
+    private var job: WyomingJob?
+    private var jobCount = 0
+    /// Audio for the job's graph that is not in it yet (the graph is being made, or its buffer is full).
+    private var waiting: [[Float]] = []
+    private var waitingFrames = 0
+    /// The client's audio-stop for the current job came (the input ends once `waiting` is in).
+    private var stopped = false
+    /// After a refused audio-start, or after the transcript went out at the end of speech: chunks are dropped
+    /// until the client's audio-stop.
+    private var discarding = false
+    private var retryScheduled = false
+    private var closeWhenIdle = false
+
+    init(server: WyomingServer, channel: any Channel) {
+        self.server = server
+        self.channel = channel
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        admitted = server.admit(channel)
+        if !admitted {
+            let why =
+                server.isDraining
+                ? "the server is shutting down"
+                : "the server is busy (\(server.configuration.maxConnections) connections)"
+            send(.error(why, code: "busy"), context: context)
+            context.close(promise: nil)
+            return
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // The client went away: its graph stops now and gives its decoders back.
+        if let job { abandon(job) }
+        job = nil
+        waiting = []
+        if admitted { server.release(channel) }
+        admitted = false
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let frame = error as? WyomingFrameError {
+            send(.error(frame.description, code: frame.code), context: context)
+        }
+        // Framing is lost (or the socket failed): the connection ends, and with it any transcription.
+        context.close(promise: nil)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is Drain {
+            closeWhenIdle = true
+            if let job {
+                stopped = true
+                endInputIfReady(job)
+            } else {
+                context.close(promise: nil)
+            }
+        } else if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            if job == nil {
+                send(
+                    .error(
+                        "no event for \(server.configuration.idleTimeout.nanoseconds / 1_000_000_000) s", code: "idle"),
+                    context: context)
+                context.close(promise: nil)
+            }
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard admitted else { return }
+        let event = unwrapInboundIn(data)
+        switch event.type {
+        case "describe":
+            send(server.info, context: context)
+        case "ping":
+            send(WyomingEvent("pong", event.data["text"].map { ["text": $0] } ?? [:]), context: context)
+        case "transcribe":
+            request = event.data
+        case "audio-start":
+            audioStart(event, context: context)
+        case "audio-chunk":
+            audioChunk(event, context: context)
+        case "audio-stop":
+            if discarding && job == nil {
+                discarding = false
+            } else if let job {
+                stopped = true
+                job.stopReceived.store(true, ordering: .releasing)
+                endInputIfReady(job)
+            }
+        default:
+            // The protocol: events a program does not handle are ignored.
+            break
+        }
+    }
+
+    // MARK: - Audio
+
+    private func audioStart(_ event: WyomingEvent, context: ChannelHandlerContext) {
+        if let job {
+            // A new stream before the previous one stopped: the previous one ends here.
+            stopped = true
+            endInputIfReady(job)
+        }
+        discarding = true
+        guard let rate = event.data["rate"]?.integer, AudioFormat.supportedRates.contains(rate) else {
+            return send(
+                .error("audio-start: 'rate' must be a whole number of Hz, 4000 to 384000", code: "bad-audio"),
+                context: context)
+        }
+        guard event.data["width"]?.integer == 2 else {
+            return send(
+                .error("audio-start: only 16-bit audio ('width' 2) is taken", code: "bad-audio"), context: context)
+        }
+        guard let channels = event.data["channels"]?.integer, (1...64).contains(channels) else {
+            return send(.error("audio-start: 'channels' must be 1 to 64", code: "bad-audio"), context: context)
+        }
+        let modelName = request["name"]?.string
+        guard
+            let model = modelName.map({ n in server.configuration.models.first { $0.name == n } })
+                ?? server.configuration.models.first
+        else {
+            let offered = server.configuration.models.map(\.name).joined(separator: ", ")
+            return send(
+                .error("no model named '\(modelName ?? "")'; this server offers: \(offered)", code: "no-model"),
+                context: context)
+        }
+        discarding = false
+        stopped = false
+        waiting = []
+        waitingFrames = 0
+        jobCount += 1
+        let job = WyomingJob(
+            id: jobCount, format: (rate, channels), language: request["language"]?.string ?? model.languages.first)
+        self.job = job
+        make(job, model: model, request: request)
+        request = [:]
+    }
+
+    private func audioChunk(_ event: WyomingEvent, context: ChannelHandlerContext) {
+        guard !discarding, let job, !stopped else { return }
+        if job.endpointed.load(ordering: .acquiring) { return }
+        guard event.data["width"].map({ $0.integer == 2 }) ?? true,
+            event.data["rate"].map({ $0.integer == job.format.rate }) ?? true,
+            event.data["channels"].map({ $0.integer == job.format.channels }) ?? true
+        else {
+            send(.error("audio-chunk: its format differs from audio-start's", code: "bad-audio"), context: context)
+            return
+        }
+        guard var payload = event.payload else { return }
+        let frames = payload.readableBytes / (2 * job.format.channels)
+        guard frames > 0 else { return }
+        var samples = [Float](repeating: 0, count: frames * job.format.channels)
+        for i in 0..<samples.count {
+            let v: Int16 = payload.readInteger(endianness: .little) ?? 0
+            samples[i] = Float(v) / 32768
+        }
+        waiting.append(samples)
+        waitingFrames += frames
+        flush(job)
+    }
+
+    /// Moves waiting audio into the graph while its buffer has room. When it has none (a client sending faster
+    /// than the graph decodes), the socket stops being read until it has: TCP slows the client down, nothing is
+    /// dropped, and the event loop never waits.
+    private func flush(_ job: WyomingJob) {
+        if let pusher = job.pusher.withLock({ $0 }) {
+            while let first = waiting.first, pusher.freeFrames * pusher.format.channelCount >= first.count {
+                pusher.write(first)
+                waiting.removeFirst()
+                waitingFrames -= first.count / job.format.channels
+            }
+        }
+        let full = waitingFrames > job.format.rate  // more than a second held here
+        if full || !waiting.isEmpty {
+            _ = channel.setOption(ChannelOptions.autoRead, value: !full)
+            scheduleRetry(job)
+        } else {
+            _ = channel.setOption(ChannelOptions.autoRead, value: true)
+            endInputIfReady(job)
+        }
+    }
+
+    private func scheduleRetry(_ job: WyomingJob) {
+        guard !retryScheduled else { return }
+        retryScheduled = true
+        let loop = channel.eventLoop
+        let handler = NIOLoopBound(self, eventLoop: loop)
+        loop.scheduleTask(in: .milliseconds(10)) {
+            let me = handler.value
+            me.retryScheduled = false
+            guard me.job === job else { return }
+            me.flush(job)
+        }
+    }
+
+    private func endInputIfReady(_ job: WyomingJob) {
+        guard stopped, waiting.isEmpty, let pusher = job.pusher.withLock({ $0 }) else { return }
+        pusher.end()
+    }
+
+    private func abandon(_ job: WyomingJob) {
+        job.endpointed.store(true, ordering: .releasing)
+        job.graph.withLock { $0 }?.stop()
+        job.pusher.withLock { $0 }?.end()
+    }
+
+    // MARK: - The graph
+
+    /// Plans and makes the job's graph on the server's maker queue; its replies come back to this loop.
+    private func make(_ job: WyomingJob, model: WyomingModel, request: [String: JSONValue]) {
+        let loop = channel.eventLoop
+        let handler = NIOLoopBound(self, eventLoop: loop)
+        let server = self.server
+        let outlet = WyomingOutlet(
+            send: { reply in
+                loop.execute { handler.value.reply(reply, for: job) }
+            },
+            endpoint: {
+                job.endpointed.store(true, ordering: .releasing)
+                loop.execute { handler.value.endpointed(job) }
+            },
+            inputComplete: { job.stopReceived.load(ordering: .acquiring) })
+        let overrides = Self.overrides(model: model, format: job.format, request: request)
+        server.makers.async {
+            // The client has gone (or the request ended) while this waited: nothing to make.
+            guard !job.endpointed.load(ordering: .acquiring) else {
+                return loop.execute { handler.value.ended(job, failure: nil) }
+            }
+            do {
+                let resources = GraphResources(providing: [server.decoders, server.gate, outlet])
+                let plan = try GraphPlanner(registry: server.configuration.registry).plan(
+                    model.graph, overrides: overrides, resources: resources)
+                let graph = try RunningGraph(plan: plan, registry: server.configuration.registry, resources: resources)
+                let pusher = graph.input(named: model.input)
+                job.graph.withLock { $0 = graph }
+                job.pusher.withLock { $0 = pusher }
+                if job.endpointed.load(ordering: .acquiring) { graph.stop() }
+                graph.start()
+                Task {
+                    let failure: String?
+                    do {
+                        try await graph.wait()
+                        failure = nil
+                    } catch {
+                        failure = "\(error)"
+                    }
+                    // The graph holds the outlet, whose closures hold the job: let go of it here.
+                    job.graph.withLock { $0 = nil }
+                    job.pusher.withLock { $0 = nil }
+                    server.makers.async { server.configuration.afterTranscription() }
+                    loop.execute { handler.value.ended(job, failure: failure) }
+                }
+                loop.execute { handler.value.ready(job) }
+            } catch {
+                let text = (error as? GraphError)?.diagnostics.map(\.description).joined(separator: "\n") ?? "\(error)"
+                loop.execute { handler.value.ended(job, failure: text) }
+            }
+        }
+    }
+
+    /// The request's settings as parameter overrides: the audio's format on the input, `vad_sensitivity` on the
+    /// vad nodes' pauses, `transcript_names` and `transcript_terms` as the recognizers' contextual phrases.
+    static func overrides(model: WyomingModel, format: (rate: Int, channels: Int), request: [String: JSONValue])
+        -> [GraphPlanner.Override]
+    {
+        var o: [GraphPlanner.Override] = [
+            .init(node: model.input, parameter: "rate", value: .number(Double(format.rate), unit: "Hz")),
+            .init(node: model.input, parameter: "channels", value: .number(Double(format.channels), unit: nil)),
+        ]
+        let factor: Double? =
+            switch request["vad_sensitivity"]?.string {
+            case "relaxed": 2
+            case "aggressive": 0.5
+            default: nil
+            }
+        if let factor {
+            for vad in model.vads {
+                let pause = max(vad.minSilence, vad.hangover) * factor
+                for p in ["min-silence", "hangover"] {
+                    o.append(.init(node: vad.name, parameter: p, value: .number(pause * 1000, unit: "ms")))
+                }
+            }
+        }
+        let phrases = (request["transcript_names"]?.strings ?? []) + (request["transcript_terms"]?.strings ?? [])
+        let cleaned = phrases.map { $0.replacingOccurrences(of: "|", with: " ") }.filter {
+            !$0.trimmingCharacters(in: .whitespaces).isEmpty
+        }
+        if !cleaned.isEmpty {
+            for asr in model.recognizers {
+                o.append(.init(node: asr, parameter: "phrases", value: .list(Array(cleaned.prefix(100)))))
+            }
+        }
+        return o
+    }
+
+    private func ready(_ job: WyomingJob) {
+        guard self.job === job else { return }
+        flush(job)
+    }
+
+    private func reply(_ reply: WyomingReply, for job: WyomingJob) {
+        guard channel.isActive else { return }
+        let event: WyomingEvent =
+            switch reply {
+            case .transcriptStart: WyomingEvent("transcript-start", language(for: job))
+            case .transcriptChunk(let text): WyomingEvent("transcript-chunk", ["text": .string(text)])
+            case .transcriptStop: WyomingEvent("transcript-stop")
+            case .transcript(let text):
+                WyomingEvent("transcript", ["text": .string(text)].merging(language(for: job)) { a, _ in a })
+            }
+        write(event)
+    }
+
+    private func language(for job: WyomingJob) -> [String: JSONValue] {
+        job.language.map { ["language": .string($0)] } ?? [:]
+    }
+
+    /// The transcript went out at the end of speech: the graph stops, and the client's further audio is dropped.
+    private func endpointed(_ job: WyomingJob) {
+        job.graph.withLock { $0 }?.stop()
+        guard self.job === job else { return }
+        waiting = []
+        waitingFrames = 0
+        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+    }
+
+    private func ended(_ job: WyomingJob, failure: String?) {
+        if let failure, channel.isActive {
+            write(.error("the transcription failed: \(failure)", code: "failed"))
+        }
+        guard self.job === job else { return }
+        self.job = nil
+        waiting = []
+        waitingFrames = 0
+        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        // Chunks still coming for this stream (after an endpoint) are dropped until its audio-stop.
+        discarding = !stopped
+        if closeWhenIdle { channel.close(promise: nil) }
+    }
+
+    // MARK: - Writing
+
+    private func send(_ event: WyomingEvent, context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: 256)
+        event.write(into: &buffer)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    private func write(_ event: WyomingEvent) {
+        var buffer = channel.allocator.buffer(capacity: 256)
+        event.write(into: &buffer)
+        channel.writeAndFlush(buffer, promise: nil)
+    }
+}

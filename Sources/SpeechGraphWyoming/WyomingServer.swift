@@ -1,0 +1,209 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import SpeechGraphCore
+import SpeechGraphSinks
+import SpeechGraphSphinx
+import Synchronization
+
+/// A model the server offers: a per-connection graph (`push.input`, usually a vad and a recognizer, and a
+/// `wyoming` sink), with what `info` says about it.
+public struct WyomingModel: Sendable {
+    public var name: String
+    public var description: String
+    public var languages: [String]
+    public var attribution: (name: String, url: String)
+    public var version: String?
+    /// The graph, parsed: planned anew for each transcription (its audio format, the request's settings).
+    public var graph: GraphSpec
+    /// The `push.input` node audio goes into, the `wyoming` sink, the vad nodes and the recognizers.
+    let input: String
+    let vads: [(name: String, minSilence: Double, hangover: Double)]
+    let recognizers: [String]
+
+    /// Checks that the graph can serve: it plans (at 16 kHz mono), has one `push.input` and a `wyoming` sink.
+    public init(
+        name: String, description: String, languages: [String], attribution: (name: String, url: String),
+        version: String?, graph: GraphSpec, registry: NodeRegistry
+    ) throws {
+        self.name = name
+        self.description = description
+        self.languages = languages
+        self.attribution = attribution
+        self.version = version
+        self.graph = graph
+        let plan = try GraphPlanner(registry: registry).plan(graph)
+        let inputs = plan.nodes.filter { $0.typeName == "push.input" }
+        guard inputs.count == 1 else {
+            throw SpeechGraphError(
+                "\(graph.file): a Wyoming graph needs exactly one push.input node (the client's audio); it has "
+                    + "\(inputs.count)")
+        }
+        guard plan.nodes.contains(where: { $0.typeName == "wyoming" }) else {
+            throw SpeechGraphError("\(graph.file): a Wyoming graph needs a wyoming sink (the client's transcript)")
+        }
+        input = inputs[0].name
+        vads = plan.nodes.filter { $0.typeName == "vad" && !$0.isInserted }.map {
+            ($0.name, $0.config.number("min-silence") ?? 0.4, $0.config.number("hangover") ?? 0.4)
+        }
+        recognizers = plan.nodes.filter { $0.typeName == "recognizer" }.map(\.name)
+    }
+}
+
+/// `speechgraph serve --wyoming`: a Wyoming speech-to-text server (Home Assistant's voice assistant) on
+/// SwiftNIO. Each transcription runs in a graph of its own, made from its model's graph file for the audio's
+/// format; graphs share the server's decoders (a pool: a connection's decoder goes back to it when its graph
+/// ends) and its compute gate (ends of utterances go first), and nothing else.
+public final class WyomingServer: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 10300
+        /// The first is the default (a request without `name`).
+        public var models: [WyomingModel]
+        public var registry: NodeRegistry
+        /// Connections served at once; the next gets an `error` event and is closed.
+        public var maxConnections = 16
+        /// A connection that sends nothing for this long, with no transcription in flight, is closed.
+        public var idleTimeout: TimeAmount = .seconds(60)
+        public var limits = WyomingLimits()
+        /// `info`'s program version.
+        public var version = "0"
+        /// Called (on the graph makers' queue) after each transcription's graph has ended: `serve` trims the heap.
+        public var afterTranscription: @Sendable () -> Void = {}
+
+        public init(models: [WyomingModel], registry: NodeRegistry) {
+            self.models = models
+            self.registry = registry
+        }
+    }
+
+    let configuration: Configuration
+    let group: MultiThreadedEventLoopGroup
+    /// Shared by every connection's graph: loaded decoders are reused, not loaded again per connection.
+    let decoders = SphinxDecoderPool(maxIdle: 4)
+    let gate = ComputeGate()
+    /// Graphs are made here, one at a time, off the event loop (loading a model takes a while; a burst of
+    /// connections waits here rather than loading many decoders at once).
+    let makers = DispatchQueue(label: "speechgraph wyoming graphs")
+    private let channel = Mutex<(any Channel)?>(nil)
+    private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let draining = Atomic<Bool>(false)
+    private let allClosed = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    }
+
+    /// Runs each model's graph once on a moment of silence: its model files load now (a missing one fails here,
+    /// before the server listens), and its decoders wait in the pool for the first client.
+    public func warmUp() throws {
+        for model in configuration.models {
+            let resources = GraphResources(
+                providing: [decoders, gate, WyomingOutlet(send: { _ in }, endpoint: {})])
+            let plan = try GraphPlanner(registry: configuration.registry).plan(model.graph, resources: resources)
+            let graph = try RunningGraph(plan: plan, registry: configuration.registry, resources: resources)
+            graph.input(named: model.input)?.write([Float](repeating: 0, count: 1600))
+            graph.endInput()
+            try graph.wait()
+        }
+    }
+
+    /// Binds and listens; returns the bound port (useful with port 0).
+    @discardableResult
+    public func start() async throws -> Int {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(IdleStateHandler(readTimeout: configuration.idleTimeout))
+                    try sync.addHandler(ByteToMessageHandler(WyomingFrameDecoder(limits: configuration.limits)))
+                    try sync.addHandler(WyomingConnection(server: self, channel: channel))
+                }
+            }
+        let bound = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        channel.withLock { $0 = bound }
+        return bound.localAddress?.port ?? configuration.port
+    }
+
+    /// Waits until the server has closed (after `drain`).
+    public func wait() async throws {
+        guard let bound = channel.withLock({ $0 }) else { return }
+        try await bound.closeFuture.get()
+        await withCheckedContinuation { continuation in
+            let now = connections.withLock { c -> Bool in
+                if c.isEmpty { return true }
+                allClosed.withLock { $0.append(continuation) }
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        try await group.shutdownGracefully()
+    }
+
+    /// Stops taking connections; idle connections close at once, and transcriptions in flight end their
+    /// audio where it is, send their transcript and close. `wait` returns when all have.
+    public func drain() {
+        guard !draining.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        channel.withLock { $0 }?.close(promise: nil)
+        for connection in connections.withLock({ Array($0.values) }) {
+            connection.pipeline.fireUserInboundEventTriggered(WyomingConnection.Drain())
+        }
+    }
+
+    var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    /// Registers a new connection; false when the server is full (or draining).
+    func admit(_ channel: any Channel) -> Bool {
+        connections.withLock { c in
+            guard c.count < configuration.maxConnections, !isDraining else { return false }
+            c[ObjectIdentifier(channel)] = channel
+            return true
+        }
+    }
+
+    func release(_ channel: any Channel) {
+        let waiting = connections.withLock { c -> [CheckedContinuation<Void, Never>] in
+            c[ObjectIdentifier(channel)] = nil
+            return c.isEmpty
+                ? allClosed.withLock { w in
+                    defer { w = [] }
+                    return w
+                } : []
+        }
+        for w in waiting { w.resume() }
+    }
+
+    /// Connections open now.
+    public var connectionCount: Int { connections.withLock { $0.count } }
+
+    /// The `info` event: the program and the models it offers.
+    var info: WyomingEvent {
+        let models: [JSONValue] = configuration.models.map { m in
+            .object([
+                "name": .string(m.name), "description": .string(m.description), "installed": .bool(true),
+                "version": m.version.map(JSONValue.string) ?? .null,
+                "attribution": .object(["name": .string(m.attribution.name), "url": .string(m.attribution.url)]),
+                "languages": .array(m.languages.map(JSONValue.string)),
+            ])
+        }
+        let program: JSONValue = .object([
+            "name": .string("speechgraph"),
+            "description": .string("speechgraph: on-device speech recognition with PocketSphinx, as a graph"),
+            "attribution": .object([
+                "name": .string("speechgraph"), "url": .string("https://github.com/speechgraph/speechgraph"),
+            ]),
+            "installed": .bool(true), "version": .string(configuration.version), "models": .array(models),
+            "supports_transcript_streaming": .bool(true),
+            // speechgraph's own vad ends the command (server-side endpointing).
+            "requires_external_vad": .bool(false),
+            // Cepstral mean normalisation already takes out the level; noise reduction changes the spectrum the
+            // acoustic model was trained on.
+            "prefers_auto_gain_enabled": .bool(false), "prefers_noise_reduction_enabled": .bool(false),
+        ])
+        return WyomingEvent("info", ["asr": .array([program])])
+    }
+}

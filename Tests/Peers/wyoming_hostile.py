@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Hostile and broken Wyoming clients, for the robustness tests. Each case prints one JSON line:
+{"case": NAME, "ok": bool, "detail": ...}; `ok` says whether the server behaved as the protocol and
+docs/wyoming.md promise. Raw sockets for what a real client would never send; PyPI's `wyoming` for the rest.
+
+  wyoming_hostile.py HOST PORT cases [NAME...]     the named cases (all by default)
+  wyoming_hostile.py HOST PORT fuzz N SEED         N fuzzed frames, each on its own connection
+  wyoming_hostile.py HOST PORT hold N              opens N connections, prints what each got, holds them
+                                                   open until standard input closes
+"""
+import asyncio
+import json
+import random
+import socket
+import sys
+import time
+
+from wyoming.client import AsyncTcpClient
+from wyoming.info import Describe, Info
+
+
+def connect(host, port, timeout=10):
+    s = socket.create_connection((host, port), timeout=timeout)
+    s.settimeout(timeout)
+    return s
+
+
+def read_events(s, limit=10):
+    """Events the server sends until it closes the connection (or `limit` events, or a timeout)."""
+    data = b""
+    events = []
+    closed = False
+    try:
+        while len(events) < limit:
+            chunk = s.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            data += chunk
+            while b"\n" in data:
+                line, data = data.split(b"\n", 1)
+                header = json.loads(line)
+                n = header.get("data_length") or 0
+                while len(data) < n:
+                    more = s.recv(65536)
+                    if not more:
+                        break
+                    data += more
+                if n:
+                    header.setdefault("data", {}).update(json.loads(data[:n]))
+                    data = data[n:]
+                events.append(header)
+    except socket.timeout:
+        pass
+    except (ConnectionResetError, BrokenPipeError):
+        closed = True
+    return events, closed
+
+
+def frame(header, data=None, payload=b""):
+    h = dict(header)
+    body = b""
+    if data is not None:
+        body = json.dumps(data).encode()
+        h["data_length"] = len(body)
+    if payload:
+        h["payload_length"] = len(payload)
+    return json.dumps(h).encode() + b"\n" + body + payload
+
+
+def error_then_close(s, payload):
+    try:
+        s.sendall(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    events, closed = read_events(s)
+    types = [e["type"] for e in events]
+    return types[:1] == ["error"] and closed, {"events": events, "closed": closed}
+
+
+def case_long_header(host, port):
+    s = connect(host, port)
+    return error_then_close(s, b'{"type": "describe", "pad": "' + b"x" * (70 * 1024))
+
+
+def case_huge_lengths(host, port):
+    results = []
+    for key in ["data_length", "payload_length"]:
+        s = connect(host, port)
+        ok, detail = error_then_close(s, json.dumps({"type": "audio-chunk", key: 1 << 30}).encode() + b"\n")
+        results.append((ok, detail))
+    return all(r[0] for r in results), [r[1] for r in results]
+
+
+def case_bad_json(host, port):
+    s = connect(host, port)
+    return error_then_close(s, b'{"type": "describe", oops\n')
+
+
+def case_binary_garbage(host, port):
+    s = connect(host, port)
+    return error_then_close(s, bytes(random.Random(7).randrange(256) for _ in range(4096)) + b"\n")
+
+
+def case_unknown_event_ignored(host, port):
+    s = connect(host, port)
+    s.sendall(frame({"type": "no-such-event"}, {"x": 1}) + frame({"type": "describe"}))
+    events, _ = read_events(s, limit=1)
+    return [e["type"] for e in events] == ["info"], events
+
+
+def case_half_frame_then_close(host, port):
+    s = connect(host, port)
+    s.sendall(json.dumps({"type": "audio-chunk", "payload_length": 64000}).encode() + b"\n" + b"\0" * 1000)
+    s.close()
+    return True, "sent"
+
+
+def case_vanish_mid_utterance(host, port):
+    """Streams half a second of audio, then closes without audio-stop."""
+    s = connect(host, port)
+    s.sendall(frame({"type": "transcribe"}, {}) + frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1}))
+    for _ in range(25):
+        s.sendall(frame({"type": "audio-chunk"}, {"rate": 16000, "width": 2, "channels": 1}, b"\1\0" * 320))
+    s.close()
+    return True, "sent"
+
+
+def case_bad_audio_format(host, port):
+    s = connect(host, port)
+    s.sendall(frame({"type": "audio-start"}, {"rate": 16000, "width": 3, "channels": 1}))
+    events, _ = read_events(s, limit=1)
+    ok = [e["type"] for e in events] == ["error"]
+    # The connection goes on: the next request is answered.
+    s.sendall(frame({"type": "audio-stop"}) + frame({"type": "describe"}))
+    more, _ = read_events(s, limit=1)
+    return ok and [e["type"] for e in more] == ["info"], events + more
+
+
+def case_unknown_model(host, port):
+    s = connect(host, port)
+    s.sendall(frame({"type": "transcribe"}, {"name": "no-such-model"})
+              + frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1}))
+    events, _ = read_events(s, limit=1)
+    return [e["type"] for e in events] == ["error"] and "offers" in events[0]["data"]["text"], events
+
+
+async def describe_in(host, port):
+    async with AsyncTcpClient(host, port) as client:
+        await client.write_event(Describe().event())
+        start = time.monotonic()
+        while True:
+            event = await asyncio.wait_for(client.read_event(), timeout=1)
+            if event is not None and Info.is_type(event.type):
+                return time.monotonic() - start
+
+
+def case_describe_after(host, port):
+    seconds = asyncio.run(describe_in(host, port))
+    return seconds < 1, {"seconds": seconds}
+
+
+def case_idle(host, port):
+    """Says nothing: with a short --idle-timeout the server sends an error event and closes."""
+    s = connect(host, port, timeout=30)
+    events, closed = read_events(s)
+    return [e["type"] for e in events] == ["error"] and events[0]["data"]["code"] == "idle" and closed, events
+
+
+CASES = {
+    "long-header": case_long_header,
+    "huge-lengths": case_huge_lengths,
+    "bad-json": case_bad_json,
+    "binary-garbage": case_binary_garbage,
+    "unknown-event": case_unknown_event_ignored,
+    "half-frame": case_half_frame_then_close,
+    "vanish": case_vanish_mid_utterance,
+    "bad-audio": case_bad_audio_format,
+    "unknown-model": case_unknown_model,
+    "describe-after": case_describe_after,
+}
+
+
+def fuzz_frame(rng):
+    kind = rng.randrange(8)
+    types = ["describe", "transcribe", "audio-start", "audio-chunk", "audio-stop", "x" * rng.randrange(1, 200), ""]
+    if kind == 0:  # binary garbage, with or without a newline
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 3000))) + (b"\n" if rng.random() < .5 else b"")
+    if kind == 1:  # lying lengths: claims more than it sends, then the connection closes
+        return json.dumps({"type": rng.choice(types), "data_length": rng.randrange(1, 10000),
+                           "payload_length": rng.randrange(0, 100000)}).encode() + b"\n{\"a\""
+    if kind == 2:  # enormous lengths
+        return json.dumps({"type": "audio-chunk", rng.choice(["data_length", "payload_length"]):
+                           rng.choice([1 << 30, 1 << 40, 10**18, -5, 1.5, "12", None])}).encode() + b"\n"
+    if kind == 3:  # fields of the wrong types
+        return frame({"type": "audio-start"}, {"rate": rng.choice([0, -1, 1e12, "16000", None, [], 16000]),
+                                               "width": rng.choice([0, 1, 2, 3, 4, "2", None]),
+                                               "channels": rng.choice([0, 1, 2, 1000, -3, None])})
+    if kind == 4:  # a stream with broken chunks
+        return (frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1})
+                + frame({"type": "audio-chunk"}, {"rate": 8000, "width": 2, "channels": 1}, b"\0" * rng.randrange(1, 999))
+                + frame({"type": "audio-chunk"}, {"rate": 16000, "width": 2, "channels": 1}, b"\7" * rng.randrange(1, 999)))
+    if kind == 5:  # JSON that is not an object, or data that is not
+        return rng.choice([b"[1,2,3]\n", b"null\n", b"\"describe\"\n", b"42\n",
+                           json.dumps({"type": "transcribe", "data": [1]}).encode() + b"\n",
+                           json.dumps({"type": "transcribe", "data_length": 3}).encode() + b"\n[1]"])
+    if kind == 6:  # a very long line without a newline
+        return b"{\"type\": \"" + b"a" * rng.randrange(60_000, 200_000)
+    # a header cut anywhere
+    good = frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1})
+    return good[: rng.randrange(1, len(good))]
+
+
+def fuzz(host, port, n, seed):
+    rng = random.Random(seed)
+    refused = 0
+    for _ in range(n):
+        try:
+            s = connect(host, port, timeout=5)
+            s.sendall(fuzz_frame(rng))
+            # Half the time wait for the server's answer, half the time vanish at once.
+            if rng.random() < 0.5:
+                s.shutdown(socket.SHUT_WR)
+                read_events(s, limit=3)
+            s.close()
+        except OSError:
+            refused += 1
+    print(json.dumps({"case": "fuzz", "ok": True, "detail": {"frames": n, "refused_or_reset": refused}}))
+
+
+def hold(host, port, n):
+    sockets = []
+    for _ in range(n):
+        s = connect(host, port)
+        sockets.append(s)
+    # The server answers a full server's extra connections at once; the admitted ones say nothing. All are read
+    # after the same short wait (well within an idle timeout of 1 s).
+    time.sleep(0.3)
+    got = []
+    for s in sockets:
+        s.settimeout(0.01)
+        events, closed = read_events(s, limit=1)
+        got.append({"events": [e["type"] for e in events], "closed": closed})
+    print(json.dumps({"case": "hold", "ok": True, "detail": got}), flush=True)
+    sys.stdin.read()
+
+
+OPTIONAL = {"idle": case_idle}
+
+
+def main():
+    host, port, command = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    if command == "fuzz":
+        fuzz(host, port, int(sys.argv[4]), int(sys.argv[5]))
+    elif command == "hold":
+        hold(host, port, int(sys.argv[4]))
+    else:
+        for name in sys.argv[4:] or list(CASES):
+            try:
+                ok, detail = {**CASES, **OPTIONAL}[name](host, port)
+            except Exception as e:  # noqa: BLE001 (a failed case is reported, the others still run)
+                ok, detail = False, f"{type(e).__name__}: {e}"
+            print(json.dumps({"case": name, "ok": bool(ok), "detail": detail}, default=str), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+import Foundation
+import SpeechGraph
+import SpeechGraphTestSupport
+import SpeechGraphWyoming
+import Testing
+
+/// A `speechgraph serve --wyoming` process on a free loopback port, stopped by its PID.
+final class WyomingServerProcess {
+    let process = Process()
+    let port: Int
+    let errURL: URL
+    private let dir = TemporaryDirectory()
+
+    init(_ arguments: [String] = []) throws {
+        errURL = dir.url.appendingPathComponent("err")
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        process.executableURL = TestPaths.binary
+        process.arguments = ["serve", "--wyoming", "tcp://127.0.0.1:0"] + arguments
+        process.currentDirectoryURL = TestPaths.packageRoot
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // The server prints its address once it listens (after loading its models).
+        var found: Int?
+        let errPath = errURL.path
+        Run.wait(for: process, seconds: 120) {
+            let text = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"tcp://127\.0\.0\.1:(\d+) "#, options: .regularExpression) {
+                found = Int(text[range].dropFirst("tcp://127.0.0.1:".count).dropLast())
+            }
+            return found != nil
+        }
+        guard let found else {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            let text = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+            throw TestSpeech.Failure(description: "the server did not start: \(text)")
+        }
+        port = found
+    }
+
+    var stderr: String { (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
+    var uri: String { "tcp://127.0.0.1:\(port)" }
+
+    /// The resident memory of the server, in kB.
+    var residentKB: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// Connections the server holds open (`ss`): every one a client left should be gone.
+    var establishedConnections: Int {
+        let r = try? Run.process("/usr/bin/ss", ["-Htn", "state", "established", "( sport = :\(port) )"])
+        return r?.stdout.split(separator: "\n").count ?? -1
+    }
+
+    /// SIGTERM, then waits for the exit; the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        Run.wait(for: process, seconds: 60) { false }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+/// Runs a Python peer from Tests/Peers in the venv `make test` made (PyPI's wyoming).
+enum Peer {
+    static var python: String { TestPaths.packageRoot.appendingPathComponent(".venv/bin/python").path }
+
+    static func run(_ script: String, _ arguments: [String], timeout: Double = 300, stdinOpen: Bool = false)
+        throws -> ProcessResult
+    {
+        let path = TestPaths.packageRoot.appendingPathComponent("Tests/Peers/\(script)").path
+        return try Run.process(python, [path] + arguments, timeout: timeout)
+    }
+
+    /// The wyoming_client.py results, one per file.
+    static func transcribe(_ uri: String, _ files: [String], options: [String] = []) throws -> [[String: Any]] {
+        let r = try run("wyoming_client.py", [uri, "transcribe"] + options + files)
+        #expect(r.status == 0, "\(r.stderr)")
+        return r.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    static func cases(_ host: String, _ port: Int, _ names: [String]) throws -> [String: (ok: Bool, detail: String)] {
+        let r = try run("wyoming_hostile.py", [host, String(port), "cases"] + names)
+        var out: [String: (Bool, String)] = [:]
+        for line in r.stdout.split(separator: "\n") {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let name = o["case"] as? String
+            else { continue }
+            out[name] = ((o["ok"] as? Bool) ?? false, String(line))
+        }
+        #expect(r.status == 0, "\(r.stderr)")
+        return out
+    }
+}
+
+/// The real set's files with their references (manifest order).
+func realSet() throws -> [(file: String, reference: String)] {
+    let shared = try TestPaths.requireShared()
+    let manifest = try String(
+        contentsOf: shared.appendingPathComponent("corpus/real/manifest.tsv"), encoding: .utf8)
+    return manifest.split(separator: "\n").dropFirst().map { line in
+        let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+        return (shared.appendingPathComponent("corpus/real/\(f[0])").path, String(f[1]))
+    }
+}
+
+/// The shared scorer's WER (in %) of `hypotheses` (file name to text) against the real set's references.
+func sharedWER(_ hypotheses: [String: String], dir: TemporaryDirectory) throws -> Double {
+    let shared = try TestPaths.requireShared()
+    let set = try realSet()
+    let ref = set.map { "\(URL(fileURLWithPath: $0.file).lastPathComponent)\t\($0.reference)" }
+    let hyp = set.map { s -> String in
+        let name = URL(fileURLWithPath: s.file).lastPathComponent
+        return "\(name)\t\(hypotheses[name] ?? "")"
+    }
+    try (ref.joined(separator: "\n") + "\n").write(toFile: dir.path("ref.tsv"), atomically: true, encoding: .utf8)
+    try (hyp.joined(separator: "\n") + "\n").write(toFile: dir.path("hyp.tsv"), atomically: true, encoding: .utf8)
+    let r = try Run.process(
+        "/usr/bin/python3",
+        [shared.appendingPathComponent("tools/wer.py").path, dir.path("ref.tsv"), dir.path("hyp.tsv")])
+    let last = r.stdout.split(separator: "\n").last { $0.hasPrefix("WER ") } ?? ""
+    guard let value = Double(last.dropFirst(4).prefix { $0 != "%" }) else {
+        throw TestSpeech.Failure(description: "wer.py: \(r.stdout) \(r.stderr)")
+    }
+    return value
+}
+
+func texts(_ results: [[String: Any]]) -> [String: String] {
+    var out: [String: String] = [:]
+    for r in results {
+        guard let file = r["file"] as? String else { continue }
+        out[URL(fileURLWithPath: file).lastPathComponent] = r["text"] as? String ?? "<\(r["error"] ?? "none")>"
+    }
+    return out
+}
+
+@Suite(.serialized) struct WyomingTests {
+    let dir = TemporaryDirectory()
+
+    @Test("describe gets info within 1 s: the model, its attribution, streaming, server-side endpointing")
+    func describeInfo() throws {
+        let server = try WyomingServerProcess()
+        defer { server.stop() }
+        let cases = try Peer.cases("127.0.0.1", server.port, ["describe-after"])
+        #expect(cases["describe-after"]?.ok == true, "\(cases)")
+        let r = try Peer.run("wyoming_client.py", [server.uri, "describe"])
+        let info = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let asr = try #require((info["asr"] as? [[String: Any]])?.first)
+        #expect(asr["supports_transcript_streaming"] as? Bool == true)
+        #expect(asr["requires_external_vad"] as? Bool == false)
+        let model = try #require((asr["models"] as? [[String: Any]])?.first)
+        #expect(model["name"] as? String == "en-us")
+        #expect(model["languages"] as? [String] == ["en"])
+        #expect((model["description"] as? String)?.contains("pocketsphinx-en-us") == true)
+        #expect((model["attribution"] as? [String: Any])?["name"] as? String == "CMU Sphinx")
+    }
+
+    @Test("a transcription streams chunks, then the transcript; 48 kHz stereo works as 16 kHz mono does")
+    func transcribesAndStreams() throws {
+        let server = try WyomingServerProcess()
+        defer { server.stop() }
+        let set = try realSet()
+        let (file, reference) = try #require(set.first { $0.file.hasSuffix("ps_librivox_0880.wav") })
+        let stereo = dir.path("stereo48k.wav")
+        try TestSpeech.sox([file, "-r", "48000", "-c", "2", stereo])
+        let results = try Peer.transcribe(server.uri, [file, stereo])
+        try #require(results.count == 2)
+        for r in results {
+            let text = try #require(r["text"] as? String, "\(r)")
+            #expect(wordErrorRate(reference: reference, hypothesis: text) <= 0.5, "\(text)")
+            let events = r["events"] as? [String] ?? []
+            // transcript-start, chunks, transcript-stop, then the transcript.
+            #expect(events.first == "transcript-start" && events.suffix(2) == ["transcript-stop", "transcript"])
+            #expect(events.contains("transcript-chunk"), "\(events)")
+        }
+        #expect(texts(results)["stereo48k.wav"] == texts(results)["ps_librivox_0880.wav"])
+    }
+
+    @Test("server-side endpointing: the transcript comes at the end of speech, before the client stops sending")
+    func endpointing() throws {
+        let server = try WyomingServerProcess()
+        defer { server.stop() }
+        let speech = dir.path("speech.wav")
+        let padded = dir.path("padded.wav")
+        let phrase = "turn on the light in the kitchen"
+        try TestSpeech.synthesize(phrase, to: speech)
+        try TestSpeech.sox([speech, padded, "pad", "0.5", "4"])
+        let total = try TestSpeech.duration(padded)
+        let results = try Peer.transcribe(server.uri, [padded], options: ["--realtime", "--stop-on-transcript"])
+        let r = try #require(results.first)
+        let text = try #require(r["text"] as? String, "\(r)")
+        #expect(wordErrorRate(reference: phrase, hypothesis: text) <= 0.4, "\(text)")
+        // The answer came while the client was still sending the 4 s of silence.
+        let sent = try #require(r["sent"] as? Double)
+        #expect(sent < total - 2, "transcript after \(sent) s of \(total) s")
+    }
+
+    @Test("hostile clients: bounded frames, bad JSON, garbage, busy, idle, vanishing, 1000 fuzzed frames")
+    func robustness() throws {
+        let server = try WyomingServerProcess(["--max-connections", "3", "--idle-timeout", "1"])
+        defer { server.stop() }
+        let cases = try Peer.cases("127.0.0.1", server.port, [])
+        #expect(cases.count >= 10, "\(cases)")
+        for (name, c) in cases { #expect(c.ok, "\(name): \(c.detail)") }
+        // The vanished clients' connections are gone (and their graphs with them).
+        Run.wait(for: server.process, seconds: 30) { server.establishedConnections == 0 }
+        #expect(server.establishedConnections == 0)
+        // Idle: a connection that says nothing is closed after --idle-timeout, with an error event.
+        let idle = try Peer.run("wyoming_hostile.py", ["127.0.0.1", String(server.port), "cases", "idle"])
+        #expect(idle.stdout.contains(#""ok": true"#), "\(idle.stdout) \(idle.stderr)")
+        // Busy: with 3 connections open, the 4th gets an error event.
+        let hold = try Run.process(
+            "/bin/bash",
+            [
+                "-c",
+                "sleep 2 | '\(Peer.python)' Tests/Peers/wyoming_hostile.py 127.0.0.1 \(server.port) hold 4",
+            ], currentDirectory: TestPaths.packageRoot, timeout: 60)
+        #expect(hold.stdout.contains(#"{"events": ["error"]"#), "\(hold.stdout)")
+        #expect(hold.stdout.components(separatedBy: #"{"events": [], "closed": false}"#).count - 1 == 3)
+        // 1000 fuzzed frames (after 300 to warm the allocator): the server serves the next good client, memory
+        // stays flat.
+        _ = try Peer.run("wyoming_hostile.py", ["127.0.0.1", String(server.port), "fuzz", "300", "1"])
+        let before = server.residentKB
+        let fuzz = try Peer.run("wyoming_hostile.py", ["127.0.0.1", String(server.port), "fuzz", "1000", "2"])
+        #expect(fuzz.status == 0, "\(fuzz.stderr)")
+        let after = server.residentKB
+        #expect(server.process.isRunning)
+        #expect(after - before < 96 * 1024, "resident memory \(before) kB before, \(after) kB after")
+        let set = try realSet()
+        let (file, reference) = try #require(set.first { $0.file.hasSuffix("ps_librivox_0880.wav") })
+        let good = try Peer.transcribe(server.uri, [file])
+        let text = try #require(good.first?["text"] as? String, "\(good)")
+        #expect(wordErrorRate(reference: reference, hypothesis: text) <= 0.5)
+        print("wyoming fuzz: resident memory \(before) kB before 1000 frames, \(after) kB after")
+    }
+
+    @Test("SIGTERM drains: a transcription in flight gets its transcript, then the server exits 0")
+    func sigtermDrains() throws {
+        let server = try WyomingServerProcess()
+        let set = try realSet()
+        let (file, _) = try #require(set.first { $0.file.hasSuffix("ps_librivox_0870.wav") })
+        let out = dir.path("client.jsonl")
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: Peer.python)
+        client.arguments = [
+            TestPaths.packageRoot.appendingPathComponent("Tests/Peers/wyoming_client.py").path, server.uri,
+            "transcribe", "--realtime", "--trace", file,
+        ]
+        FileManager.default.createFile(atPath: out, contents: nil)
+        client.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        try client.run()
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) } }
+        // Once the transcript has begun to stream (the utterance is in flight), SIGTERM.
+        Run.wait(for: client, seconds: 60) { Run.lines(of: out).contains { $0.contains("transcript-chunk") } }
+        #expect(Run.lines(of: out).contains { $0.contains("transcript-chunk") })
+        kill(server.process.processIdentifier, SIGTERM)
+        let status = server.stop()
+        client.waitUntilExit()
+        #expect(status == 0, "\(server.stderr)")
+        let line = try #require(Run.lines(of: out).last { !$0.contains(#""trace""#) }.map(String.init))
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        // The transcript came (then the server closed, while the client still had audio to send).
+        #expect((result["events"] as? [String])?.last == "transcript", "\(line)")
+        #expect(!((result["text"] as? String) ?? "").isEmpty, "\(line)")
+    }
+
+    @Test("the real set through Wyoming: WER beside transcribe's; 8 clients at once get what each got alone")
+    func realSetWordErrorRate() throws {
+        let accurate = dir.path("accurate.graph")
+        let graph = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph"))
+        try graph.replacingOccurrences(of: "lookahead: 1500 ms", with: "lookahead: 3000 ms")
+            .write(toFile: accurate, atomically: true, encoding: .utf8)
+        let server = try WyomingServerProcess(["--model", "accurate=\(accurate)"])
+        defer { server.stop() }
+        let files = try realSet().map(\.file)
+        let alone = texts(try Peer.transcribe(server.uri, files))
+        let together = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "8"]))
+        let accurateTexts = texts(
+            try Peer.transcribe(server.uri, files, options: ["--clients", "8", "--name", "accurate"]))
+        let reference = try Run.speechgraph(["transcribe", "--format", "tsv"] + files)
+        var transcribed: [String: String] = [:]
+        for line in reference.stdout.split(separator: "\n") {
+            let f = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            transcribed[URL(fileURLWithPath: String(f[0])).lastPathComponent] = f.count > 1 ? String(f[1]) : ""
+        }
+        #expect(alone.count == 35 && together == alone, "\(together) vs \(alone)")
+        let base = try sharedWER(transcribed, dir: dir)
+        let wyoming = try sharedWER(alone, dir: dir)
+        let wyomingAccurate = try sharedWER(accurateTexts, dir: dir)
+        print("wyoming WER: transcribe \(base)%, default graph \(wyoming)%, lookahead 3 s \(wyomingAccurate)%")
+        #expect(wyomingAccurate <= base + 0.5)
+        #expect(wyoming <= base + 4)
+    }
+
+    @Test("the built-in default graph is graphs/wyoming.graph")
+    func defaultGraphIsTheFile() throws {
+        let file = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph"))
+        #expect(file == WyomingServer.defaultGraph + "\n")
+    }
+}
