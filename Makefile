@@ -108,7 +108,7 @@ fuzz: deps
 
 ## bench: figures as 'name value unit', one per line (IRSTLM, Debian's irstlm, is the language-model builder's peer)
 bench: DEB_PACKAGES += irstlm
-bench: build
+bench: build $(VENV)/ok
 	SHARED=$(SHARED) bash scripts/bench.sh
 
 ## docs: regenerate docs/nodes.md from the node descriptors
@@ -118,7 +118,8 @@ docs: build
 clean:
 	rm -rf .build .build-tsan out .venv
 
-## venv: the Python peers the tests run beside speechgraph (PyPI's srt and webvtt-py), in .venv
+## venv: the Python peers the tests run beside speechgraph (PyPI's srt, webvtt-py and wyoming), in .venv; make bench
+## adds PyPI's pocketsphinx for the Wyoming peer (Tests/Peers/bench-requirements.txt)
 $(VENV)/ok: Tests/Peers/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r Tests/Peers/requirements.txt

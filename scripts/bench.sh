@@ -167,3 +167,6 @@ BIN=$BIN bash scripts/bench-plugins.sh
 
 # Custom language models (issue 14).
 BIN=$BIN SHARED=$SHARED bash scripts/bench-lm.sh
+
+# The Wyoming server beside a Python peer (issue 15).
+BIN=$BIN SHARED=$SHARED bash scripts/bench-wyoming.sh

@@ -16,8 +16,8 @@ extension WyomingServer {
         # The end of a command: 400 ms of silence (vad_sensitivity relaxed: 800 ms, aggressive: 200 ms).
         node vad    = vad { min-silence: 400 ms, hangover: 400 ms }
         # Streaming, its normalisation learnt from the first 1.5 s of each utterance: the transcript is ready as soon
-        # as the command ends.
-        node asr    = recognizer { mode: streaming, lookahead: 1500 ms }
+        # as the command ends. No word timings and confidences to compute (words: false): the protocol carries text.
+        node asr    = recognizer { mode: streaming, lookahead: 1500 ms, words: false }
         node client = wyoming
 
         input      -> vad.in

@@ -7,7 +7,8 @@
       sends each WAV file as one transcription (transcribe, audio-start, 20 ms audio-chunks, audio-stop) and
       prints one JSON object per file: file, text, events (the types received, in order), chunks (the
       transcript-chunk texts), latency (seconds from audio-stop to the transcript; negative when the transcript
-      came first, at the end of speech), sent (seconds of audio sent before the transcript came), error.
+      came first, at the end of speech), arrived (seconds from the first chunk to the transcript), sent (seconds of
+      audio sent before the transcript came), error.
       --clients N sends the files over N connections at once (file k on client k mod N, each client's files
       one after another); --trace prints {"trace": type} for each event as it comes; --realtime paces the audio like a live microphone; --stop-on-transcript stops
       sending when the transcript comes (a satellite with server-side endpointing).
@@ -117,7 +118,6 @@ async def transcribe(uri, args):
     results = await asyncio.gather(*(client(q, k * args.stagger) for k, q in enumerate(queues)))
     for batch in results:
         for r in batch:
-            r.pop("arrived", None)
             print(json.dumps(r), flush=True)
 
 

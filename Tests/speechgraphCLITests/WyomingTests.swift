@@ -307,3 +307,120 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(file == WyomingServer.defaultGraph + "\n")
     }
 }
+
+/// Two servers behind Debian's haproxy in TCP mode, as docs/wyoming.md shows.
+@Suite(.serialized) struct WyomingLoadBalancerTests {
+    let dir = TemporaryDirectory()
+
+    /// A free loopback port (bound, then let go).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw TestSpeech.Failure(description: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// haproxy's configuration: the health check sends `describe` and expects `info`.
+    static func configuration(port: Int, servers: [Int]) -> String {
+        let describe = Array(#"{"type":"describe"}"#.utf8).map { String(format: "%02x", $0) }.joined() + "0a"
+        return """
+            global
+                maxconn 256
+            defaults
+                mode tcp
+                timeout connect 2s
+                timeout client 60s
+                timeout server 60s
+                retries 3
+                option redispatch
+            frontend wyoming
+                bind 127.0.0.1:\(port)
+                default_backend speechgraph
+            backend speechgraph
+                balance roundrobin
+                option tcp-check
+                tcp-check send-binary \(describe)
+                tcp-check expect rstring "info"
+            \(servers.enumerated().map { "    server s\($0.offset) 127.0.0.1:\($0.element) check inter 500ms fall 1 rise 2" }.joined(separator: "\n"))
+
+            """
+    }
+
+    @Test("two servers behind haproxy: 8 clients right; one killed mid-run: errors, never a wrong transcript")
+    func haproxy() throws {
+        let a = try WyomingServerProcess()
+        let b = try WyomingServerProcess()
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let port = try Self.freePort()
+        let config = dir.path("haproxy.cfg")
+        try Self.configuration(port: port, servers: [a.port, b.port]).write(
+            toFile: config, atomically: true, encoding: .utf8)
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: "/usr/sbin/haproxy")
+        proxy.arguments = ["-db", "-f", config]
+        proxy.standardOutput = FileHandle.nullDevice
+        proxy.standardError = FileHandle.nullDevice
+        try proxy.run()
+        defer {
+            if proxy.isRunning { kill(proxy.processIdentifier, SIGTERM) }
+            proxy.waitUntilExit()
+        }
+        let uri = "tcp://127.0.0.1:\(port)"
+        // Listening once describe through it gets info.
+        Run.wait(for: proxy, seconds: 30) {
+            (try? Peer.run("wyoming_client.py", [uri, "describe", "--timeout", "2"]))?.status == 0
+        }
+        let files = Array(try realSet().map(\.file).prefix(8))
+        let alone = texts(try Peer.transcribe(a.uri, files))
+        let spread = texts(try Peer.transcribe(uri, files, options: ["--clients", "8"]))
+        #expect(spread == alone, "\(spread) vs \(alone)")
+        // What the files give streamed at real time (the end of speech may end a request before the file's end).
+        let live = texts(try Peer.transcribe(b.uri, files, options: ["--clients", "8", "--realtime"]))
+        // A server dies while 8 clients stream at real time.
+        let out = dir.path("killed.jsonl")
+        FileManager.default.createFile(atPath: out, contents: nil)
+        let clients = Process()
+        clients.executableURL = URL(fileURLWithPath: Peer.python)
+        clients.arguments =
+            [
+                TestPaths.packageRoot.appendingPathComponent("Tests/Peers/wyoming_client.py").path, uri,
+                "transcribe", "--realtime", "--trace", "--clients", "8",
+            ] + files
+        clients.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        try clients.run()
+        defer { if clients.isRunning { kill(clients.processIdentifier, SIGKILL) } }
+        Run.wait(for: clients, seconds: 60) { Run.lines(of: out).contains { $0.contains("transcript-chunk") } }
+        kill(a.process.processIdentifier, SIGKILL)
+        clients.waitUntilExit()
+        var served = 0
+        var failed = 0
+        for line in Run.lines(of: out) where !line.contains(#""trace""#) {
+            let r = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let name = URL(fileURLWithPath: r["file"] as? String ?? "").lastPathComponent
+            if let text = r["text"] as? String, r["error"] is NSNull {
+                served += 1
+                #expect(text == live[name], "\(name): '\(text)', on one server '\(live[name] ?? "")'")
+            } else {
+                failed += 1
+            }
+        }
+        #expect(served + failed == 8)
+        #expect(failed >= 1, "killing a server mid-run cut none of its connections")
+        // New connections go to the server that is left.
+        let after = texts(try Peer.transcribe(uri, files, options: ["--clients", "4"]))
+        #expect(after == alone, "\(after) vs \(alone)")
+    }
+}
