@@ -15,9 +15,9 @@ extension WyomingServer {
         node input  = push.input { buffer: 30 s }
         # The end of a command: 400 ms of silence (vad_sensitivity relaxed: 800 ms, aggressive: 200 ms).
         node vad    = vad { min-silence: 400 ms, hangover: 400 ms }
-        # Streaming, its normalisation learnt from the first 1.5 s of each utterance: the transcript is ready as soon
+        # Streaming, its normalisation learnt from the first second of each utterance: the transcript is ready as soon
         # as the command ends. No word timings and confidences to compute (words: false): the protocol carries text.
-        node asr    = recognizer { mode: streaming, lookahead: 1500 ms, words: false }
+        node asr    = recognizer { mode: streaming, lookahead: 1000 ms, words: false }
         node client = wyoming
 
         input      -> vad.in

@@ -277,7 +277,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
     func realSetWordErrorRate() throws {
         let accurate = dir.path("accurate.graph")
         let graph = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph"))
-        try graph.replacingOccurrences(of: "lookahead: 1500 ms", with: "lookahead: 3000 ms")
+        try graph.replacingOccurrences(of: "lookahead: 1000 ms", with: "lookahead: 3000 ms")
             .write(toFile: accurate, atomically: true, encoding: .utf8)
         let server = try WyomingServerProcess(["--model", "accurate=\(accurate)"])
         defer { server.stop() }
@@ -298,7 +298,8 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         let wyomingAccurate = try sharedWER(accurateTexts, dir: dir)
         print("wyoming WER: transcribe \(base)%, default graph \(wyoming)%, lookahead 3 s \(wyomingAccurate)%")
         #expect(wyomingAccurate <= base + 0.5)
-        #expect(wyoming <= base + 4)
+        // The default answers short commands sooner for a few points (docs/wyoming.md, lookahead).
+        #expect(wyoming <= base + 5)
     }
 
     @Test("the built-in default graph is graphs/wyoming.graph")
