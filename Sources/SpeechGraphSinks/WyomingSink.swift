@@ -6,10 +6,10 @@ import Synchronization
 public enum WyomingReply: Sendable, Equatable {
     /// `transcript-start`, before the first chunk.
     case transcriptStart
-    /// `transcript-chunk`: words that will not change, appended to those sent before (after the first chunk,
-    /// each begins with a space, so that the chunks joined are the transcript so far).
+    /// `transcript-chunk`: words two volatile results in a row agreed on, appended to those sent before (after the
+    /// first chunk, each begins with a space). Provisional: the `transcript` is the text that counts.
     case transcriptChunk(String)
-    /// `transcript-stop`, after the last chunk.
+    /// `transcript-stop`, after the transcript: the end of the stream.
     case transcriptStop
     /// `transcript`: the final text.
     case transcript(String)
@@ -46,8 +46,8 @@ public final class WyomingSink: GraphNode {
             The protocol's sink in the graph 'speechgraph serve --wyoming' runs for each transcription \
             (docs/wyoming.md); a graph with it cannot run otherwise. While the recognizer's volatile results \
             come, the words that stay the same from one to the next go out as transcript-chunk events (after \
-            transcript-start); with 'endpoint', the first final result that has words ends the request: \
-            transcript-stop and the transcript go out at once, without waiting for the client's audio-stop \
+            transcript-start); with 'endpoint', the first final result that has words ends the request: the \
+            transcript and transcript-stop go out at once, without waiting for the client's audio-stop \
             (server-side endpointing: the vad's pause ends the command), unless the client has already sent \
             all its audio (then all of it is transcribed). Otherwise, and when no speech was heard, the \
             transcript (every final result's text) goes out when the audio ends.
@@ -64,8 +64,8 @@ public final class WyomingSink: GraphNode {
                     + "speech), not at the client's audio-stop."),
             .boolean(
                 "chunks", default: true,
-                doc: "Stream the transcript as it is recognized: transcript-start, transcript-chunk events, "
-                    + "transcript-stop, before the transcript."),
+                doc: "Stream the transcript as it is recognized: transcript-start and transcript-chunk events "
+                    + "before the transcript, transcript-stop after it."),
         ])
 
     public static let type = NodeType(descriptor, make: { try WyomingSink($0) })
@@ -103,8 +103,10 @@ public final class WyomingSink: GraphNode {
             var stable = 0
             while stable < min(words.count, previous.count) && words[stable] == previous[stable] { stable += 1 }
             previous = words
-            if stable > sent.count - committed {
-                sendChunk(Array(words[(sent.count - committed)..<stable]))
+            // Only words that extend what this utterance has sent: a revised early word waits for the final result.
+            let inFlight = sent[committed...]
+            if stable > inFlight.count && words.starts(with: inFlight) {
+                sendChunk(Array(words[inFlight.count..<stable]))
             }
             return
         }
@@ -138,10 +140,9 @@ public final class WyomingSink: GraphNode {
     private func complete() {
         guard !done else { return }
         done = true
-        if chunks {
-            if !started { outlet.send(.transcriptStart) }
-            outlet.send(.transcriptStop)
-        }
+        // The reference's order (PyPI's wyoming): the transcript, then transcript-stop to end the stream.
+        if chunks && !started { outlet.send(.transcriptStart) }
         outlet.send(.transcript(finals.joined(separator: " ")))
+        if chunks { outlet.send(.transcriptStop) }
     }
 }

@@ -299,7 +299,8 @@ public final class SphinxDecoder: @unchecked Sendable {
         func add(_ cep: UnsafeMutablePointer<UnsafeMutablePointer<mfcc_t>?>?, _ frames: Int32) {
             guard let cep else { return }
             for f in 0..<Int(frames) {
-                guard let row = cep[f] else { continue }
+                // As PocketSphinx's normalisation does: frames of no energy (c0 below 0) are left out.
+                guard let row = cep[f], row[0] >= 0 else { continue }
                 for i in 0..<size { sum[i] += Double(row[i]) }
                 count += 1
             }

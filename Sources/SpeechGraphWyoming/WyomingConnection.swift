@@ -17,6 +17,8 @@ final class WyomingJob: Sendable {
     let endpointed = Atomic<Bool>(false)
     /// The client's audio-stop came (its audio may still be on its way into the graph).
     let stopReceived = Atomic<Bool>(false)
+    /// The client left, or started another stream before this one's end: its graph stops, its replies are dropped.
+    let abandoned = Atomic<Bool>(false)
 
     init(id: Int, format: (rate: Int, channels: Int), language: String?) {
         self.id = id
@@ -43,7 +45,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var jobCount = 0
     /// Audio for the job's graph that is not in it yet (the graph is being made, or its buffer is full).
     private var waiting: [[Float]] = []
-    private var waitingFrames = 0
+    private var waitingSamples = 0
     /// The client's audio-stop for the current job came (the input ends once `waiting` is in).
     private var stopped = false
     /// After a refused audio-start, or after the transcript went out at the end of speech: chunks are dropped
@@ -64,7 +66,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 server.isDraining
                 ? "the server is shutting down"
                 : "the server is busy (\(server.configuration.maxConnections) connections)"
-            send(.error(why, code: "busy"), context: context)
+            send(.error(why, code: "busy"))
             context.close(promise: nil)
             return
         }
@@ -75,7 +77,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         // The client went away: its graph stops now and gives its decoders back.
         if let job { abandon(job) }
         job = nil
-        waiting = []
+        dropWaiting()
         if admitted { server.release(channel) }
         admitted = false
         context.fireChannelInactive()
@@ -83,7 +85,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let frame = error as? WyomingFrameError {
-            send(.error(frame.description, code: frame.code), context: context)
+            send(.error(frame.description, code: frame.code))
         }
         // Framing is lost (or the socket failed): the connection ends, and with it any transcription.
         context.close(promise: nil)
@@ -99,11 +101,14 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 context.close(promise: nil)
             }
         } else if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
-            if job == nil {
-                send(
-                    .error(
-                        "no event for \(server.configuration.idleTimeout.nanoseconds / 1_000_000_000) s", code: "idle"),
-                    context: context)
+            // Idle: nothing to read, and not because this side stopped reading (a full buffer), nor because the
+            // client waits for the transcript of a stream it has ended.
+            let waitingForUs = job != nil && (stopped || !waiting.isEmpty)
+            if !waitingForUs {
+                let seconds = server.configuration.idleTimeout.nanoseconds / 1_000_000_000
+                send(.error("no event for \(seconds) s", code: "idle"))
+                if let job { abandon(job) }
+                job = nil
                 context.close(promise: nil)
             }
         } else {
@@ -116,19 +121,19 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         let event = unwrapInboundIn(data)
         switch event.type {
         case "describe":
-            send(server.info, context: context)
+            send(server.info)
         case "ping":
-            send(WyomingEvent("pong", event.data["text"].map { ["text": $0] } ?? [:]), context: context)
+            send(WyomingEvent("pong", event.data["text"].map { ["text": $0] } ?? [:]))
         case "transcribe":
             request = event.data
         case "audio-start":
-            audioStart(event, context: context)
+            audioStart(event)
         case "audio-chunk":
-            audioChunk(event, context: context)
+            audioChunk(event)
         case "audio-stop":
             if discarding && job == nil {
                 discarding = false
-            } else if let job {
+            } else if let job, !stopped {
                 stopped = true
                 job.stopReceived.store(true, ordering: .releasing)
                 endInputIfReady(job)
@@ -141,24 +146,27 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     // MARK: - Audio
 
-    private func audioStart(_ event: WyomingEvent, context: ChannelHandlerContext) {
+    private func audioStart(_ event: WyomingEvent) {
         if let job {
-            // A new stream before the previous one stopped: the previous one ends here.
-            stopped = true
-            endInputIfReady(job)
+            // A new stream before the previous one was answered: the previous one is dropped, its graph stopped.
+            abandon(job)
+            self.job = nil
+            dropWaiting()
         }
         discarding = true
+        guard !closeWhenIdle else {
+            return send(.error("the server is shutting down", code: "busy"))
+        }
         guard let rate = event.data["rate"]?.integer, AudioFormat.supportedRates.contains(rate) else {
             return send(
-                .error("audio-start: 'rate' must be a whole number of Hz, 4000 to 384000", code: "bad-audio"),
-                context: context)
+                .error("audio-start: 'rate' must be a whole number of Hz, 4000 to 384000", code: "bad-audio"))
         }
         guard event.data["width"]?.integer == 2 else {
             return send(
-                .error("audio-start: only 16-bit audio ('width' 2) is taken", code: "bad-audio"), context: context)
+                .error("audio-start: only 16-bit audio ('width' 2) is taken", code: "bad-audio"))
         }
         guard let channels = event.data["channels"]?.integer, (1...64).contains(channels) else {
-            return send(.error("audio-start: 'channels' must be 1 to 64", code: "bad-audio"), context: context)
+            return send(.error("audio-start: 'channels' must be 1 to 64", code: "bad-audio"))
         }
         let modelName = request["name"]?.string
         guard
@@ -167,13 +175,11 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         else {
             let offered = server.configuration.models.map(\.name).joined(separator: ", ")
             return send(
-                .error("no model named '\(modelName ?? "")'; this server offers: \(offered)", code: "no-model"),
-                context: context)
+                .error("no model named '\(modelName ?? "")'; this server offers: \(offered)", code: "no-model"))
         }
         discarding = false
         stopped = false
-        waiting = []
-        waitingFrames = 0
+        dropWaiting()
         jobCount += 1
         let job = WyomingJob(
             id: jobCount, format: (rate, channels), language: request["language"]?.string ?? model.languages.first)
@@ -182,14 +188,14 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         request = [:]
     }
 
-    private func audioChunk(_ event: WyomingEvent, context: ChannelHandlerContext) {
+    private func audioChunk(_ event: WyomingEvent) {
         guard !discarding, let job, !stopped else { return }
         if job.endpointed.load(ordering: .acquiring) { return }
         guard event.data["width"].map({ $0.integer == 2 }) ?? true,
             event.data["rate"].map({ $0.integer == job.format.rate }) ?? true,
             event.data["channels"].map({ $0.integer == job.format.channels }) ?? true
         else {
-            send(.error("audio-chunk: its format differs from audio-start's", code: "bad-audio"), context: context)
+            send(.error("audio-chunk: its format differs from audio-start's", code: "bad-audio"))
             return
         }
         guard var payload = event.payload else { return }
@@ -201,41 +207,58 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             samples[i] = Float(v) / 32768
         }
         waiting.append(samples)
-        waitingFrames += frames
+        waitingSamples += samples.count
         flush(job)
     }
 
-    /// Moves waiting audio into the graph while its buffer has room. When it has none (a client sending faster
-    /// than the graph decodes), the socket stops being read until it has: TCP slows the client down, nothing is
-    /// dropped, and the event loop never waits.
+    /// Moves waiting audio into the graph while its buffer has room (a chunk larger than the room goes in part by
+    /// part). When it has none (a client sending faster than the graph decodes), the socket stops being read until
+    /// it has: TCP slows the client down, nothing is dropped, and the event loop never waits.
     private func flush(_ job: WyomingJob) {
-        if let pusher = job.pusher.withLock({ $0 }) {
-            while let first = waiting.first, pusher.freeFrames * pusher.format.channelCount >= first.count {
-                pusher.write(first)
+        guard let pusher = job.pusher.withLock({ $0 }) else {
+            // The graph is being made: `ready` flushes. Until then the client is read while little is held.
+            _ = channel.setOption(ChannelOptions.autoRead, value: waitingSamples <= Self.maxWaitingSamples)
+            return
+        }
+        let channels = job.format.channels
+        while !waiting.isEmpty {
+            let room = pusher.freeFrames * channels
+            guard room > 0 else { break }
+            if waiting[0].count <= room {
+                pusher.write(waiting[0])
+                waitingSamples -= waiting[0].count
                 waiting.removeFirst()
-                waitingFrames -= first.count / job.format.channels
+            } else {
+                pusher.write(Array(waiting[0][..<room]))
+                waiting[0].removeFirst(room)
+                waitingSamples -= room
             }
         }
-        let full = waitingFrames > job.format.rate  // more than a second held here
-        if full || !waiting.isEmpty {
-            _ = channel.setOption(ChannelOptions.autoRead, value: !full)
-            scheduleRetry(job)
-        } else {
-            _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        _ = channel.setOption(ChannelOptions.autoRead, value: waitingSamples <= Self.maxWaitingSamples)
+        if waiting.isEmpty {
             endInputIfReady(job)
+        } else {
+            scheduleRetry()
         }
     }
 
-    private func scheduleRetry(_ job: WyomingJob) {
+    /// Audio held here at most before the socket stops being read: 8 MB of samples.
+    static let maxWaitingSamples = 2 * 1024 * 1024
+
+    private func dropWaiting() {
+        waiting = []
+        waitingSamples = 0
+        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+    }
+
+    private func scheduleRetry() {
         guard !retryScheduled else { return }
         retryScheduled = true
-        let loop = channel.eventLoop
-        let handler = NIOLoopBound(self, eventLoop: loop)
-        loop.scheduleTask(in: .milliseconds(10)) {
+        let handler = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        channel.eventLoop.scheduleTask(in: .milliseconds(10)) {
             let me = handler.value
             me.retryScheduled = false
-            guard me.job === job else { return }
-            me.flush(job)
+            if let job = me.job { me.flush(job) }
         }
     }
 
@@ -245,6 +268,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func abandon(_ job: WyomingJob) {
+        job.abandoned.store(true, ordering: .releasing)
         job.endpointed.store(true, ordering: .releasing)
         job.graph.withLock { $0 }?.stop()
         job.pusher.withLock { $0 }?.end()
@@ -273,15 +297,12 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 return loop.execute { handler.value.ended(job, failure: nil) }
             }
             do {
-                let resources = GraphResources(providing: [server.decoders, server.gate, outlet])
-                let plan = try GraphPlanner(registry: server.configuration.registry).plan(
-                    model.graph, overrides: overrides, resources: resources)
-                let graph = try RunningGraph(plan: plan, registry: server.configuration.registry, resources: resources)
-                let pusher = graph.input(named: model.input)
+                let (graph, pusher) = try server.makeGraph(model, overrides: overrides, outlet: outlet)
                 job.graph.withLock { $0 = graph }
                 job.pusher.withLock { $0 = pusher }
                 if job.endpointed.load(ordering: .acquiring) { graph.stop() }
                 graph.start()
+                server.activeGraphs.add(1, ordering: .relaxed)
                 Task {
                     let failure: String?
                     do {
@@ -295,6 +316,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                     job.pusher.withLock { $0 = nil }
                     server.makers.async { server.configuration.afterTranscription() }
                     loop.execute { handler.value.ended(job, failure: failure) }
+                    server.activeGraphs.subtract(1, ordering: .relaxed)
                 }
                 loop.execute { handler.value.ready(job) }
             } catch {
@@ -309,9 +331,12 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     static func overrides(model: WyomingModel, format: (rate: Int, channels: Int), request: [String: JSONValue])
         -> [GraphPlanner.Override]
     {
+        // The input's buffer holds at most 4 Mi samples (16 MB), whatever rate and channels the client chose.
+        let seconds = min(model.inputBuffer, Double(4 * 1024 * 1024) / Double(format.rate * format.channels))
         var o: [GraphPlanner.Override] = [
             .init(node: model.input, parameter: "rate", value: .number(Double(format.rate), unit: "Hz")),
             .init(node: model.input, parameter: "channels", value: .number(Double(format.channels), unit: nil)),
+            .init(node: model.input, parameter: "buffer", value: .number(max(seconds, 0.05), unit: "s")),
         ]
         let factor: Double? =
             switch request["vad_sensitivity"]?.string {
@@ -345,7 +370,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func reply(_ reply: WyomingReply, for job: WyomingJob) {
-        guard channel.isActive else { return }
+        guard channel.isActive, !job.abandoned.load(ordering: .acquiring) else { return }
         let event: WyomingEvent =
             switch reply {
             case .transcriptStart: WyomingEvent("transcript-start", language(for: job))
@@ -354,7 +379,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             case .transcript(let text):
                 WyomingEvent("transcript", ["text": .string(text)].merging(language(for: job)) { a, _ in a })
             }
-        write(event)
+        send(event)
     }
 
     private func language(for job: WyomingJob) -> [String: JSONValue] {
@@ -365,20 +390,16 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func endpointed(_ job: WyomingJob) {
         job.graph.withLock { $0 }?.stop()
         guard self.job === job else { return }
-        waiting = []
-        waitingFrames = 0
-        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        dropWaiting()
     }
 
     private func ended(_ job: WyomingJob, failure: String?) {
-        if let failure, channel.isActive {
-            write(.error("the transcription failed: \(failure)", code: "failed"))
+        if let failure, channel.isActive, !job.abandoned.load(ordering: .acquiring) {
+            send(.error("the transcription failed: \(failure)", code: "failed"))
         }
         guard self.job === job else { return }
         self.job = nil
-        waiting = []
-        waitingFrames = 0
-        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        dropWaiting()
         // Chunks still coming for this stream (after an endpoint) are dropped until its audio-stop.
         discarding = !stopped
         if closeWhenIdle { channel.close(promise: nil) }
@@ -386,13 +407,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     // MARK: - Writing
 
-    private func send(_ event: WyomingEvent, context: ChannelHandlerContext) {
-        var buffer = context.channel.allocator.buffer(capacity: 256)
-        event.write(into: &buffer)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-    }
-
-    private func write(_ event: WyomingEvent) {
+    private func send(_ event: WyomingEvent) {
         var buffer = channel.allocator.buffer(capacity: 256)
         event.write(into: &buffer)
         channel.writeAndFlush(buffer, promise: nil)

@@ -105,7 +105,7 @@ public struct WyomingLimits: Sendable {
     /// The JSON header line, newline excluded.
     public var headerBytes = 64 * 1024
     /// The data after the header (`data_length`).
-    public var dataBytes = 1024 * 1024
+    public var dataBytes = 64 * 1024
     /// The payload (`payload_length`): 4 MiB holds more than 10 s of 48 kHz stereo 16-bit audio.
     public var payloadBytes = 4 * 1024 * 1024
 

@@ -18,6 +18,8 @@ public struct WyomingModel: Sendable {
     public var graph: GraphSpec
     /// The `push.input` node audio goes into, the `wyoming` sink, the vad nodes and the recognizers.
     let input: String
+    /// The input's `buffer`, in seconds.
+    let inputBuffer: Double
     let vads: [(name: String, minSilence: Double, hangover: Double)]
     let recognizers: [String]
 
@@ -43,6 +45,7 @@ public struct WyomingModel: Sendable {
             throw SpeechGraphError("\(graph.file): a Wyoming graph needs a wyoming sink (the client's transcript)")
         }
         input = inputs[0].name
+        inputBuffer = inputs[0].config.number("buffer") ?? 2
         vads = plan.nodes.filter { $0.typeName == "vad" && !$0.isInserted }.map {
             ($0.name, $0.config.number("min-silence") ?? 0.4, $0.config.number("hangover") ?? 0.4)
         }
@@ -82,9 +85,11 @@ public final class WyomingServer: Sendable {
     /// Shared by every connection's graph: loaded decoders are reused, not loaded again per connection.
     let decoders = SphinxDecoderPool(maxIdle: 4)
     let gate = ComputeGate()
-    /// Graphs are made here, one at a time, off the event loop (loading a model takes a while; a burst of
-    /// connections waits here rather than loading many decoders at once).
+    /// Graphs are planned and made here, one at a time, off the event loop (a spec's model is built while
+    /// planning; decoders load on each graph's thread, one at a time, unless the pool has one).
     let makers = DispatchQueue(label: "speechgraph wyoming graphs")
+    /// Graphs started and not yet ended: `wait` lets them finish before the event loops stop.
+    let activeGraphs = Atomic<Int>(0)
     private let channel = Mutex<(any Channel)?>(nil)
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
     private let draining = Atomic<Bool>(false)
@@ -92,21 +97,29 @@ public final class WyomingServer: Sendable {
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
-        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
     }
 
     /// Runs each model's graph once on a moment of silence: its model files load now (a missing one fails here,
     /// before the server listens), and its decoders wait in the pool for the first client.
     public func warmUp() throws {
         for model in configuration.models {
-            let resources = GraphResources(
-                providing: [decoders, gate, WyomingOutlet(send: { _ in }, endpoint: {})])
-            let plan = try GraphPlanner(registry: configuration.registry).plan(model.graph, resources: resources)
-            let graph = try RunningGraph(plan: plan, registry: configuration.registry, resources: resources)
-            graph.input(named: model.input)?.write([Float](repeating: 0, count: 1600))
+            let (graph, input) = try makeGraph(model, outlet: WyomingOutlet(send: { _ in }, endpoint: {}))
+            input?.write([Float](repeating: 0, count: 1600))
             graph.endInput()
             try graph.wait()
         }
+    }
+
+    /// A model's graph for one transcription, with the server's decoders and gate, and its `push.input`.
+    func makeGraph(_ model: WyomingModel, overrides: [GraphPlanner.Override] = [], outlet: WyomingOutlet) throws
+        -> (RunningGraph, AudioPusher?)
+    {
+        let resources = GraphResources(providing: [decoders, gate, outlet])
+        let plan = try GraphPlanner(registry: configuration.registry).plan(
+            model.graph, overrides: overrides, resources: resources)
+        let graph = try RunningGraph(plan: plan, registry: configuration.registry, resources: resources)
+        return (graph, graph.input(named: model.input))
     }
 
     /// Binds and listens; returns the bound port (useful with port 0).
@@ -141,6 +154,8 @@ public final class WyomingServer: Sendable {
             }
             if now { continuation.resume() }
         }
+        // Graphs of clients that left may still be finishing (their last replies go through the event loops).
+        while activeGraphs.load(ordering: .relaxed) > 0 { try await Task.sleep(for: .milliseconds(10)) }
         try await group.shutdownGracefully()
     }
 

@@ -47,7 +47,9 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             guard (1...4096).contains(maxConnections) else { throw ValidationError("--max-connections: 1 to 4096") }
-            guard idleTimeout.isFinite && idleTimeout > 0 else { throw ValidationError("--idle-timeout: seconds > 0") }
+            guard idleTimeout.isFinite && idleTimeout > 0 && idleTimeout <= 86400 else {
+                throw ValidationError("--idle-timeout: seconds, above 0 and at most 86400")
+            }
             guard Self.endpoint(wyoming) != nil else {
                 throw ValidationError("--wyoming expects tcp://HOST:PORT, got '\(wyoming)'")
             }
@@ -71,8 +73,9 @@ extension SpeechgraphCommand {
             let sources =
                 [(name, graph)]
                 + models.map { m -> (String, String?) in
-                    let parts = m.split(separator: "=", maxSplits: 1)
-                    return (String(parts[0]), parts.count == 2 ? String(parts[1]) : nil)
+                    let parts = m.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                    guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return (m, nil) }
+                    return (String(parts[0]), String(parts[1]))
                 }
             for (modelName, file) in sources {
                 if file == nil && modelName != name {
@@ -126,6 +129,8 @@ extension SpeechgraphCommand {
             let outcome = Mutex<Int32?>(nil)
             let done = DispatchSemaphore(value: 0)
             let stopRequested = Atomic<Bool>(false)
+            // The avahi-publish child (--zeroconf): ended on the way out, however the server stops.
+            let publisher = Mutex<Process?>(nil)
             var signalSources: [DispatchSourceSignal] = []
             for sig in [SIGINT, SIGTERM] {
                 signal(sig, SIG_IGN)
@@ -133,6 +138,7 @@ extension SpeechgraphCommand {
                 source.setEventHandler {
                     if stopRequested.exchange(true, ordering: .relaxed) {
                         printError("speechgraph: stopping now")
+                        publisher.withLock { $0?.terminate() }
                         _exit(128 + sig)
                     }
                     printError("speechgraph: stopping (transcriptions in flight finish; again to stop at once)")
@@ -150,9 +156,10 @@ extension SpeechgraphCommand {
                     printError(
                         "speechgraph: Wyoming server on tcp://\(host):\(bound) (models: "
                             + "\(offered.map(\.name).joined(separator: ", "))); Ctrl-C or SIGTERM stops it")
-                    let publisher = announce ? Zeroconf.announce(name: zeroconfName, port: bound) : nil
+                    let announced = announce ? Zeroconf.announce(name: zeroconfName, port: bound) : nil
+                    publisher.withLock { $0 = announced }
                     try await server.wait()
-                    publisher?.terminate()
+                    publisher.withLock { $0?.terminate() }
                     outcome.withLock { $0 = Exit.ok }
                 } catch {
                     printError("speechgraph: error: cannot listen on \(host):\(port): \(error)")

@@ -78,6 +78,11 @@ async def transcribe_one(uri, path, args):
                         result["latency"] = now - stopped_at[0] if stopped_at[0] is not None else None
                         result["arrived"] = now - start
                         result["sent"] = sent[0]
+                        if "transcript-start" in result["events"]:
+                            # A streamed transcript ends with transcript-stop, after the transcript.
+                            end = await asyncio.wait_for(client.read_event(), timeout=args.timeout)
+                            if end is not None:
+                                result["events"].append(end.type)
                         break
                     elif Error.is_type(event.type):
                         result["error"] = Error.from_event(event).text

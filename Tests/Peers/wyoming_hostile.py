@@ -160,6 +160,26 @@ def case_describe_after(host, port):
     return seconds < 1, {"seconds": seconds}
 
 
+def case_double_start(host, port):
+    """A second audio-start before the first stream ended: the first is dropped, the second answered once."""
+    s = connect(host, port, timeout=30)
+    start = frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1})
+    chunk = frame({"type": "audio-chunk"}, {"rate": 16000, "width": 2, "channels": 1}, b"\0\0" * 320)
+    s.sendall(frame({"type": "transcribe"}, {}) + start + chunk * 25 + start + chunk * 25 + frame({"type": "audio-stop"}))
+    events, _ = read_events(s, limit=3)
+    types = [e["type"] for e in events]
+    return types.count("transcript") == 1 and "error" not in types, types
+
+
+def case_idle_stream(host, port):
+    """Starts a stream, then says nothing: with a short --idle-timeout the server gives up on it too."""
+    s = connect(host, port, timeout=30)
+    s.sendall(frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1})
+              + frame({"type": "audio-chunk"}, {"rate": 16000, "width": 2, "channels": 1}, b"\0\0" * 320))
+    events, closed = read_events(s)
+    return [e["type"] for e in events][-1:] == ["error"] and closed, events
+
+
 def case_idle(host, port):
     """Says nothing: with a short --idle-timeout the server sends an error event and closes."""
     s = connect(host, port, timeout=30)
@@ -178,6 +198,7 @@ CASES = {
     "bad-audio": case_bad_audio_format,
     "unknown-model": case_unknown_model,
     "describe-after": case_describe_after,
+    "double-start": case_double_start,
 }
 
 
@@ -245,7 +266,7 @@ def hold(host, port, n):
     sys.stdin.read()
 
 
-OPTIONAL = {"idle": case_idle}
+OPTIONAL = {"idle": case_idle, "idle-stream": case_idle_stream}
 
 
 def main():
