@@ -135,7 +135,7 @@ echo "wyoming_8_clients_same_as_alone $same/$total transcripts"
 capacity() { # PORT NAME KNOWN_ARRAY_NAME
   local port=$1 name=$2 best=0
   local -n known=$3
-  for n in 1 2 4 8 12 16 24 32; do
+  for n in 1 2 4 6 8 12 16 24 32; do
     local v=${known[$n]:-}
     if [ -z "$v" ]; then
       echo "bench: wyoming: $name with $n clients" >&2
