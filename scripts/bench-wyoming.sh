@@ -149,8 +149,9 @@ capacity() { # PORT NAME KNOWN_ARRAY_NAME
 echo "wyoming_streams_p95_under_300ms $(capacity "$ours_port" ours ours_p95) streams"
 echo "wyoming_peer_streams_p95_under_300ms $(capacity "$peer_port" peer peer_p95) streams"
 
-# Memory: resident before and after 1,000 fuzzed frames (after 300 to warm the allocator).
-"$PY" Tests/Peers/wyoming_hostile.py 127.0.0.1 "$ours_port" fuzz 300 1 >/dev/null
+# Memory: resident before and after 1,000 fuzzed frames (after 1,000 others, which fill the pool and warm the
+# allocator).
+"$PY" Tests/Peers/wyoming_hostile.py 127.0.0.1 "$ours_port" fuzz 1000 1 >/dev/null
 before=$(awk '/VmRSS/ { print $2 }' "/proc/$ours_pid/status")
 "$PY" Tests/Peers/wyoming_hostile.py 127.0.0.1 "$ours_port" fuzz 1000 2 >/dev/null
 after=$(awk '/VmRSS/ { print $2 }' "/proc/$ours_pid/status")

@@ -290,7 +290,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 loop.execute { handler.value.endpointed(job) }
             },
             inputComplete: { job.stopReceived.load(ordering: .acquiring) })
-        let overrides = Self.overrides(model: model, format: job.format, request: request)
+        let overrides = Self.overrides(
+            model: model, format: job.format, request: request, phrases: server.configuration.phrasesFromRequests)
         server.makers.async {
             // The client has gone (or the request ended) while this waited: nothing to make.
             guard !job.endpointed.load(ordering: .acquiring) else {
@@ -328,9 +329,9 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// The request's settings as parameter overrides: the audio's format on the input, `vad_sensitivity` on the
     /// vad nodes' pauses, `transcript_names` and `transcript_terms` as the recognizers' contextual phrases.
-    static func overrides(model: WyomingModel, format: (rate: Int, channels: Int), request: [String: JSONValue])
-        -> [GraphPlanner.Override]
-    {
+    static func overrides(
+        model: WyomingModel, format: (rate: Int, channels: Int), request: [String: JSONValue], phrases usePhrases: Bool
+    ) -> [GraphPlanner.Override] {
         // The input's buffer holds at most 4 Mi samples (16 MB), whatever rate and channels the client chose.
         let seconds = min(model.inputBuffer, Double(4 * 1024 * 1024) / Double(format.rate * format.channels))
         var o: [GraphPlanner.Override] = [
@@ -352,6 +353,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 }
             }
         }
+        guard usePhrases else { return o }
         let phrases = (request["transcript_names"]?.strings ?? []) + (request["transcript_terms"]?.strings ?? [])
         let cleaned = phrases.map { $0.replacingOccurrences(of: "|", with: " ") }.filter {
             !$0.trimmingCharacters(in: .whitespaces).isEmpty

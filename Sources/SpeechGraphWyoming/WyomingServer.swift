@@ -69,6 +69,10 @@ public final class WyomingServer: Sendable {
         /// A connection that sends nothing for this long, with no transcription in flight, is closed.
         public var idleTimeout: TimeAmount = .seconds(60)
         public var limits = WyomingLimits()
+        /// A request's `transcript_names` and `transcript_terms` become the recognizers' `phrases` (a model built
+        /// per set of names, then cached, and a second decoding of each utterance: answers come later). Off: they
+        /// are accepted and ignored.
+        public var phrasesFromRequests = false
         /// `info`'s program version.
         public var version = "0"
         /// Called (on the graph makers' queue) after each transcription's graph has ended: `serve` trims the heap.

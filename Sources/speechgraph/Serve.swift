@@ -41,6 +41,11 @@ extension SpeechgraphCommand {
                 "Close a connection that sends nothing for this long, with no transcription in flight.",
                 valueName: "seconds"))
         var idleTimeout = 60.0
+        @Flag(
+            help: ArgumentHelp(
+                "Favour each request's transcript_names and transcript_terms (the recognizer's phrases): a model "
+                    + "built once per set of names, and answers that come later. Off: they are ignored."))
+        var phrasesFromRequests = false
         @Flag(help: "Announce the server on the local network (_wyoming._tcp, through avahi-daemon).")
         var zeroconf = false
         @OptionGroup var plugins: PluginOptions
@@ -105,6 +110,7 @@ extension SpeechgraphCommand {
             configuration.host = host
             configuration.port = port
             configuration.maxConnections = maxConnections
+            configuration.phrasesFromRequests = phrasesFromRequests
             configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
             configuration.version = speechgraphVersion
             // Each transcription allocates its buffers anew, on threads of its own: glibc would keep what they free

@@ -228,21 +228,25 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
             ], currentDirectory: TestPaths.packageRoot, timeout: 60)
         #expect(hold.stdout.contains(#"{"events": ["error"]"#), "\(hold.stdout)")
         #expect(hold.stdout.components(separatedBy: #"{"events": [], "closed": false}"#).count - 1 == 3)
-        // 1000 fuzzed frames (after 300 to warm the allocator): the server serves the next good client, memory
-        // stays flat.
-        _ = try Peer.run("wyoming_hostile.py", ["127.0.0.1", String(server.port), "fuzz", "300", "1"])
-        let before = server.residentKB
-        let fuzz = try Peer.run("wyoming_hostile.py", ["127.0.0.1", String(server.port), "fuzz", "1000", "2"])
-        #expect(fuzz.status == 0, "\(fuzz.stderr)")
-        let after = server.residentKB
+        // Rounds of 1000 fuzzed frames: the first ones fill the decoder pool (a burst of streams leaves up to 4 idle
+        // decoders) and warm the allocator; after that the resident memory stays flat, and the server serves the
+        // next good client.
+        var resident: [Int] = []
+        for seed in 1...3 {
+            let fuzz = try Peer.run(
+                "wyoming_hostile.py", ["127.0.0.1", String(server.port), "fuzz", "1000", "\(seed)"])
+            #expect(fuzz.status == 0, "\(fuzz.stderr)")
+            resident.append(server.residentKB)
+        }
+        let (before, after) = (resident[1], resident[2])
         #expect(server.process.isRunning)
-        #expect(after - before < 96 * 1024, "resident memory \(before) kB before, \(after) kB after")
+        #expect(after - before < 48 * 1024, "resident memory after each round: \(resident) kB")
         let set = try realSet()
         let (file, reference) = try #require(set.first { $0.file.hasSuffix("ps_librivox_0880.wav") })
         let good = try Peer.transcribe(server.uri, [file])
         let text = try #require(good.first?["text"] as? String, "\(good)")
         #expect(wordErrorRate(reference: reference, hypothesis: text) <= 0.5)
-        print("wyoming fuzz: resident memory \(before) kB before 1000 frames, \(after) kB after")
+        print("wyoming fuzz: resident memory after each round of 1000 frames: \(resident) kB")
     }
 
     @Test("SIGTERM drains: a transcription in flight gets its transcript, then the server exits 0")
@@ -275,7 +279,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(!((result["text"] as? String) ?? "").isEmpty, "\(line)")
     }
 
-    @Test("the real set through Wyoming: WER beside transcribe's; 8 clients at once get what each got alone")
+    @Test("the real set through Wyoming: WER beside transcribe's (a 3 s lookahead within 0.5 points)")
     func realSetWordErrorRate() throws {
         let accurate = dir.path("accurate.graph")
         let graph = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph"))
@@ -284,8 +288,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         let server = try WyomingServerProcess(["--model", "accurate=\(accurate)"])
         defer { server.stop() }
         let files = try realSet().map(\.file)
-        let alone = texts(try Peer.transcribe(server.uri, files))
-        let together = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "8"]))
+        let alone = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "2"]))
         let accurateTexts = texts(
             try Peer.transcribe(server.uri, files, options: ["--clients", "8", "--name", "accurate"]))
         let reference = try Run.speechgraph(["transcribe", "--format", "tsv"] + files)
@@ -294,7 +297,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
             let f = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
             transcribed[URL(fileURLWithPath: String(f[0])).lastPathComponent] = f.count > 1 ? String(f[1]) : ""
         }
-        #expect(alone.count == 35 && together == alone, "\(together) vs \(alone)")
+        #expect(alone.count == 35)
         let base = try sharedWER(transcribed, dir: dir)
         let wyoming = try sharedWER(alone, dir: dir)
         let wyomingAccurate = try sharedWER(accurateTexts, dir: dir)
@@ -359,7 +362,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
             """
     }
 
-    @Test("two servers behind haproxy: 8 clients right; one killed mid-run: errors, never a wrong transcript")
+    @Test("haproxy, two servers: 8 clients at once get what each got alone; one killed: never a wrong transcript")
     func haproxy() throws {
         let a = try WyomingServerProcess()
         let b = try WyomingServerProcess()
@@ -386,7 +389,9 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         Run.wait(for: proxy, seconds: 30) {
             (try? Peer.run("wyoming_client.py", [uri, "describe", "--timeout", "2"]))?.status == 0
         }
-        let files = Array(try realSet().map(\.file).prefix(8))
+        // 8 files of at most 3 s (the real-time runs last as long as the longest).
+        let files = Array(try realSet().filter { (try? TestSpeech.duration($0.file)) ?? 9 <= 3 }.map(\.file).prefix(8))
+        try #require(files.count == 8)
         let alone = texts(try Peer.transcribe(a.uri, files))
         let spread = texts(try Peer.transcribe(uri, files, options: ["--clients", "8"]))
         #expect(spread == alone, "\(spread) vs \(alone)")
