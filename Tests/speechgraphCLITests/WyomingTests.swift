@@ -268,7 +268,9 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         // Once the transcript has begun to stream (the utterance is in flight), SIGTERM.
         Run.wait(for: client, seconds: 60) { Run.lines(of: out).contains { $0.contains("transcript-chunk") } }
         #expect(Run.lines(of: out).contains { $0.contains("transcript-chunk") })
+        // One SIGTERM, then the server's own exit (a second signal would stop it at once).
         kill(server.process.processIdentifier, SIGTERM)
+        Run.wait(for: server.process, seconds: 120) { false }
         let status = server.stop()
         client.waitUntilExit()
         #expect(status == 0, "\(server.stderr)")
