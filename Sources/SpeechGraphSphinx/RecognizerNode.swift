@@ -471,7 +471,7 @@ public final class RecognizerNode: GraphNode {
             // Exactly the lookahead (however the audio was cut into blocks): the same audio, the same mean.
             let head = min(pending.count, lookaheadSamples)
             if let mean = pending.withUnsafeBufferPointer({ decoder.cepstralMean(of: .init(rebasing: $0[..<head])) }) {
-                decoder.setCepstralMean(mean, weight: 1)
+                decoder.setCepstralMean(mean)
             }
             try decoder.startUtterance()
         }

@@ -255,7 +255,7 @@ public final class SphinxDecoder: @unchecked Sendable {
                     throw SpeechGraphError("PocketSphinx could not use the language model \(domain.lm): \(reason)")
                 }
             }
-            let cmn = ps_get_feat(ps).pointee.cmn_struct!
+            let cmn = Self.cmn(ps)
             initialMean = [Float](repeating: 0, count: Int(cmn.pointee.veclen))
             initialMean.withUnsafeMutableBufferPointer { cmn_live_get(cmn, $0.baseAddress) }
             return
@@ -284,7 +284,7 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// initial one, so that a reused decoder decodes exactly as a newly loaded one. (The noise estimate
     /// and frame count start over with every new stream, see `startUtterance`.)
     public func reset() {
-        let cmn = ps_get_feat(ps).pointee.cmn_struct!
+        let cmn = Self.cmn(ps)
         initialMean.withUnsafeBufferPointer { cmn_live_set(cmn, $0.baseAddress) }
     }
 
@@ -318,24 +318,26 @@ public final class SphinxDecoder: @unchecked Sendable {
         return sum.map { Float($0 / Double(count)) }
     }
 
-    /// Sets the live cepstral mean, counted as `weight` frames of evidence: `updateCepstralMean` then moves it
-    /// towards the mean of the frames decoded since.
-    public func setCepstralMean(_ mean: [Float], weight: Int) {
-        let cmn = ps_get_feat(ps).pointee.cmn_struct!
-        let size = Int(cmn.pointee.veclen)
-        guard mean.count == size else { return }
-        for i in 0..<size {
+    /// Sets the live cepstral mean, counted as one frame of evidence: `updateCepstralMean` then moves it to the mean
+    /// of the frames decoded since.
+    public func setCepstralMean(_ mean: [Float]) {
+        let cmn = Self.cmn(ps)
+        guard mean.count == Int(cmn.pointee.veclen) else { return }
+        for i in mean.indices {
             cmn.pointee.cmn_mean[i] = mean[i]
-            cmn.pointee.sum[i] = mean[i] * Float(max(weight, 1))
+            cmn.pointee.sum[i] = mean[i]
         }
-        cmn.pointee.nframe = Int32(max(weight, 1))
+        cmn.pointee.nframe = 1
     }
 
     /// Moves the live cepstral mean to the mean of what it has counted (PocketSphinx itself only does it every
     /// 8 s of speech).
     public func updateCepstralMean() {
-        cmn_live_update(ps_get_feat(ps).pointee.cmn_struct!)
+        cmn_live_update(Self.cmn(ps))
     }
+
+    /// The decoder's cepstral mean normalisation state.
+    private static func cmn(_ ps: OpaquePointer) -> UnsafeMutablePointer<cmn_t> { ps_get_feat(ps).pointee.cmn_struct! }
 
     /// Starts an utterance. With `newStream`, on a fresh front-end stream: PocketSphinx's noise estimate
     /// and frame count start over (as `pocketsphinx_batch` does for every file). Streamed decoding needs

@@ -7,7 +7,6 @@ import Synchronization
 /// One transcription: its graph (made off the event loop), the writing end of its `push.input`, and whether it
 /// has ended. Made on the event loop; the graph's thread and the maker touch only its Sendable parts.
 final class WyomingJob: Sendable {
-    let id: Int
     let format: (rate: Int, channels: Int)
     /// The language transcripts name: the request's, or the model's first.
     let language: String?
@@ -20,8 +19,7 @@ final class WyomingJob: Sendable {
     /// The client left, or started another stream before this one's end: its graph stops, its replies are dropped.
     let abandoned = Atomic<Bool>(false)
 
-    init(id: Int, format: (rate: Int, channels: Int), language: String?) {
-        self.id = id
+    init(format: (rate: Int, channels: Int), language: String?) {
         self.format = format
         self.language = language
     }
@@ -42,7 +40,6 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// What the last `transcribe` asked for; it applies to the next audio.
     private var request: [String: JSONValue] = [:]
     private var job: WyomingJob?
-    private var jobCount = 0
     /// Audio for the job's graph that is not in it yet (the graph is being made, or its buffer is full).
     private var waiting: [[Float]] = []
     private var waitingSamples = 0
@@ -180,9 +177,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         discarding = false
         stopped = false
         dropWaiting()
-        jobCount += 1
         let job = WyomingJob(
-            id: jobCount, format: (rate, channels), language: request["language"]?.string ?? model.languages.first)
+            format: (rate, channels), language: request["language"]?.string ?? model.languages.first)
         self.job = job
         make(job, model: model, request: request)
         request = [:]

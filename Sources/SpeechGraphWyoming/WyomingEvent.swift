@@ -51,7 +51,6 @@ public indirect enum JSONValue: Sendable, Equatable, Codable {
     }
 
     public var string: String? { if case .string(let s) = self { s } else { nil } }
-    public var number: Double? { if case .number(let n) = self { n } else { nil } }
     /// A whole number (a JSON number with no fraction).
     public var integer: Int? {
         guard case .number(let n) = self, n == n.rounded(), abs(n) < 1e15 else { return nil }

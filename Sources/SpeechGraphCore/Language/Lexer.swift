@@ -78,6 +78,12 @@ package struct Lexer {
         index += 1
     }
 
+    /// The tokens of one character each (besides `->`, newlines and strings).
+    private static let punctuation: [Unicode.Scalar: Token.Kind] = [
+        "=": .equals, ":": .colon, ",": .comma, ".": .dot, "{": .leftBrace, "}": .rightBrace, "[": .leftBracket,
+        "]": .rightBracket,
+    ]
+
     package mutating func tokenize() -> [Token] {
         var tokens: [Token] = []
         while true {
@@ -96,30 +102,9 @@ package struct Lexer {
                 advance()
                 advance()
                 tokens.append(Token(kind: .arrow, location: start))
-            case "=":
+            case "=", ":", ",", ".", "{", "}", "[", "]":
                 advance()
-                tokens.append(Token(kind: .equals, location: start))
-            case ":":
-                advance()
-                tokens.append(Token(kind: .colon, location: start))
-            case ",":
-                advance()
-                tokens.append(Token(kind: .comma, location: start))
-            case ".":
-                advance()
-                tokens.append(Token(kind: .dot, location: start))
-            case "{":
-                advance()
-                tokens.append(Token(kind: .leftBrace, location: start))
-            case "}":
-                advance()
-                tokens.append(Token(kind: .rightBrace, location: start))
-            case "[":
-                advance()
-                tokens.append(Token(kind: .leftBracket, location: start))
-            case "]":
-                advance()
-                tokens.append(Token(kind: .rightBracket, location: start))
+                tokens.append(Token(kind: Self.punctuation[c]!, location: start))
             case "\"":
                 if let (parts, closedBrace) = lexString() {
                     tokens.append(Token(kind: .string(parts), location: start))
