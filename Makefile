@@ -10,7 +10,8 @@ SHARED ?= ../shared
 # Debian packages the project builds, runs and tests with.
 DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx pocketsphinx-en-us \
 	libsndfile1-dev libsoxr-dev libfftw3-dev jackd2 libjack-jackd2-dev jack-tools \
-	espeak-ng flite sox python3 python3-venv time util-linux iproute2 haproxy
+	espeak-ng flite sox python3 python3-venv time util-linux iproute2 haproxy \
+	chromium chromium-driver
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -88,10 +89,10 @@ test: deps lint $(VENV)/ok
 	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
 
 ## test-fast: the tests that need no PocketSphinx model, no JACK server and no corpus (the core: language,
-## planner, runtime, rings; the language-model spec and estimator; the VAD detector), in seconds after the build.
+## planner, runtime, rings; the language-model spec and estimator; the VAD detector; the web sink), in seconds after the build.
 test-fast: deps lint
 	$(SWIFT) build --build-tests
-	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|SpeechGraphLMTests|DetectorTests"
+	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|SpeechGraphLMTests|DetectorTests|WebSinkTests"
 
 ## test-tsan: the ring, wake-signal and compute-gate tests, and two real recognizer graphs running at once, under
 ## ThreadSanitizer. ignore_interceptors_accesses=0

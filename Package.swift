@@ -61,7 +61,16 @@ let package = Package(
             name: "SpeechGraphNodes",
             dependencies: [
                 "SpeechGraphCore", "SpeechGraphAudio", "SpeechGraphSphinx", "SpeechGraphLM", "SpeechGraphSinks",
-                "SpeechGraphJACK", "SpeechGraphVAD",
+                "SpeechGraphJACK", "SpeechGraphVAD", "SpeechGraphWeb",
+            ]),
+        // The `web` sink: a live captions page, the event stream (Server-Sent Events and WebSocket) and
+        // transcript downloads, served on SwiftNIO's HTTP/1 and WebSocket modules.
+        .target(
+            name: "SpeechGraphWeb",
+            dependencies: [
+                "SpeechGraphCore", "SpeechGraphSinks",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),
         // The Wyoming speech-to-text server (Home Assistant), on SwiftNIO: one graph per transcription.
         .target(

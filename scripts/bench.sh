@@ -170,3 +170,6 @@ BIN=$BIN SHARED=$SHARED bash scripts/bench-lm.sh
 
 # The Wyoming server beside a Python peer (issue 15).
 BIN=$BIN SHARED=$SHARED bash scripts/bench-wyoming.sh
+
+# Live captions in the browser (issue 16): 50 SSE and 10 WebSocket viewers against none.
+BIN=$BIN SHARED=$SHARED bash scripts/bench-web.sh

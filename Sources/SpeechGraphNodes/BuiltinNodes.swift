@@ -5,6 +5,7 @@
 @_exported import SpeechGraphSinks
 @_exported import SpeechGraphSphinx
 @_exported import SpeechGraphVAD
+@_exported import SpeechGraphWeb
 
 /// Every node type that ships with speechgraph.
 public enum BuiltinNodes {
@@ -23,6 +24,7 @@ public enum BuiltinNodes {
         TextSink.type,
         ClipsSink.type,
         WyomingSink.type,
+        WebSink.type,
         JackInputNode.type,
         JackOutputNode.type,
         VADNode.type,

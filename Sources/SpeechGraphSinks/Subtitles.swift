@@ -130,30 +130,18 @@ public final class SubtitleSink: GraphNode {
     public static let vtt = NodeType(descriptor(.vtt), make: { try SubtitleSink($0, format: .vtt) })
 
     private let out: TextOutput
-    private let format: Format
-    private let maker = CueMaker()
-    private var index = 0
-    private var lastEnd = 0.0
+    private var writer: SubtitleWriter
 
     init(_ context: NodeContext, format: Format) throws {
-        self.format = format
+        writer = SubtitleWriter(format: format)
         out = try .forSink(context)
-        if format == .vtt {
-            out.write("WEBVTT\n\n")
-            out.flush()
-        }
+        out.write(writer.header)
+        out.flush()
     }
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         guard case .result(let t) = event, t.isFinal else { return }
-        for var cue in maker.cues(for: t) {
-            // Cues never overlap, and stay up a little when they can.
-            cue.start = max(cue.start, lastEnd)
-            cue.end = max(cue.end, cue.start + 0.01)
-            lastEnd = cue.end
-            index += 1
-            out.write(Self.text(cue, index: index, format: format))
-        }
+        out.write(writer.text(for: t))
         out.flush()
     }
 
@@ -180,6 +168,34 @@ public final class SubtitleSink: GraphNode {
     public func finish(output: NodeOutput) throws { out.flush() }
     public func close() { out.close() }
     public var warnings: [String] { out.failure.map { [$0] } ?? [] }
+}
+
+/// A subtitle file written as results come: the cues of each final result, numbered, never overlapping the
+/// cue before. The `srt` and `vtt` sinks and the `web` sink's transcript downloads write with it.
+public struct SubtitleWriter: Sendable {
+    public let format: SubtitleSink.Format
+    private let maker = CueMaker()
+    private var index = 0
+    private var lastEnd = 0.0
+
+    public init(format: SubtitleSink.Format) { self.format = format }
+
+    /// What the file begins with ("WEBVTT" and a blank line for WebVTT).
+    public var header: String { format == .vtt ? "WEBVTT\n\n" : "" }
+
+    /// The cues of one final result, as text to append to the file.
+    public mutating func text(for result: Transcription) -> String {
+        var text = ""
+        for var cue in maker.cues(for: result) {
+            // Cues never overlap, and stay up a little when they can.
+            cue.start = max(cue.start, lastEnd)
+            cue.end = max(cue.end, cue.start + 0.01)
+            lastEnd = cue.end
+            index += 1
+            text += SubtitleSink.text(cue, index: index, format: format)
+        }
+        return text
+    }
 }
 
 /// The `text` sink: the plain transcript, one final result per line.

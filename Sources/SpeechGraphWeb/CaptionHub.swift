@@ -1,0 +1,326 @@
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+import SpeechGraphCore
+import SpeechGraphSinks
+import Synchronization
+
+/// One message for viewers: an event's JSON Lines form, or the stream's `hello` and `end`.
+struct ViewerMessage: Sendable {
+    enum Kind: Sendable {
+        /// An event: `data: JSON` over Server-Sent Events, a text frame over a WebSocket.
+        case event
+        /// First to every viewer: the session (a new one each time the graph starts), `event: hello` over SSE.
+        case hello
+        /// The graph's input ended: `event: end` over SSE, a close frame (1000, "end") over a WebSocket.
+        case end
+    }
+    let kind: Kind
+    let json: String
+    /// A message a newer one makes useless (a node's volatile result, a level): the key of what it describes.
+    /// While one waits in a slow viewer's queue, the next with the same key takes its place, and when the queue
+    /// is full these go first.
+    let supersededBy: String?
+}
+
+/// A connected viewer: its queue of messages not yet written, bounded; the hub fills it from the graph's
+/// thread and the server's event loop empties it into the connection as fast as the connection takes them.
+final class Viewer: Sendable {
+    enum Transport: String, Sendable { case sse, webSocket }
+
+    let channel: any Channel
+    let transport: Transport
+    private let limit: Int
+    private struct State {
+        var queue = CircularBuffer<ViewerMessage>(initialCapacity: 16)
+        /// Over its bound with nothing left to drop, or closed: nothing more is queued.
+        var closed = false
+        /// The end message was written: the connection closes once it is out.
+        var ending = false
+    }
+    private let state = Mutex(State())
+
+    init(channel: any Channel, transport: Transport, limit: Int) {
+        self.channel = channel
+        self.transport = transport
+        self.limit = limit
+    }
+
+    /// Queues a message (any thread). `false`: the viewer cannot keep up (its queue is full of messages that
+    /// cannot be dropped) and must be disconnected.
+    func enqueue(_ message: ViewerMessage) -> Bool {
+        state.withLock { s in
+            if s.closed { return true }
+            if let key = message.supersededBy, let i = s.queue.lastIndex(where: { $0.supersededBy == key }) {
+                s.queue.remove(at: i)
+            }
+            if s.queue.count >= limit {
+                guard let i = s.queue.firstIndex(where: { $0.supersededBy != nil }) else {
+                    s.closed = true
+                    s.queue.removeAll()
+                    return false
+                }
+                s.queue.remove(at: i)
+            }
+            s.queue.append(message)
+            return true
+        }
+    }
+
+    var pending: Bool { state.withLock { !$0.queue.isEmpty } }
+
+    /// Messages waiting (for the hub's statistics).
+    var queued: Int { state.withLock { $0.queue.count } }
+
+    func markClosed() {
+        state.withLock {
+            $0.closed = true
+            $0.queue.removeAll()
+        }
+    }
+
+    /// On the channel's event loop: writes what is queued while the connection takes it, and flushes.
+    func flush() {
+        var wrote = false
+        while channel.isWritable {
+            let next = state.withLock { s -> ViewerMessage? in s.queue.isEmpty ? nil : s.queue.removeFirst() }
+            guard let next else { break }
+            write(next)
+            wrote = true
+            if next.kind == .end {
+                state.withLock { $0.ending = true }
+                break
+            }
+        }
+        if wrote { channel.flush() }
+    }
+
+    /// A keep-alive (an SSE comment or a WebSocket ping), on the event loop, when nothing else is waiting and the
+    /// stream has not ended.
+    func keepAlive() {
+        guard channel.isWritable, state.withLock({ $0.queue.isEmpty && !$0.ending && !$0.closed }) else { return }
+        switch transport {
+        case .sse:
+            channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: ":\n\n"))), promise: nil)
+        case .webSocket:
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()), promise: nil)
+        }
+    }
+
+    private func write(_ message: ViewerMessage) {
+        switch transport {
+        case .sse:
+            let text: String
+            switch message.kind {
+            case .event: text = "data: \(message.json)\n\n"
+            case .hello: text = "event: hello\ndata: \(message.json)\n\n"
+            case .end: text = "event: end\ndata: {}\n\n"
+            }
+            channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: text))), promise: nil)
+            if message.kind == .end {
+                let channel = self.channel
+                channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
+            }
+        case .webSocket:
+            if message.kind == .end {
+                var reason = ByteBuffer()
+                reason.write(webSocketErrorCode: .normalClosure)
+                reason.writeString("end")
+                let channel = self.channel
+                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: reason)).whenComplete {
+                    _ in channel.close(promise: nil)
+                }
+            } else {
+                channel.write(
+                    WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: message.json)), promise: nil)
+            }
+        }
+    }
+}
+
+/// What the `web` sink shares with its server: the viewers, the last final results for new viewers, the
+/// transcript so far, and the counters `/healthz` shows. `publish` and `end` are called on the graph's thread
+/// and never wait for a viewer: they queue, and one task on the server's event loop writes.
+final class CaptionHub: Sendable {
+    struct Counters: Sendable {
+        var events = 0
+        var finals = 0
+        var viewersServed = 0
+        /// Viewers disconnected because they could not keep up.
+        var dropped = 0
+    }
+
+    let session: String
+    private let replayLimit: Int
+    private let queueLimit: Int
+    private let includeVolatile: Bool
+    private let loop: any EventLoop
+
+    private struct State {
+        var viewers: [ObjectIdentifier: Viewer] = [:]
+        var replay = CircularBuffer<ViewerMessage>(initialCapacity: 16)
+        /// The latest volatile result of each node whose utterance is not final yet.
+        var inFlight: [String: ViewerMessage] = [:]
+        var text = ""
+        var srt = SubtitleWriter(format: .srt)
+        var vtt = SubtitleWriter(format: .vtt)
+        var srtText = ""
+        var vttText = ""
+        var ended = false
+        var counters = Counters()
+    }
+    private let state: Mutex<State>
+    /// A write task is scheduled on the event loop (one for all viewers, not one per viewer per event).
+    private let flushScheduled = Atomic<Bool>(false)
+
+    init(loop: any EventLoop, replay: Int, queue: Int, volatile: Bool) {
+        self.loop = loop
+        replayLimit = replay
+        queueLimit = queue
+        includeVolatile = volatile
+        var random = SystemRandomNumberGenerator()
+        session = String(random.next() as UInt64, radix: 16)
+        var initial = State()
+        initial.vttText = initial.vtt.header
+        state = Mutex(initial)
+    }
+
+    var helloMessage: ViewerMessage {
+        ViewerMessage(
+            kind: .hello, json: "{\"v\":\(JSONLines.version),\"type\":\"hello\",\"session\":\"\(session)\"}",
+            supersededBy: nil)
+    }
+
+    // MARK: the graph's side
+
+    /// An event from the graph: to every viewer's queue, to the replay and the transcript.
+    func publish(_ event: GraphEvent) {
+        let key: String?
+        var final: Transcription?
+        switch event {
+        case .result(let t) where t.isFinal:
+            key = nil
+            final = t
+        case .result(let t):
+            guard includeVolatile else { return }
+            key = "result/" + t.node
+        case .level(let node, _, _, _):
+            key = "level/" + node
+        default:
+            key = nil
+        }
+        let message = ViewerMessage(kind: .event, json: JSONLines.line(for: event), supersededBy: key)
+        var dropped: [Viewer] = []
+        state.withLock { s in
+            guard !s.ended else { return }
+            s.counters.events += 1
+            if let final {
+                s.counters.finals += 1
+                s.inFlight[final.node] = nil
+                if replayLimit > 0 {
+                    if s.replay.count >= replayLimit { s.replay.removeFirst() }
+                    s.replay.append(message)
+                }
+                if !final.text.isEmpty {
+                    s.text += final.text + "\n"
+                    s.srtText += s.srt.text(for: final)
+                    s.vttText += s.vtt.text(for: final)
+                }
+            } else if case .result(let t) = event {
+                s.inFlight[t.node] = message
+            }
+            for (id, viewer) in s.viewers where !viewer.enqueue(message) {
+                s.viewers[id] = nil
+                s.counters.dropped += 1
+                dropped.append(viewer)
+            }
+        }
+        for viewer in dropped { viewer.channel.close(promise: nil) }
+        scheduleFlush()
+    }
+
+    /// The graph's input ended: every viewer gets the end of the stream after what it has queued, and then its
+    /// connection closes. Viewers that come later get the replay and the end at once.
+    func end() {
+        let end = ViewerMessage(kind: .end, json: "", supersededBy: nil)
+        state.withLock { s in
+            guard !s.ended else { return }
+            s.ended = true
+            s.inFlight = [:]
+            for viewer in s.viewers.values { _ = viewer.enqueue(end) }
+        }
+        scheduleFlush()
+    }
+
+    private func scheduleFlush() {
+        guard !flushScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        loop.execute { [self] in
+            flushScheduled.store(false, ordering: .releasing)
+            let viewers = state.withLock { Array($0.viewers.values) }
+            for viewer in viewers where viewer.pending { viewer.flush() }
+        }
+    }
+
+    // MARK: the server's side (on the event loop)
+
+    /// A new viewer: it gets `hello`, the replay (the last final results, then the volatile results in
+    /// flight), and from then on every event. `false` when there are already `limit` viewers.
+    func add(_ viewer: Viewer, limit: Int) -> Bool {
+        let added = state.withLock { s -> Bool in
+            guard s.viewers.count < limit else { return false }
+            _ = viewer.enqueue(helloMessage)
+            for message in s.replay { _ = viewer.enqueue(message) }
+            for node in s.inFlight.keys.sorted() { _ = viewer.enqueue(s.inFlight[node]!) }
+            if s.ended {
+                _ = viewer.enqueue(ViewerMessage(kind: .end, json: "", supersededBy: nil))
+            }
+            s.viewers[ObjectIdentifier(viewer)] = viewer
+            s.counters.viewersServed += 1
+            return true
+        }
+        if added { viewer.flush() }
+        return added
+    }
+
+    func remove(_ viewer: Viewer) {
+        viewer.markClosed()
+        _ = state.withLock { $0.viewers.removeValue(forKey: ObjectIdentifier(viewer)) }
+    }
+
+    var viewers: [Viewer] { state.withLock { Array($0.viewers.values) } }
+
+    var viewerCount: Int { state.withLock { $0.viewers.count } }
+
+    enum Transcript: String, CaseIterable, Sendable {
+        case txt, srt, vtt
+        var contentType: String {
+            switch self {
+            case .txt: "text/plain; charset=utf-8"
+            case .srt: "application/x-subrip; charset=utf-8"
+            case .vtt: "text/vtt; charset=utf-8"
+            }
+        }
+    }
+
+    /// The session so far: every final result with text.
+    func transcript(_ kind: Transcript) -> String {
+        state.withLock { s in
+            switch kind {
+            case .txt: s.text
+            case .srt: s.srtText
+            case .vtt: s.vttText
+            }
+        }
+    }
+
+    /// `/healthz`: the state and the counters, as JSON.
+    var health: String {
+        state.withLock { s in
+            let queued = s.viewers.values.map(\.queued).max() ?? 0
+            return "{\"status\":\"\(s.ended ? "ended" : "live")\",\"session\":\"\(session)\","
+                + "\"viewers\":\(s.viewers.count),\"viewersServed\":\(s.counters.viewersServed),"
+                + "\"dropped\":\(s.counters.dropped),\"events\":\(s.counters.events),"
+                + "\"finals\":\(s.counters.finals),\"maxQueued\":\(queued)}"
+        }
+    }
+}
