@@ -51,6 +51,11 @@ final class Viewer: Sendable {
     func enqueue(_ message: ViewerMessage) -> Bool {
         state.withLock { s in
             if s.closed { return true }
+            // The end of the stream always goes in: the viewer closes after it, so its queue grows no further.
+            if message.kind == .end {
+                s.queue.append(message)
+                return true
+            }
             if let key = message.supersededBy, let i = s.queue.lastIndex(where: { $0.supersededBy == key }) {
                 s.queue.remove(at: i)
             }
@@ -79,31 +84,43 @@ final class Viewer: Sendable {
         }
     }
 
-    /// On the channel's event loop: writes what is queued while the connection takes it, and flushes.
+    /// On the channel's event loop: writes what is queued while the connection takes it, and flushes. A flush can
+    /// drain the socket at once (loopback) and make the channel writable again: then it goes on.
     func flush() {
-        var wrote = false
-        while channel.isWritable {
-            let next = state.withLock { s -> ViewerMessage? in s.queue.isEmpty ? nil : s.queue.removeFirst() }
-            guard let next else { break }
-            write(next)
-            wrote = true
-            if next.kind == .end {
-                state.withLock { $0.ending = true }
-                break
+        while true {
+            var wrote = false
+            var ended = false
+            while channel.isWritable {
+                let next = state.withLock { s -> ViewerMessage? in s.queue.isEmpty ? nil : s.queue.removeFirst() }
+                guard let next else { break }
+                write(next)
+                wrote = true
+                if next.kind == .end {
+                    state.withLock { $0.ending = true }
+                    ended = true
+                    break
+                }
             }
+            guard wrote else { return }
+            channel.flush()
+            if ended || !channel.isWritable || !pending { return }
         }
-        if wrote { channel.flush() }
     }
 
-    /// A keep-alive (an SSE comment or a WebSocket ping), on the event loop, when nothing else is waiting and the
-    /// stream has not ended.
+    /// A keep-alive (`event: ping` over SSE, a `ping` object over a WebSocket), on the event loop, when nothing
+    /// else is waiting and the stream has not ended.
     func keepAlive() {
         guard channel.isWritable, state.withLock({ $0.queue.isEmpty && !$0.ending && !$0.closed }) else { return }
+        // Visible to the page's script (a comment or a WebSocket ping would not be): a page that hears nothing
+        // for a while knows its connection is dead, even when the network did not say so.
         switch transport {
         case .sse:
-            channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: ":\n\n"))), promise: nil)
+            channel.writeAndFlush(
+                HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: "event: ping\ndata: {}\n\n"))), promise: nil)
         case .webSocket:
-            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()), promise: nil)
+            channel.writeAndFlush(
+                WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: #"{"v":1,"type":"ping"}"#)),
+                promise: nil)
         }
     }
 
@@ -268,6 +285,7 @@ final class CaptionHub: Sendable {
     func add(_ viewer: Viewer, limit: Int) -> Bool {
         let added = state.withLock { s -> Bool in
             guard s.viewers.count < limit else { return false }
+            // The replay fits the queue (WebSink checks `replay` against `queue`); what is in flight is droppable.
             _ = viewer.enqueue(helloMessage)
             for message in s.replay { _ = viewer.enqueue(message) }
             for node in s.inFlight.keys.sorted() { _ = viewer.enqueue(s.inFlight[node]!) }
@@ -278,8 +296,11 @@ final class CaptionHub: Sendable {
             s.counters.viewersServed += 1
             return true
         }
-        if added { viewer.flush() }
-        return added
+        guard added else { return false }
+        // However the connection ends (even before the handler knew it had a viewer), the hub forgets it.
+        viewer.channel.closeFuture.whenComplete { [self] _ in remove(viewer) }
+        viewer.flush()
+        return true
     }
 
     func remove(_ viewer: Viewer) {

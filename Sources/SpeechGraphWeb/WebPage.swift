@@ -185,7 +185,9 @@ struct WebPage: Sendable {
             }
             scrollDown();
           }
+          let lastMessageAt = Date.now();
           function onEvent(ev) {
+            lastMessageAt = Date.now();
             state.messages += 1;
             switch (ev.type) {
               case "result": onResult(ev); break;
@@ -210,6 +212,7 @@ struct WebPage: Sendable {
               finals.clear();
               for (const node of [...volatiles.keys()]) clearVolatile(node);
             }
+            lastMessageAt = Date.now();
             state.session = hello.session;
             state.connectedAt = Date.now();
             ended = false;
@@ -233,14 +236,41 @@ struct WebPage: Sendable {
             clearTimeout(timer);
             timer = setTimeout(() => { state.reconnects += 1; connect(); }, delay);
           }
-          function connect() {
+          function close() {
+            const es = source, ws = socket;
+            source = null;
+            socket = null;
+            if (es) es.close();
+            if (ws) ws.close();
+          }
+          // The server sends something at least every 15 s: silence for 40 s is a dead connection the network
+          // did not report (a laptop that slept, a phone that changed networks).
+          setInterval(() => {
+            if ((source || socket) && Date.now() - lastMessageAt > 40000) { close(); lost(); }
+          }, 5000);
+          async function connect() {
+            // A refused token is not a lost connection: say so, and ask again now and then.
+            try {
+              const answer = await fetch("events" + query, { method: "HEAD", cache: "no-store" });
+              if (answer.status === 401 || answer.status === 403) {
+                setStatus("refused", answer.status === 401 ? "refused: wrong or missing token" : "refused");
+                schedule(10000);
+                return;
+              }
+            } catch (e) {
+              lost();
+              return;
+            }
+            lastMessageAt = Date.now();
             if (useWebSocket) {
               const url = new URL("events" + query, location.href);
               url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
               const ws = socket = new WebSocket(url.href);
               ws.onmessage = (m) => {
                 const ev = JSON.parse(m.data);
-                if (ev.type === "hello") onHello(ev); else onEvent(ev);
+                if (ev.type === "hello") onHello(ev);
+                else if (ev.type === "ping") lastMessageAt = Date.now();
+                else onEvent(ev);
               };
               ws.onclose = (e) => {
                 if (socket !== ws) return;
@@ -250,6 +280,7 @@ struct WebPage: Sendable {
             } else {
               const es = source = new EventSource("events" + query);
               es.addEventListener("hello", (m) => onHello(JSON.parse(m.data)));
+              es.addEventListener("ping", () => { lastMessageAt = Date.now(); });
               es.addEventListener("end", () => { es.close(); source = null; onEnd(); });
               es.onmessage = (m) => onEvent(JSON.parse(m.data));
               es.onerror = () => {

@@ -26,8 +26,7 @@ final class WebServer: Sendable {
     /// Open connections, viewers or not: bounded (viewers plus room for page loads and downloads).
     private let connections = Atomic<Int>(0)
     private var maxConnections: Int { configuration.maxViewers + 32 }
-    /// How long a connection may take to send a whole request, and how long a closing viewer may take to
-    /// take the rest of its stream.
+    /// How long a connection may stay silent before its request is complete (or, kept alive, between requests).
     static let requestTimeout = TimeAmount.seconds(15)
     static let keepAliveInterval = TimeAmount.seconds(15)
 
@@ -105,6 +104,9 @@ final class WebServer: Sendable {
         limits.maxHeaderListSize = 16 * 1024
         limits.maxHeaderFieldCount = 100
         try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: Self.requestTimeout))
+        // A client that sends requests (or pings) and never reads the answers: stop reading from it while its
+        // answers cannot be written, so that they do not pile up.
+        try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
             withServerUpgrade: (
                 upgraders: [upgrader],
@@ -137,6 +139,13 @@ final class WebServer: Sendable {
     func route(_ head: HTTPRequestHead) -> Route {
         guard head.method == .GET || head.method == .HEAD else {
             return .error(.methodNotAllowed, "only GET and HEAD")
+        }
+        // DNS rebinding: a site whose name resolves to 127.0.0.1 would be "same origin" with this server in a
+        // viewer's browser. On loopback, only loopback names are answered.
+        if WebSink.isLoopback(configuration.host), let host = head.headers.first(name: "host"),
+            !WebSink.isLoopback(Self.hostName(host))
+        {
+            return .error(.forbidden, "this server answers only to loopback names (localhost, 127.0.0.1, [::1])")
         }
         let (rawPath, query) = Self.split(head.uri)
         guard let path = Self.percentDecoded(rawPath), path.hasPrefix("/"),
@@ -173,6 +182,17 @@ final class WebServer: Sendable {
             return .error(.forbidden, "cross-origin request")
         }
         return .serve(resource)
+    }
+
+    /// The name in a Host header, without its port and brackets.
+    static func hostName(_ host: String) -> String {
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            return String(host[host.index(after: host.startIndex)..<close])
+        }
+        if let colon = host.firstIndex(of: ":"), host[host.index(after: colon)...].allSatisfy(\.isNumber) {
+            return String(host[..<colon])
+        }
+        return host
     }
 
     static func split(_ uri: String) -> (path: Substring, query: Substring) {
@@ -270,6 +290,8 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let server: WebServer
     // On the channel's event loop only, as every handler.
     private var head: HTTPRequestHead?
+    /// Answers being written (a slow client reading a long transcript is not idle).
+    private var responding = 0
     /// Set once the connection is an event stream.
     private var slot = ViewerSlot()
 
@@ -300,7 +322,7 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             // A viewer sends nothing after its request: that is normal. A request that never completes is not.
-            if slot.viewer == nil { context.close(promise: nil) }
+            if slot.viewer == nil && responding == 0 { context.close(promise: nil) }
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -356,7 +378,9 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         if head.method != .HEAD {
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
         }
+        responding += 1
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        done.assumeIsolated().whenComplete { _ in self.responding -= 1 }
         self.head = nil
         if !keepAlive {
             let channel = context.channel
@@ -383,6 +407,7 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         let viewer = Viewer(channel: context.channel, transport: .sse, limit: server.queueLimit)
+        slot.attach(viewer, on: context.eventLoop)
         context.writeAndFlush(
             wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil
         )
@@ -392,7 +417,6 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)  // another viewer took the last place since the check above
             return
         }
-        slot.attach(viewer, on: context.eventLoop)
     }
 }
 
@@ -409,6 +433,7 @@ final class WebSocketViewerHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         let viewer = Viewer(channel: context.channel, transport: .webSocket, limit: server.queueLimit)
+        slot.attach(viewer, on: context.eventLoop)
         guard server.hub.add(viewer, limit: server.configuration.maxViewers) else {
             var reason = ByteBuffer()
             reason.write(webSocketErrorCode: .unknown(1013))
@@ -418,7 +443,6 @@ final class WebSocketViewerHandler: ChannelInboundHandler {
                 .whenComplete { _ in channel.close(promise: nil) }
             return
         }
-        slot.attach(viewer, on: context.eventLoop)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -431,7 +455,7 @@ final class WebSocketViewerHandler: ChannelInboundHandler {
                 wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer()))
             )
             .whenComplete { _ in channel.close(promise: nil) }
-        case .ping:
+        case .ping where context.channel.isWritable:  // a client that pings but never reads gets no more
             context.writeAndFlush(
                 wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         default:
@@ -467,9 +491,11 @@ struct ViewerSlot {
 
     mutating func attach(_ viewer: Viewer, on loop: any EventLoop) {
         self.viewer = viewer
-        keepAlive = loop.scheduleRepeatedTask(
+        let task = loop.scheduleRepeatedTask(
             initialDelay: WebServer.keepAliveInterval, delay: WebServer.keepAliveInterval
         ) { _ in viewer.keepAlive() }
+        keepAlive = task
+        viewer.channel.closeFuture.whenComplete { _ in task.cancel() }
     }
 
     mutating func detach(from hub: CaptionHub) {

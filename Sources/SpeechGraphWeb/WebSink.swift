@@ -42,12 +42,13 @@ public final class WebSink: GraphNode {
                     + "loopback is reachable from other machines: a warning says so."),
             .string(
                 "token", default: nil,
-                doc: "A secret viewers must present as ?token= (the page passes it on); none by default. "
-                    + "${VARIABLE} in the graph file keeps it out of the file."),
+                doc: "A secret viewers must present as ?token= (the page passes it on): letters, digits and . _ ~ -; "
+                    + "none by default. ${VARIABLE} in the graph file keeps it out of the file."),
             .string("title", default: "Live captions", doc: "The page's title."),
             .integer(
-                "replay", default: 100, range: 0...100_000,
-                doc: "Final results a new viewer (or a reloaded page) gets first."),
+                "replay", default: 100, range: 0...2000,
+                doc: "Final results a new viewer (or a reloaded page) gets first (at most 'queue' - 2; the page "
+                    + "keeps 2000 lines)."),
             .integer(
                 "queue", default: 256, range: 8...100_000,
                 doc: "Messages a viewer may have waiting; past it, volatile results and levels are dropped, "
@@ -78,8 +79,18 @@ public final class WebSink: GraphNode {
         name = config.name
         let (host, port) = try Self.parseListen(config.string(of: "listen"))
         let token = config.string("token")
-        if let token, token.isEmpty || token.contains(where: { $0.isWhitespace }) {
-            throw SpeechGraphError("a token cannot be empty or hold spaces", parameter: "token")
+        if let token,
+            token.isEmpty || !token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._~-".contains($0)) })
+        {
+            throw SpeechGraphError(
+                "a token is letters, digits and . _ ~ - (it goes in addresses as ?token=), and not empty",
+                parameter: "token")
+        }
+        guard config.integer(of: "replay") + 2 <= config.integer(of: "queue") else {
+            throw SpeechGraphError(
+                "'replay' (\(config.integer(of: "replay"))) must leave room in a viewer's 'queue' "
+                    + "(\(config.integer(of: "queue"))): a new viewer gets the replay first",
+                parameter: "replay")
         }
         configuration = .init(
             host: host, port: port, token: token, maxViewers: config.integer(of: "max-viewers"),

@@ -186,6 +186,8 @@ def main():
         separator = "&" if "?" in url else "?"
         driver.get(url + separator + "transport=ws")
         wait_until(lambda: page_state(driver)["connectedAt"], 20)
+        # The replay comes right after the hello: give the page the time to show it.
+        wait_until(lambda: len(page_state(driver)["finals"]) >= result["finals_before_reload"], 20)
         after = page_state(driver)
         result["reload_replayed_finals"] = len(after["finals"])
         result["reload_same_session"] = after["session"] == before["session"]
@@ -200,10 +202,14 @@ def main():
         graph.wait(timeout=max(remaining, 10))
         result["exit_status"] = graph.returncode
         wait_until(lambda: page_state(driver)["status"] == "ended", 15)
-        time.sleep(0.2)  # let the watcher read the file's last lines (the graph has exited: nothing more comes)
         watcher.done = True
         final_state = page_state(driver)
-        _, jsonl_finals = watcher.snapshot()
+        # The graph has exited: the whole file, read again, is every final result.
+        jsonl_finals = []
+        for line in open(args.jsonl, encoding="utf-8"):
+            event = json.loads(line) if line.strip() else {}
+            if event.get("type") == "result" and event.get("isFinal") and event.get("text"):
+                jsonl_finals.append(event["text"])
         page_words = " ".join(final_state["finals"]).split()
         jsonl_words = " ".join(jsonl_finals).split()
         result["status_at_end"] = final_state["status"]

@@ -120,12 +120,30 @@ async def main():
     done = asyncio.Event()
     stalled = [asyncio.create_task(stalled_viewer(u.hostname, u.port, path, stalled_stats, done))
                for _ in range(args.stalled)]
+    health = {"dropped_while_running": 0, "max_queued": 0}
+    async def poll_health():
+        # The server's own count of viewers it disconnected, while the stream runs.
+        while not done.is_set():
+            try:
+                reader, writer = await asyncio.open_connection(u.hostname, u.port)
+                writer.write(f"GET /healthz HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nConnection: close\r\n\r\n".encode())
+                body = (await reader.read()).split(b"\r\n\r\n", 1)[1]
+                writer.close()
+                h = json.loads(body)
+                if h.get("status") == "live":
+                    health["dropped_while_running"] = max(health["dropped_while_running"], h["dropped"])
+                    health["max_queued"] = max(health["max_queued"], h["maxQueued"])
+            except (OSError, ValueError, IndexError):
+                pass
+            await asyncio.sleep(1)
+    poller = asyncio.create_task(poll_health())
     readers = [sse_viewer(u.hostname, u.port, path, stats) for _ in range(args.sse)]
     readers += [ws_viewer(u.hostname, u.port, path, stats) for _ in range(args.ws)]
     print(json.dumps({"connected": len(readers) + len(stalled)}), file=sys.stderr, flush=True)
     await asyncio.gather(*readers)
     done.set()
     await asyncio.gather(*stalled)
+    poller.cancel()
     counts = [s["finals"] for s in stats]
     most = max(counts) if counts else 0
     print(json.dumps({
@@ -136,6 +154,8 @@ async def main():
         "viewers_with_every_final": sum(c == most for c in counts),
         "stalled": len(stalled_stats),
         "stalled_closed_by_server": sum(s["closed_by_server"] for s in stalled_stats),
+        "dropped_while_running": health["dropped_while_running"],
+        "max_queued": health["max_queued"],
     }))
 
 
