@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 16's figures, 'name value unit' a line: the `web` sink with 50 Server-Sent Events viewers, 10 WebSocket
 # viewers and one viewer that stops reading, attached for the whole of long_clean.wav played in real time, against
-# the same graph with no viewer, measured in the same run (the run without viewers first, then with, BENCH_WEB_RUNS
-# pairs, 1 by default; medians).
+# the same graph with no viewer, measured in the same run (BENCH_WEB_RUNS pairs, 2 by default, the order alternating
+# from one pair to the next so that neither side always runs on a machine just woken from idle; medians). The level
+# tap sends a level every 10 ms (ten times its default): 100 events a second to every viewer besides the results.
 # - web_graph_cpu_rtf_*: CPU seconds of the graph's threads (the recognizer, the vad, the level tap, the sinks,
 #   the web node's publishing: every thread named "speechgraph ...") per second of audio, read from
 #   /proc/PID/task/*/stat until the process exits; and their ratio (with / without).
@@ -20,13 +21,13 @@ BIN=${BIN:-.build/release/speechgraph}
 SHARED=${SHARED:-../shared}
 PY=${PY:-.venv/bin/python}
 LONG=$SHARED/corpus/long/long_clean.wav
-RUNS=${BENCH_WEB_RUNS:-1}
+RUNS=${BENCH_WEB_RUNS:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cat > "$work/web.graph" <<G
 node src  = file.input { path: "$LONG", realtime: true }
-node lvl  = tap.level
+node lvl  = tap.level { interval: 10 ms }
 node vad  = vad
 node asr  = recognizer { mode: streaming }
 node page = web { listen: "127.0.0.1:0", queue: 64, replay: 50 }
@@ -103,10 +104,15 @@ PY
 }
 
 for i in $(seq "$RUNS"); do
-  echo "bench: web $i/$RUNS: long_clean.wav in real time (148 s) with no viewer" >&2
-  run no "$work/none.$i.json"
-  echo "bench: web $i/$RUNS: the same with 50 SSE viewers, 10 WebSocket viewers and one that stops reading" >&2
-  run yes "$work/viewers.$i.json"
+  for side in $([ $((i % 2)) = 1 ] && echo "no yes" || echo "yes no"); do
+    if [ "$side" = no ]; then
+      echo "bench: web $i/$RUNS: long_clean.wav in real time (148 s) with no viewer" >&2
+      run no "$work/none.$i.json"
+    else
+      echo "bench: web $i/$RUNS: the same with 50 SSE viewers, 10 WebSocket viewers and one that stops reading" >&2
+      run yes "$work/viewers.$i.json"
+    fi
+  done
 done
 
 python3 - "$work" "$RUNS" <<'PY'

@@ -165,6 +165,52 @@ import Testing
         #expect(first.terminationStatus == 0 && second.terminationStatus == 0)
     }
 
+    /// graphs/captions.graph as shipped (a free port instead of 8080): what JACK hears is on its page's transcript.
+    @Test func captionsGraphServesWhatJackHears() throws {
+        try server.start()
+        let wav = try speech()
+        let out = dir.path("captions.out")
+        let p = try Process.launchSpeechgraph(
+            ["run", "graphs/captions.graph", "--name", "sgcap", "--set", "page.listen=127.0.0.1:0"],
+            environment: env.merging(["SPEECHGRAPH_CAPTURE": "jack-play*:out_*"]) { $1 }, output: out)
+        var port: String?
+        let started = Date().addingTimeInterval(60)
+        while port == nil && p.isRunning && Date() < started {
+            port = contents(out + ".err").firstMatch(of: /captions at http:\/\/127\.0\.0\.1:(\d+)\//).map {
+                String($0.1)
+            }
+            if port == nil { usleep(50_000) }
+        }
+        let player = Process()
+        player.executableURL = URL(fileURLWithPath: "/usr/bin/jack-play")
+        player.arguments = [wav]
+        player.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        player.standardOutput = FileHandle.nullDevice
+        player.standardError = FileHandle.nullDevice
+        try player.run()
+        // The page's transcript (read as a browser would, over HTTP) until it has the sentence's last word.
+        var transcript = ""
+        let deadline = Date().addingTimeInterval(120)
+        while let port, p.isRunning && !transcript.contains("evening") && Date() < deadline {
+            transcript =
+                (try? Run.process(
+                    "/usr/bin/python3",
+                    [
+                        "-c",
+                        "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/transcript.txt').read().decode())",
+                    ],
+                    timeout: 10
+                ).stdout) ?? ""
+            usleep(200_000)
+        }
+        for q in [p, player] where q.isRunning { kill(q.processIdentifier, SIGTERM) }
+        for q in [p, player] { q.waitUntilExit() }
+        #expect(port != nil, "\(contents(out + ".err"))")
+        #expect(wordErrorRate(reference: sentence, hypothesis: transcript) <= 0.25, "\(transcript)")
+        #expect(contents(out).contains("evening"), "the console shows it too: \(contents(out))")
+        #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
+    }
+
     @Test func serverLossFinishesTheUtteranceAndReturnIsFollowed() throws {
         try server.start()
         let wav = try speech(repeats: 10)
