@@ -91,20 +91,28 @@ async def ws_viewer(host, port, path, stats):
 
 
 async def stalled_viewer(host, port, path, stats, done):
-    reader, writer, status = await open_stream(host, port, path, False, rcvbuf=4096)
-    # Never read; at the end, see whether the server closed the connection (the rest of its data, then EOF).
+    # A plain socket, never read: asyncio's streams would read into their own buffer behind the script's back.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, port))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
     await done.wait()
-    closed = False
+    # At the end: read what the server had sent; EOF means the server closed the connection (it dropped the viewer).
+    sock.settimeout(5)
+    data, closed = b"", False
     try:
         while True:
-            data = await asyncio.wait_for(reader.read(1 << 20), timeout=5)
-            if not data:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
                 closed = True
                 break
-    except (asyncio.TimeoutError, ConnectionError):
+            data += chunk
+    except (socket.timeout, ConnectionError):
         pass
-    writer.close()
-    stats.append({"transport": "stalled", "status": status, "closed_by_server": closed})
+    sock.close()
+    status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else 0
+    stats.append({"transport": "stalled", "status": status, "closed_by_server": closed,
+                  "got_end": b"event: end" in data})
 
 
 async def main():
