@@ -48,11 +48,12 @@ import Testing
             ])
         #expect(raw.status == 0, "\(raw.stderr)")
         #expect(wordErrorRate(reference: file.stdout, hypothesis: raw.stdout) <= 0.1)
+        // sox's own stderr is left out: speechgraph stops reading at once, and sox may then report the closed pipe.
         let noRate = try Run.process(
-            "/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 - | '\(bin)' transcribe -"])
+            "/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 - 2>/dev/null | '\(bin)' transcribe -"])
         #expect(noRate.status == 1)
         #expect(noRate.stderr.contains("not a WAV stream") && noRate.stderr.contains("--rate"), "\(noRate.stderr)")
-        #expect(noRate.stderr.split(separator: "\n").count == 1)
+        #expect(noRate.stderr.split(separator: "\n").count == 1, "\(noRate.stderr)")
     }
 
     @Test("check --plan: a recognizer's missing dictionary is a located error, exit 1; check alone does not look")
