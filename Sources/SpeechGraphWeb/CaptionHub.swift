@@ -21,12 +21,16 @@ struct ViewerMessage: Sendable {
     /// While one waits in a slow viewer's queue, the next with the same key takes its place, and when the queue
     /// is full these go first.
     let supersededBy: String?
+
+    /// The end of the stream.
+    static let end = ViewerMessage(kind: .end, json: "", supersededBy: nil)
 }
 
 /// A connected viewer: its queue of messages not yet written, bounded; the hub fills it from the graph's
-/// thread and the server's event loop empties it into the connection as fast as the connection takes them.
+/// thread and the server's event loop empties it into the connection as fast as the connection takes them. It
+/// sends a keep-alive every `WebServer.keepAliveInterval` until its connection closes.
 final class Viewer: Sendable {
-    enum Transport: String, Sendable { case sse, webSocket }
+    enum Transport: Sendable { case sse, webSocket }
 
     let channel: any Channel
     let transport: Transport
@@ -44,6 +48,10 @@ final class Viewer: Sendable {
         self.channel = channel
         self.transport = transport
         self.limit = limit
+        let keepAlive = channel.eventLoop.scheduleRepeatedTask(
+            initialDelay: WebServer.keepAliveInterval, delay: WebServer.keepAliveInterval
+        ) { [weak self] _ in self?.keepAlive() }
+        channel.closeFuture.whenComplete { _ in keepAlive.cancel() }
     }
 
     /// Queues a message (any thread). `false`: the viewer cannot keep up (its queue is full of messages that
@@ -168,8 +176,9 @@ final class CaptionHub: Sendable {
     }
 
     let session: String
+    /// What every viewer gets first: the session.
+    private let hello: ViewerMessage
     private let replayLimit: Int
-    private let queueLimit: Int
     private let includeVolatile: Bool
     private let loop: any EventLoop
 
@@ -190,22 +199,18 @@ final class CaptionHub: Sendable {
     /// A write task is scheduled on the event loop (one for all viewers, not one per viewer per event).
     private let flushScheduled = Atomic<Bool>(false)
 
-    init(loop: any EventLoop, replay: Int, queue: Int, volatile: Bool) {
+    init(loop: any EventLoop, replay: Int, volatile: Bool) {
         self.loop = loop
         replayLimit = replay
-        queueLimit = queue
         includeVolatile = volatile
         var random = SystemRandomNumberGenerator()
         session = String(random.next() as UInt64, radix: 16)
+        hello = ViewerMessage(
+            kind: .hello, json: "{\"v\":\(JSONLines.version),\"type\":\"hello\",\"session\":\"\(session)\"}",
+            supersededBy: nil)
         var initial = State()
         initial.vttText = initial.vtt.header
         state = Mutex(initial)
-    }
-
-    var helloMessage: ViewerMessage {
-        ViewerMessage(
-            kind: .hello, json: "{\"v\":\(JSONLines.version),\"type\":\"hello\",\"session\":\"\(session)\"}",
-            supersededBy: nil)
     }
 
     // MARK: the graph's side
@@ -259,12 +264,11 @@ final class CaptionHub: Sendable {
     /// The graph's input ended: every viewer gets the end of the stream after what it has queued, and then its
     /// connection closes. Viewers that come later get the replay and the end at once.
     func end() {
-        let end = ViewerMessage(kind: .end, json: "", supersededBy: nil)
         state.withLock { s in
             guard !s.ended else { return }
             s.ended = true
             s.inFlight = [:]
-            for viewer in s.viewers.values { _ = viewer.enqueue(end) }
+            for viewer in s.viewers.values { _ = viewer.enqueue(.end) }
         }
         scheduleFlush()
     }
@@ -286,12 +290,10 @@ final class CaptionHub: Sendable {
         let added = state.withLock { s -> Bool in
             guard s.viewers.count < limit else { return false }
             // The replay fits the queue (WebSink checks `replay` against `queue`); what is in flight is droppable.
-            _ = viewer.enqueue(helloMessage)
+            _ = viewer.enqueue(hello)
             for message in s.replay { _ = viewer.enqueue(message) }
             for node in s.inFlight.keys.sorted() { _ = viewer.enqueue(s.inFlight[node]!) }
-            if s.ended {
-                _ = viewer.enqueue(ViewerMessage(kind: .end, json: "", supersededBy: nil))
-            }
+            if s.ended { _ = viewer.enqueue(.end) }
             s.viewers[ObjectIdentifier(viewer)] = viewer
             s.counters.viewersServed += 1
             return true
@@ -312,7 +314,7 @@ final class CaptionHub: Sendable {
 
     var viewerCount: Int { state.withLock { $0.viewers.count } }
 
-    enum Transcript: String, CaseIterable, Sendable {
+    enum Transcript: Sendable {
         case txt, srt, vtt
         var contentType: String {
             switch self {

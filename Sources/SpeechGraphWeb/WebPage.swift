@@ -114,8 +114,7 @@ struct WebPage: Sendable {
 
           // For automation and tests: what the page has shown, and when (milliseconds since 1970).
           const state = window.speechgraphCaptions = {
-            session: null, connectedAt: null, firstVolatileAt: null, firstFinalAt: null, messages: 0, reconnects: 0,
-            volatileTimes: [],
+            session: null, connectedAt: null, messages: 0, volatileTimes: [],
           };
 
           const store = {
@@ -163,7 +162,6 @@ struct WebPage: Sendable {
               line.dataset.key = key;
               finalsEl.appendChild(line);
               finals.set(key, line);
-              if (state.firstFinalAt === null) state.firstFinalAt = Date.now();
               while (finalsEl.childElementCount > maxLines) {
                 const first = finalsEl.firstElementChild;
                 if (first.dataset.key) finals.delete(first.dataset.key);
@@ -180,7 +178,6 @@ struct WebPage: Sendable {
               }
               v.utterance = ev.utterance;
               v.el.textContent = ev.text;
-              if (state.firstVolatileAt === null) state.firstVolatileAt = Date.now();
               if (state.volatileTimes.length < 200) state.volatileTimes.push(Date.now());
             }
             scrollDown();
@@ -234,7 +231,7 @@ struct WebPage: Sendable {
           }
           function schedule(delay) {
             clearTimeout(timer);
-            timer = setTimeout(() => { state.reconnects += 1; connect(); }, delay);
+            timer = setTimeout(connect, delay);
           }
           function close() {
             const es = source, ws = socket;

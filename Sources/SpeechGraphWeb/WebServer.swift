@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -14,13 +15,17 @@ final class WebServer: Sendable {
         var port: Int
         var token: String?
         var maxViewers: Int
+        /// Final results a new viewer gets first.
+        var replay: Int
+        /// Messages a viewer may have waiting before it is disconnected (after dropping what newer ones replace).
+        var queue: Int
+        /// Volatile results go out too.
+        var volatile: Bool
         var page: WebPage
     }
 
     let configuration: Configuration
     let hub: CaptionHub
-    /// Messages a viewer may have waiting before it is disconnected (after dropping what newer ones replace).
-    let queueLimit: Int
     private let group: MultiThreadedEventLoopGroup
     private let listener = Mutex<(any Channel)?>(nil)
     /// Open connections, viewers or not: bounded (viewers plus room for page loads and downloads).
@@ -30,11 +35,10 @@ final class WebServer: Sendable {
     static let requestTimeout = TimeAmount.seconds(15)
     static let keepAliveInterval = TimeAmount.seconds(15)
 
-    init(configuration: Configuration, replay: Int, queue: Int, volatile: Bool) {
+    init(configuration: Configuration) {
         self.configuration = configuration
-        queueLimit = queue
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        hub = CaptionHub(loop: group.next(), replay: replay, queue: queue, volatile: volatile)
+        hub = CaptionHub(loop: group.next(), replay: configuration.replay, volatile: configuration.volatile)
     }
 
     /// Binds and listens; returns the bound port (useful with port 0).
@@ -142,13 +146,13 @@ final class WebServer: Sendable {
         }
         // DNS rebinding: a site whose name resolves to 127.0.0.1 would be "same origin" with this server in a
         // viewer's browser. On loopback, only loopback names are answered.
-        if WebSink.isLoopback(configuration.host), let host = head.headers.first(name: "host"),
-            !WebSink.isLoopback(Self.hostName(host))
+        if Self.isLoopback(configuration.host), let host = head.headers.first(name: "host"),
+            !Self.isLoopback(Self.hostName(host))
         {
             return .error(.forbidden, "this server answers only to loopback names (localhost, 127.0.0.1, [::1])")
         }
         let (rawPath, query) = Self.split(head.uri)
-        guard let path = Self.percentDecoded(rawPath), path.hasPrefix("/"),
+        guard let path = String(rawPath).removingPercentEncoding, path.hasPrefix("/"),
             !path.contains(".."), !path.contains("\\"), !path.contains("\0"), !path.contains("//")
         else {
             return .error(.badRequest, "bad path")
@@ -184,6 +188,10 @@ final class WebServer: Sendable {
         return .serve(resource)
     }
 
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
     /// The name in a Host header, without its port and brackets.
     static func hostName(_ host: String) -> String {
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
@@ -200,42 +208,11 @@ final class WebServer: Sendable {
         return (uri[..<q], uri[uri.index(after: q)...])
     }
 
-    /// `%XX` decoded (and `+` left as is, as in a path); `nil` for a malformed escape or invalid UTF-8.
-    static func percentDecoded(_ s: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var i = s.utf8.startIndex
-        let utf8 = s.utf8
-        while i < utf8.endIndex {
-            let c = utf8[i]
-            if c == UInt8(ascii: "%") {
-                let h = utf8.index(after: i)
-                guard h < utf8.endIndex, utf8.index(after: h) < utf8.endIndex,
-                    let hi = hex(utf8[h]), let lo = hex(utf8[utf8.index(after: h)])
-                else { return nil }
-                bytes.append(hi << 4 | lo)
-                i = utf8.index(h, offsetBy: 2)
-            } else {
-                bytes.append(c)
-                i = utf8.index(after: i)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
     static func queryValue(_ name: String, in query: Substring) -> String? {
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, parts[0] == name else { continue }
-            return percentDecoded(Substring(parts[1].replacingOccurrences(of: "+", with: " ")))
+            return parts[1].replacingOccurrences(of: "+", with: " ").removingPercentEncoding
         }
         return nil
     }
@@ -292,8 +269,8 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var head: HTTPRequestHead?
     /// Answers being written (a slow client reading a long transcript is not idle).
     private var responding = 0
-    /// Set once the connection is an event stream.
-    private var slot = ViewerSlot()
+    /// Set once the connection is an event stream (the hub forgets it when the connection closes).
+    private var viewer: Viewer?
 
     init(server: WebServer) { self.server = server }
 
@@ -304,25 +281,20 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .body:
             break  // requests here have no body worth reading; it is discarded as it comes
         case .end:
-            guard let head, slot.viewer == nil else { return }
+            guard let head, viewer == nil else { return }
             respond(to: head, context: context)
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        slot.detach(from: server.hub)
-        context.fireChannelInactive()
-    }
-
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        slot.resume(context.channel)
+        if context.channel.isWritable { viewer?.flush() }
         context.fireChannelWritabilityChanged()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             // A viewer sends nothing after its request: that is normal. A request that never completes is not.
-            if slot.viewer == nil && responding == 0 { context.close(promise: nil) }
+            if viewer == nil && responding == 0 { context.close(promise: nil) }
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -339,10 +311,8 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         let host = head.headers.first(name: "host")
         switch server.route(head) {
         case .error(let status, let why):
-            var headers = server.commonHeaders(
-                contentType: "text/plain; charset=utf-8", length: why.utf8.count + 1, host: host)
-            if status == .methodNotAllowed { headers.add(name: "Allow", value: "GET, HEAD") }
-            send(status, headers: headers, body: why + "\n", head: head, context: context)
+            let allow = status == .methodNotAllowed ? [("Allow", "GET, HEAD")] : []
+            sendText(status, why, extra: allow, head: head, context: context)
         case .serve(.events):
             openStream(head: head, context: context)
         case .serve(let resource):
@@ -363,6 +333,18 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .health: return ("application/json", server.hub.health + "\n")
         case .events: return ("text/plain", "")
         }
+    }
+
+    /// An answer that is one line of plain text: what went wrong.
+    private func sendText(
+        _ status: HTTPResponseStatus, _ text: String, extra: [(String, String)] = [], head: HTTPRequestHead,
+        context: ChannelHandlerContext
+    ) {
+        var headers = server.commonHeaders(
+            contentType: "text/plain; charset=utf-8", length: text.utf8.count + 1,
+            host: head.headers.first(name: "host"))
+        headers.add(contentsOf: extra)
+        send(status, headers: headers, body: text + "\n", head: head, context: context)
     }
 
     private func send(
@@ -399,15 +381,10 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         guard server.hub.viewerCount < server.configuration.maxViewers else {
             let why = "too many viewers (\(server.configuration.maxViewers))"
-            var busy = server.commonHeaders(
-                contentType: "text/plain; charset=utf-8", length: why.utf8.count + 1,
-                host: head.headers.first(name: "host"))
-            busy.add(name: "Retry-After", value: "5")
-            send(.serviceUnavailable, headers: busy, body: why + "\n", head: head, context: context)
-            return
+            return sendText(.serviceUnavailable, why, extra: [("Retry-After", "5")], head: head, context: context)
         }
-        let viewer = Viewer(channel: context.channel, transport: .sse, limit: server.queueLimit)
-        slot.attach(viewer, on: context.eventLoop)
+        let viewer = Viewer(channel: context.channel, transport: .sse, limit: server.configuration.queue)
+        self.viewer = viewer
         context.writeAndFlush(
             wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil
         )
@@ -426,14 +403,14 @@ final class WebSocketViewerHandler: ChannelInboundHandler {
     typealias OutboundOut = WebSocketFrame
 
     private let server: WebServer
-    /// Set once the connection is an event stream.
-    private var slot = ViewerSlot()
+    /// The hub forgets it when the connection closes.
+    private var viewer: Viewer?
 
     init(server: WebServer) { self.server = server }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let viewer = Viewer(channel: context.channel, transport: .webSocket, limit: server.queueLimit)
-        slot.attach(viewer, on: context.eventLoop)
+        let viewer = Viewer(channel: context.channel, transport: .webSocket, limit: server.configuration.queue)
+        self.viewer = viewer
         guard server.hub.add(viewer, limit: server.configuration.maxViewers) else {
             var reason = ByteBuffer()
             reason.write(webSocketErrorCode: .unknown(1013))
@@ -463,13 +440,8 @@ final class WebSocketViewerHandler: ChannelInboundHandler {
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        slot.detach(from: server.hub)
-        context.fireChannelInactive()
-    }
-
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        slot.resume(context.channel)
+        if context.channel.isWritable { viewer?.flush() }
         context.fireChannelWritabilityChanged()
     }
 
@@ -480,33 +452,5 @@ final class WebSocketViewerHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
-    }
-}
-
-/// A connection's viewer once its stream is open: its keep-alive, and its removal from the hub when the connection
-/// closes. On the channel's event loop.
-struct ViewerSlot {
-    private(set) var viewer: Viewer?
-    private var keepAlive: RepeatedTask?
-
-    mutating func attach(_ viewer: Viewer, on loop: any EventLoop) {
-        self.viewer = viewer
-        let task = loop.scheduleRepeatedTask(
-            initialDelay: WebServer.keepAliveInterval, delay: WebServer.keepAliveInterval
-        ) { _ in viewer.keepAlive() }
-        keepAlive = task
-        viewer.channel.closeFuture.whenComplete { _ in task.cancel() }
-    }
-
-    mutating func detach(from hub: CaptionHub) {
-        keepAlive?.cancel()
-        keepAlive = nil
-        if let viewer { hub.remove(viewer) }
-        viewer = nil
-    }
-
-    /// The connection takes data again: write what waits.
-    func resume(_ channel: any Channel) {
-        if channel.isWritable, let viewer { viewer.flush() }
     }
 }

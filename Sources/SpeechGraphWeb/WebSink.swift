@@ -61,9 +61,6 @@ public final class WebSink: GraphNode {
 
     private let name: String
     private let configuration: WebServer.Configuration
-    private let replay: Int
-    private let queue: Int
-    private let volatile: Bool
     private let statusLine: StatusLine?
     /// Made when the graph starts (`prepare`): planning a graph binds nothing.
     private var server: WebServer?
@@ -94,10 +91,9 @@ public final class WebSink: GraphNode {
         }
         configuration = .init(
             host: host, port: port, token: token, maxViewers: config.integer(of: "max-viewers"),
+            replay: config.integer(of: "replay"), queue: config.integer(of: "queue"),
+            volatile: config.bool(of: "volatile"),
             page: WebPage(title: config.string(of: "title")))
-        replay = config.integer(of: "replay")
-        queue = config.integer(of: "queue")
-        volatile = config.bool(of: "volatile")
         statusLine = context.resources.existing(StatusLine.self)
     }
 
@@ -119,12 +115,8 @@ public final class WebSink: GraphNode {
         return (host, port)
     }
 
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
-
     public func prepare() throws {
-        let server = WebServer(configuration: configuration, replay: replay, queue: queue, volatile: volatile)
+        let server = WebServer(configuration: configuration)
         let bound = try server.start()
         self.server = server
         boundPort.store(bound, ordering: .releasing)
@@ -132,7 +124,7 @@ public final class WebSink: GraphNode {
         let shown = host.contains(":") ? "[\(host)]" : host
         let token = configuration.token.map { "?token=\($0)" } ?? ""
         var message = "speechgraph: node '\(name)': captions at http://\(shown):\(bound)/\(token)\n"
-        if !Self.isLoopback(host) {
+        if !WebServer.isLoopback(host) {
             message +=
                 "speechgraph: warning: node '\(name)' listens on \(host), not loopback: anyone who can reach it "
                 + (configuration.token == nil

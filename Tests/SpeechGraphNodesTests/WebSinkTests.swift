@@ -484,18 +484,22 @@ struct WebSinkTests {
         try await served.end()
     }
 
+    /// A graph of a pushed input's events into a `web` node with `parameters`, made (not started).
+    static func webOnly(_ parameters: String, file: String) throws -> RunningGraph {
+        let spec = try GraphParser.parse(
+            """
+            node src  = push.input { rate: 16 kHz }
+            node page = web { \(parameters) }
+            src.events -> page
+            """, file: file)
+        return try RunningGraph(plan: GraphPlanner(registry: registry).plan(spec), registry: registry)
+    }
+
     @Test("a bad listen address, token or replay is an error at the parameter; a port in use names the address")
     func badListenAddress() throws {
         for bad in ["8080", "localhost", "127.0.0.1:99999", ":80", "::1:80"] {
-            let spec = try GraphParser.parse(
-                """
-                node src  = push.input { rate: 16 kHz }
-                node page = web { listen: "\(bad)" }
-                src.events -> page
-                """, file: "bad.graph")
-            let plan = try GraphPlanner(registry: Self.registry).plan(spec)
             let error = #expect(throws: SpeechGraphError.self) {
-                _ = try RunningGraph(plan: plan, registry: Self.registry)
+                _ = try Self.webOnly("listen: \"\(bad)\"", file: "bad.graph")
             }
             #expect(error.map { "\($0)".contains("bad.graph:2:") && "\($0)".contains("HOST:PORT") } == true, "\(bad)")
         }
@@ -503,27 +507,12 @@ struct WebSinkTests {
         for (bad, parameter) in [
             ("token: \"a b\"", "token"), ("token: \"x&y\"", "token"), ("queue: 50, replay: 49", "replay"),
         ] {
-            let spec = try GraphParser.parse(
-                """
-                node src  = push.input { rate: 16 kHz }
-                node page = web { \(bad) }
-                src.events -> page
-                """, file: "bad.graph")
-            let error = #expect(throws: SpeechGraphError.self) {
-                _ = try RunningGraph(plan: GraphPlanner(registry: Self.registry).plan(spec), registry: Self.registry)
-            }
+            let error = #expect(throws: SpeechGraphError.self) { _ = try Self.webOnly(bad, file: "bad.graph") }
             #expect(error?.parameter == parameter, "\(bad): \(String(describing: error))")
         }
         // Two graphs on one port: the second cannot listen, and says where.
         let served = try Served(web: "")
-        let spec = try GraphParser.parse(
-            """
-            node src  = push.input { rate: 16 kHz }
-            node page = web { listen: "127.0.0.1:\(served.port)" }
-            src.events -> page
-            """, file: "busy.graph")
-        let second = try RunningGraph(
-            plan: GraphPlanner(registry: Self.registry).plan(spec), registry: Self.registry)
+        let second = try Self.webOnly("listen: \"127.0.0.1:\(served.port)\"", file: "busy.graph")
         second.start()
         #expect(throws: (any Error).self) { try second.wait() }
         #expect(try served.health()["status"] as? String == "live")
