@@ -100,7 +100,8 @@ echo "transcribe_real_oracle_wer_5best $(wer "$work/alt-oracle.tsv") %"
 
 # Calibrated word confidences (issue 13): the reliability table (share right per confidence bin, words per bin,
 # expected calibration error) on the real set and on the noisy long files; the calibration was fitted on a
-# synthesised development set (scripts/make-calibration-set.sh, scripts/fit-calibration.py), never on these.
+# development set of synthesised speech and AN4's training partition (scripts/make-calibration-set.sh,
+# scripts/make-an4-dev-set.sh, scripts/fit-calibration.py), never on these.
 "$BIN" transcribe --format jsonl "${files[@]}" > "$work/conf-real.jsonl"
 python3 scripts/reliability.py "$CORPUS/manifest.tsv" "$work/conf-real.jsonl" --name real
 for f in long_white15db long_pink15db; do

@@ -150,7 +150,7 @@ public final class RecognizerNode: GraphNode {
         .choice(
             "confidence", ["calibrated", "posterior"], default: "calibrated",
             doc: "Word confidences: calibrated, the probability that the word is right (fitted on synthesised "
-                + "speech, clean and noisy; docs/events.md), or posterior, PocketSphinx's lattice posterior as "
+                + "speech and AN4's real read speech, clean and noisy; docs/events.md), or posterior, PocketSphinx's lattice posterior as "
                 + "it is. A result's confidence is the mean of its words'."),
         .boolean(
             "reject", default: true,

@@ -4,7 +4,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// Calibrated word confidences, scored by scripts/reliability.py (the calibration was fitted on synthesised
-/// speech, never on the shared test sets). The corpus tests (CLITests.swift) call these on their own decoding.
+/// speech and AN4's training partition, never on the shared test sets). The corpus tests (CLITests.swift) call these on their own decoding.
 enum Reliability {
     /// `name value unit` lines of reliability.py, by name.
     static func figures(_ references: String, _ jsonl: String, name: String) throws -> [String: Double] {
@@ -49,13 +49,13 @@ enum Reliability {
     }
 
     /// The real set's table: words at 0.8 or more right at least 92% of the time, every bin more than the one
-    /// below, and far better calibrated than the raw posteriors (expected calibration error 0.174).
+    /// below, and an expected calibration error of at most 0.05 (0.174 for the raw posteriors).
     static func expectCalibrated(references: String, jsonl: String) throws {
         let figures = try figures(references, jsonl, name: "real")
         let high = try #require(figures["confidence_real_at_least_0.8_right"])
         #expect(high >= 92, "\(figures)")
         let s = shares(figures, "real")
         #expect(s.count >= 4 && zip(s, s.dropFirst()).allSatisfy { $0 < $1 }, "\(s)")
-        #expect(try #require(figures["confidence_real_expected_calibration_error"]) <= 0.08, "\(figures)")
+        #expect(try #require(figures["confidence_real_expected_calibration_error"]) <= 0.05, "\(figures)")
     }
 }
