@@ -476,6 +476,22 @@ public final class SphinxDecoderPool: Sendable {
         return decoder
     }
 
+    /// Loads decoders until `count` of each model and use already in the pool wait idle (at most `maxIdle`): a
+    /// server does it before it listens, so that that many clients at once never wait for a model to load.
+    public func fill(upTo count: Int) throws {
+        let have = idle.withLock { pool in pool.mapValues(\.count) }
+        for (key, n) in have {
+            for _ in n..<max(n, min(count, maxIdle)) {
+                let decoder = try SphinxDecoder(model: key.model)
+                decoder.isStreaming = key.streaming
+                checkin(decoder)
+            }
+        }
+    }
+
+    /// Decoders waiting in the pool, of every model and use.
+    public var idleCount: Int { idle.withLock { pool in pool.values.reduce(0) { $0 + $1.count } } }
+
     /// Gives a decoder back once its node is done with it (between utterances).
     public func checkin(_ decoder: SphinxDecoder) {
         let key = Key(model: decoder.model, streaming: decoder.isStreaming)

@@ -75,6 +75,10 @@ public final class WyomingServer: Sendable {
         public var phrasesFromRequests = false
         /// `info`'s program version.
         public var version = "0"
+        /// Decoders of each model loaded before the server listens: that many clients at once never wait for a
+        /// model to load (each decoder holds its own copy of the model, about 90 MB). Between connections the
+        /// pool keeps this many idle decoders, or 4 if that is more.
+        public var decoders = 1
         /// Called (on the graph makers' queue) after each transcription's graph has ended: `serve` trims the heap.
         public var afterTranscription: @Sendable () -> Void = {}
 
@@ -87,7 +91,7 @@ public final class WyomingServer: Sendable {
     let configuration: Configuration
     let group: MultiThreadedEventLoopGroup
     /// Shared by every connection's graph: loaded decoders are reused, not loaded again per connection.
-    let decoders = SphinxDecoderPool(maxIdle: 4)
+    public let decoders: SphinxDecoderPool
     let gate = ComputeGate()
     /// Graphs are planned and made here, one at a time, off the event loop (a spec's model is built while
     /// planning; decoders load on each graph's thread, one at a time, unless the pool has one).
@@ -101,11 +105,12 @@ public final class WyomingServer: Sendable {
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
+        decoders = SphinxDecoderPool(maxIdle: max(4, configuration.decoders))
         group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
     }
 
     /// Runs each model's graph once on a moment of silence: its model files load now (a missing one fails here,
-    /// before the server listens), and its decoders wait in the pool for the first client.
+    /// before the server listens), and `decoders` of each wait in the pool for the first clients.
     public func warmUp() throws {
         for model in configuration.models {
             let (graph, input) = try makeGraph(model, outlet: WyomingOutlet(send: { _ in }, endpoint: {}))
@@ -113,6 +118,7 @@ public final class WyomingServer: Sendable {
             graph.endInput()
             try graph.wait()
         }
+        try decoders.fill(upTo: configuration.decoders)
     }
 
     /// A model's graph for one transcription, with the server's decoders and gate, and its `push.input`.

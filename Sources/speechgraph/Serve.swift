@@ -38,6 +38,13 @@ extension SpeechgraphCommand {
         var maxConnections = 16
         @Option(
             help: ArgumentHelp(
+                "Decoders of each model loaded at start: that many clients at once never wait for a model to load "
+                    + "(each holds its own copy of the model, about 90 MB). Between connections, this many are kept, "
+                    + "or 4 if that is more.",
+                valueName: "n"))
+        var decoders = 1
+        @Option(
+            help: ArgumentHelp(
                 "Close a connection that sends nothing for this long, with no transcription in flight.",
                 valueName: "seconds"))
         var idleTimeout = 60.0
@@ -52,6 +59,7 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             guard (1...4096).contains(maxConnections) else { throw ValidationError("--max-connections: 1 to 4096") }
+            guard (1...256).contains(decoders) else { throw ValidationError("--decoders: 1 to 256") }
             guard idleTimeout.isFinite && idleTimeout > 0 && idleTimeout <= 86400 else {
                 throw ValidationError("--idle-timeout: seconds, above 0 and at most 86400")
             }
@@ -110,6 +118,7 @@ extension SpeechgraphCommand {
             configuration.host = host
             configuration.port = port
             configuration.maxConnections = maxConnections
+            configuration.decoders = decoders
             configuration.phrasesFromRequests = phrasesFromRequests
             configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
             configuration.version = speechgraphVersion
@@ -154,6 +163,8 @@ extension SpeechgraphCommand {
                 signalSources.append(source)
             }
             signal(SIGPIPE, SIG_IGN)
+            let idle = server.decoders.idleCount
+            let loaded = idle == 1 ? "1 decoder loaded" : "\(idle) decoders loaded"
             let zeroconfName = "speechgraph on \(ProcessInfo.processInfo.hostName)"
             let announce = zeroconf
             Task {
@@ -161,7 +172,7 @@ extension SpeechgraphCommand {
                     let bound = try await server.start()
                     printError(
                         "speechgraph: Wyoming server on tcp://\(host):\(bound) (models: "
-                            + "\(offered.map(\.name).joined(separator: ", "))); Ctrl-C or SIGTERM stops it")
+                            + "\(offered.map(\.name).joined(separator: ", ")); \(loaded)); Ctrl-C or SIGTERM stops it")
                     let announced = announce ? Zeroconf.announce(name: zeroconfName, port: bound) : nil
                     publisher.withLock { $0 = announced }
                     try await server.wait()

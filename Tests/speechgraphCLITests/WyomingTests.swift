@@ -166,6 +166,18 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect((model["attribution"] as? [String: Any])?["name"] as? String == "CMU Sphinx")
     }
 
+    @Test("--decoders N: N decoders loaded before the server listens; out of range, a usage error (exit 2)")
+    func decodersLoadedAhead() throws {
+        let server = try WyomingServerProcess(["--decoders", "3"])
+        defer { server.stop() }
+        #expect(server.stderr.contains("(models: en-us; 3 decoders loaded)"), "\(server.stderr)")
+        let file = try #require(try realSet().first { $0.file.hasSuffix("ps_goforward.wav") }).file
+        let results = try Peer.transcribe(server.uri, [file])
+        #expect((results.first?["text"] as? String)?.contains("forward") == true, "\(results)")
+        let bad = try Run.speechgraph(["serve", "--wyoming", "tcp://127.0.0.1:0", "--decoders", "0"])
+        #expect(bad.status == 2 && bad.stderr.contains("--decoders: 1 to 256"), "\(bad.status) \(bad.stderr)")
+    }
+
     @Test("a transcription streams chunks, then the transcript; 48 kHz stereo works as 16 kHz mono does")
     func transcribesAndStreams() throws {
         let server = try WyomingServerProcess()
