@@ -13,7 +13,8 @@ A logistic regression (Newton's method, a little L2) of right/wrong on the logit
 logit of its utterance's mean posterior (both piecewise linear: hinges at -2, 0 and 2, and at -1 and 1) and
 the log of its duration, over every word of every set given. Prints the coefficients, and for three feature
 sets (the posterior alone; the three features, linear; the chosen, hinged) two held-out log losses: two
-folds over the pooled sets (the synthesised set split by its two voices per sentence, AN4 by speaker), and
+folds over the pooled sets (the synthesised set split into the first and the second voice that spoke each
+sentence, so that both folds hold every sentence and every voice; AN4 split by speaker), and
 across the sets (fitted on one, scored on the other: the test sets are neither). The chosen features had the
 best mean of the two. Word length was tried as a feature and dropped: it helped the pooled folds (0.535
 against 0.606) and hurt across the sets (0.789 against 0.639), a property of AN4's spelled letters."""
@@ -27,7 +28,8 @@ from reliability import align, key  # noqa: E402
 
 
 def fold(name):
-    """0 or 1: the synthesised set's voice (c012_0_clean), or AN4's speaker (an251-fash-b_clean)."""
+    """0 or 1: which of the two voices that spoke a synthesised sentence (c012_0_clean), or AN4's speaker
+    (an251-fash-b_clean, split by a hash of the speaker)."""
     if name.startswith("c") and name[4:7] in ("_0_", "_1_"):
         return int(name[5])
     return zlib.crc32(name.split("-")[1].encode()) % 2 if name.count("-") >= 2 else 0

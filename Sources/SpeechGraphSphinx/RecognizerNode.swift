@@ -150,8 +150,8 @@ public final class RecognizerNode: GraphNode {
         .choice(
             "confidence", ["calibrated", "posterior"], default: "calibrated",
             doc: "Word confidences: calibrated, the probability that the word is right (fitted on synthesised "
-                + "speech and AN4's real read speech, clean and noisy; docs/events.md), or posterior, PocketSphinx's lattice posterior as "
-                + "it is. A result's confidence is the mean of its words'."),
+                + "speech and AN4's real read speech, clean and noisy; docs/events.md), or posterior, "
+                + "PocketSphinx's lattice posterior as it is. A result's confidence is the mean of its words'."),
         .boolean(
             "reject", default: true,
             doc: """

@@ -476,8 +476,9 @@ public final class SphinxDecoderPool: Sendable {
         return decoder
     }
 
-    /// Loads decoders until `count` of each model and use already in the pool wait idle (at most `maxIdle`): a
-    /// server does it before it listens, so that that many clients at once never wait for a model to load.
+    /// Loads decoders until `count` (at most `maxIdle`) wait idle for each model and use the pool has held: a
+    /// server does it once a first graph has run and before it listens, so that that many clients at once never
+    /// wait for a model to load. Meant for a pool nobody else uses yet: it counts first, then loads.
     public func fill(upTo count: Int) throws {
         let have = idle.withLock { pool in pool.mapValues(\.count) }
         for (key, n) in have {

@@ -4,7 +4,8 @@ import SpeechGraphTestSupport
 import Testing
 
 /// Calibrated word confidences, scored by scripts/reliability.py (the calibration was fitted on synthesised
-/// speech and AN4's training partition, never on the shared test sets). The corpus tests (CLITests.swift) call these on their own decoding.
+/// speech and AN4's training partition, never on the shared test sets). The corpus tests (CLITests.swift) call
+/// these on their own decoding.
 enum Reliability {
     /// `name value unit` lines of reliability.py, by name.
     static func figures(_ references: String, _ jsonl: String, name: String) throws -> [String: Double] {
