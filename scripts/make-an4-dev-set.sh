@@ -2,7 +2,8 @@
 # Real read speech for the word-confidence calibration's development set, beside the synthesised one
 # (scripts/make-calibration-set.sh): the training partition of CMU's AN4 database (948 utterances, 74
 # speakers, 42 minutes: digits, numbers, dates, spelled words, commands), each clean, in white noise at 15 dB
-# and in pink noise at 14 dB SNR, made exactly as the synthesised set's noisy files are: 2,844 files in OUT
+# and in pink noise at 14 dB SNR, made exactly as the synthesised set's noisy files are (scripts/noisy-copies.sh):
+# 2,844 files in OUT
 # (default out/an4) and OUT/ref.tsv.
 #
 # AN4's test partition (an4test_clstk) is where ../shared/corpus/real's an4_* files come from. The training
@@ -14,6 +15,7 @@
 # AN4: a checkout of https://github.com/cmusphinx/an4 (AN4's licence: free for any use, with attribution to
 # Carnegie Mellon University); cloned into OUT/an4.git when not given.
 set -euo pipefail
+. "$(dirname "$0")/noisy-copies.sh"
 export SOX_OPTS="-R -D"
 an4=${1:-}
 out=${2:-out/an4}
@@ -38,18 +40,9 @@ while read -r line; do
     ;;
   esac
   sox "$an4/wav/an4_clstk/$speaker/$id.wav" -r 16000 -c 1 -b 16 "$out/${id}_clean.wav"
-  rms=$(sox "$out/${id}_clean.wav" -n stat 2>&1 | awk '/RMS +amplitude/ {print $3}')
-  len=$(soxi -D "$out/${id}_clean.wav")
-  for noise in "white 10" "pink 5"; do
-    kind=${noise% *}
-    snr=${noise#* }
-    sox -n -r 16000 -c 1 -b 16 "$out/n.wav" synth "$len" ${kind}noise \
-      vol "$(python3 -c "print($rms * 10 ** (-$snr / 20) * 1.732)")"
-    sox -m "$out/${id}_clean.wav" "$out/n.wav" "$out/${id}_${kind}${snr}.wav"
-  done
+  noisy_copies "$out/$id"
   lower=$(echo "$text" | tr '[:upper:]' '[:lower:]')
   for c in clean white10 pink5; do printf "%s_%s\t%s\n" "$id" "$c" "$lower" >> "$out/ref.tsv"; done
   n=$((n + 1))
 done < "$an4/etc/an4_train.transcription"
-rm -f "$out/n.wav"
 echo "made $(wc -l < "$out/ref.tsv") files from $n utterances in $out" >&2

@@ -3,12 +3,9 @@
 # the 96 sentences of scripts/sentences.txt, each spoken by two of eight synthetic voices (flite, espeak-ng),
 # each clean, in white noise at 15 dB SNR and in pink noise at 14 dB SNR: 576 files in OUT (default
 # out/calibration) and OUT/ref.tsv.
-#
-# The noise level below assumes sox's synthesised noise has the RMS of uniform full-scale noise (1/sqrt(3));
-# it is quieter, so the files' SNR (over the whole file) is 15.0 dB for the "white10" ones and 14.0 dB for the
-# "pink5" ones, measured. The names and the formula stay, so the set (and the calibration fitted on it) is
-# made again exactly; scripts/vad-noise.sh measures the noise first, as a new set should.
+# (The noise and its level: scripts/noisy-copies.sh.)
 set -euo pipefail
+. "$(dirname "$0")/noisy-copies.sh"
 export SOX_OPTS="-R -D"
 out=${1:-out/calibration}
 mkdir -p "$out"
@@ -26,15 +23,8 @@ for i in "${!sentences[@]}"; do
     fi
     sox "$out/$name.raw.wav" -r 16000 -c 1 -b 16 "$out/${name}_clean.wav" pad 0.3 0.3
     rm "$out/$name.raw.wav"
-    rms=$(sox "$out/${name}_clean.wav" -n stat 2>&1 | awk '/RMS +amplitude/ {print $3}')
-    len=$(soxi -D "$out/${name}_clean.wav")
-    for noise in "white 10" "pink 5"; do
-      kind=${noise% *}; snr=${noise#* }
-      sox -n -r 16000 -c 1 -b 16 "$out/n.wav" synth "$len" ${kind}noise vol "$(python3 -c "print($rms * 10 ** (-$snr / 20) * 1.732)")"
-      sox -m "$out/${name}_clean.wav" "$out/n.wav" "$out/${name}_${kind}${snr}.wav"
-    done
+    noisy_copies "$out/$name"
     for c in clean white10 pink5; do printf "%s_%s\t%s\n" "$name" "$c" "${sentences[$i]}" >> "$out/ref.tsv"; done
   done
 done
-rm -f "$out/n.wav"
 echo "made $(wc -l < "$out/ref.tsv") files in $out" >&2

@@ -471,8 +471,13 @@ public final class SphinxDecoderPool: Sendable {
             decoder.reset()
             return decoder
         }
-        let decoder = try SphinxDecoder(model: model)
-        decoder.isStreaming = streaming
+        return try Self.load(key)
+    }
+
+    /// A newly loaded decoder for this model and use.
+    private static func load(_ key: Key) throws -> SphinxDecoder {
+        let decoder = try SphinxDecoder(model: key.model)
+        decoder.isStreaming = key.streaming
         return decoder
     }
 
@@ -482,11 +487,7 @@ public final class SphinxDecoderPool: Sendable {
     public func fill(upTo count: Int) throws {
         let have = idle.withLock { pool in pool.mapValues(\.count) }
         for (key, n) in have {
-            for _ in n..<max(n, min(count, maxIdle)) {
-                let decoder = try SphinxDecoder(model: key.model)
-                decoder.isStreaming = key.streaming
-                checkin(decoder)
-            }
+            for _ in n..<max(n, min(count, maxIdle)) { checkin(try Self.load(key)) }
         }
     }
 
