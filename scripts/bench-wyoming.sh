@@ -7,7 +7,9 @@
 #     at once (each client streams the real set's files one after another, a new connection for each);
 #   - with server-side endpointing, p95 of the delay after the labelled end of speech;
 #   - the most real-time streams that keep that p95 at or under 300 ms;
-#   - resident memory of the server before and after 1,000 fuzzed frames.
+#   - resident memory of the server before and after 1,000 fuzzed frames;
+#   - graphs/wyoming-fast.graph (no second pass), served beside the default as the model `fast`: its WER and the
+#     p95 delays with 8 clients.
 set -euo pipefail
 BIN=${BIN:-.build/release/speechgraph}
 SHARED=${SHARED:-../shared}
@@ -35,7 +37,8 @@ wait_port() { # PORT PID
 # Sized for the 8 clients it is measured with: 8 decoders loaded before it listens (--decoders; the peer loads
 # one per connection, as wyoming-vosk does).
 ours_port=$(free_port)
-"$BIN" serve --wyoming "tcp://127.0.0.1:$ours_port" --max-connections 64 --decoders 8 2>"$work/ours.err" &
+"$BIN" serve --wyoming "tcp://127.0.0.1:$ours_port" --max-connections 64 --decoders 8 \
+  --model fast=graphs/wyoming-fast.graph 2>"$work/ours.err" &
 ours_pid=$!
 pids+=("$ours_pid")
 peer_port=$(free_port)
@@ -73,18 +76,23 @@ echo "bench: wyoming: the real set through speechgraph serve, the peer, and spee
 "$PY" Tests/Peers/wyoming_client.py "tcp://127.0.0.1:$peer_port" transcribe "${files[@]}" > "$work/peer-wer.jsonl"
 tsv "$work/ours-wer.jsonl" > "$work/ours-wer.tsv"
 tsv "$work/peer-wer.jsonl" > "$work/peer-wer.tsv"
+"$PY" Tests/Peers/wyoming_client.py "tcp://127.0.0.1:$ours_port" transcribe --name fast "${files[@]}" \
+  > "$work/fast-wer.jsonl"
+tsv "$work/fast-wer.jsonl" > "$work/fast-wer.tsv"
 echo "wyoming_wer $(wer "$work/ours-wer.tsv") %"
+echo "wyoming_fast_graph_wer $(wer "$work/fast-wer.tsv") %"
 echo "wyoming_peer_wer $(wer "$work/peer-wer.tsv") %"
 echo "wyoming_transcribe_wer $(wer "$work/transcribe.tsv") %"
 
 # N clients at real time, each streaming the real set's files (cycled from its own offset) for one pass of the set
 # shared among them, at least 4 files each.
-run_clients() { # PORT N OUT
+run_clients() { # PORT N OUT [CLIENT OPTIONS]
   local n=$2 per=$(( ${#files[@]} / $2 ))
   (( per < 4 )) && per=4
   local list=()
   for ((k = 0; k < n * per; k++)); do list+=("${files[$(( k % ${#files[@]} ))]}"); done
-  "$PY" Tests/Peers/wyoming_client.py "tcp://127.0.0.1:$1" transcribe --realtime --clients "$n" "${list[@]}" > "$3"
+  "$PY" Tests/Peers/wyoming_client.py "tcp://127.0.0.1:$1" transcribe --realtime --clients "$n" "${@:4}" "${list[@]}" \
+    > "$3"
 }
 p95() { # FILE [eos]: p95 of latency after audio-stop, or after the labelled end of speech
   python3 - "$1" "$work/ends.tsv" "${2:-}" <<'PY'
@@ -129,6 +137,11 @@ for n in 1 8; do
   echo "wyoming_p95_after_end_of_speech_${n}_clients $(awk -v v="$(p95 "$work/ours-$n.jsonl" eos)" 'BEGIN { print v * 1000 }') ms"
   echo "wyoming_peer_p95_after_end_of_speech_${n}_clients $(awk -v v="$(p95 "$work/peer-$n.jsonl" eos)" 'BEGIN { print v * 1000 }') ms"
 done
+# graphs/wyoming-fast.graph (no second pass), served beside the default: 8 clients.
+echo "bench: wyoming: 8 clients at real time, graphs/wyoming-fast.graph" >&2
+run_clients "$ours_port" 8 "$work/fast-8.jsonl" --name fast
+echo "wyoming_fast_graph_p95_after_stop_8_clients $(awk -v v="$(p95 "$work/fast-8.jsonl")" 'BEGIN { print v * 1000 }') ms"
+echo "wyoming_fast_graph_p95_after_end_of_speech_8_clients $(awk -v v="$(p95 "$work/fast-8.jsonl" eos)" 'BEGIN { print v * 1000 }') ms"
 read -r same total < <(same_as_alone "$work/ours-8.jsonl")
 echo "wyoming_8_clients_same_as_alone $same/$total transcripts"
 

@@ -24,6 +24,9 @@ extension RecognizerNode {
         /// Utterance mode, or streaming with `final-pass`: which whole-utterance decoders are needed.
         var wholeUtterances: Bool
         var finalPass: Bool
+        /// Streaming with `second-pass`: the streamed decoder runs PocketSphinx's second pass, on renormalised
+        /// features, when an utterance ends.
+        var streamSecondPass: Bool
 
         init(_ c: NodeConfig, controlConnected: Bool) throws {
             var model = try SphinxModel.resolve(c)
@@ -31,10 +34,12 @@ extension RecognizerNode {
             // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
             // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
             // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
-            model.removesSilence = !includeWords && !controlConnected
             wholeUtterances = c.string(of: "mode") == "utterance"
             finalPass = !wholeUtterances && c.bool(of: "final-pass")
             let results = Results(rawValue: c.string(of: "results")) ?? .progressive
+            streamSecondPass = !wholeUtterances && !finalPass && results != .fast && c.bool(of: "second-pass")
+            // The second pass's renormalisation numbers the frames from the utterance's first sample.
+            model.removesSilence = !includeWords && !controlConnected && !streamSecondPass
             model.maxHMMs = c.integer(of: "max-hmms")
             // PocketSphinx's second pass (-fwdflat) searches the whole utterance again when it ends, and the
             // final result waits for it: about 40 ms per second of the utterance. Whole utterances keep it
@@ -67,7 +72,7 @@ extension RecognizerNode {
                 rejects = weight >= 1 && c.bool(of: "reject") && general.lm != nil
             }
             self.whole = whole
-            if wholeUtterances { model = whole } else { model.secondPass = false }
+            if wholeUtterances { model = whole } else { model.secondPass = streamSecondPass }
             stream = model
             languageModel =
                 c.string("grammar") ?? c.string("jsgf") ?? c.string("lm") ?? c.string("phrases").map {

@@ -21,7 +21,8 @@ public struct SphinxModel: Hashable, Sendable {
     public static let defaultMaxHMMs = 10000
     /// PocketSphinx's second pass (`-fwdflat`): it redoes the utterance's search over the words the first pass
     /// found, when the utterance ends. More accurate for whole utterances, but the final result waits for it
-    /// (about 4% of the utterance's duration); the recognizer skips it when it streams.
+    /// (about 4% of the utterance's duration); a streaming recognizer runs it only with `second-pass`, on features
+    /// renormalised with the utterance's mean (`SphinxDecoder.renormaliseForSecondPass`).
     public var secondPass = true
     /// A domain language model that replaces the general one (`weight` 1) or is interpolated with it.
     public var domain: DomainModel?
@@ -328,12 +329,86 @@ public final class SphinxDecoder: @unchecked Sendable {
             cmn.pointee.sum[i] = mean[i]
         }
         cmn.pointee.nframe = 1
+        noteMean()
+    }
+
+    /// With the second pass: the live means this utterance's frames were normalised with, each from `frame` on.
+    private var meanHistory: [(frame: Int, mean: [Float])] = []
+    /// Samples of this utterance fed so far.
+    private var samplesFed = 0
+
+    /// The cepstral frames the front end has computed from this utterance's samples so far: a window of 410
+    /// samples (at 16 kHz) every 160.
+    private var framesComputed: Int {
+        guard let fe = ps_get_fe(ps) else { return 0 }
+        var shift: Int32 = 0
+        var size: Int32 = 0
+        fe_get_input_size(fe, &shift, &size)
+        guard shift > 0, samplesFed >= Int(size) else { return 0 }
+        return (samplesFed - Int(size)) / Int(shift) + 1
+    }
+
+    /// The live mean as it is now.
+    private var liveMean: [Float] {
+        let cmn = Self.cmn(ps)
+        return Array(UnsafeBufferPointer(start: cmn.pointee.cmn_mean, count: Int(cmn.pointee.veclen)))
+    }
+
+    /// Streamed decoding with the second pass: records the live mean when it has changed (set, updated, or moved
+    /// by PocketSphinx itself while decoding), from the next frame the front end computes.
+    private func noteMean() {
+        guard model.secondPass, isStreaming else { return }
+        let mean = liveMean
+        if meanHistory.last?.mean != mean { meanHistory.append((frame: framesComputed, mean: mean)) }
+    }
+
+    /// Streamed decoding with the second pass (`SphinxModel.secondPass`), just before `endUtterance`: gives the
+    /// utterance's features the normalisation of utterance mode, the mean of all its frames, in place of the live
+    /// means they were decoded with, so that PocketSphinx's second pass, which `endUtterance` runs over the words
+    /// its first pass found, scores them as utterance mode would. Returns that mean, or `nil` when PocketSphinx's
+    /// feature buffer could not be reached (a libpocketsphinx other than Debian's 0.8+5prealpha, see
+    /// `sg_ps_features`): the second pass then runs on the features as they are.
+    ///
+    /// Each frame's raw cepstrum is its stored one plus the live mean it was normalised with; a live mean moved
+    /// inside one `process` call counts from the end of that call (at most one batch early). The last few frames
+    /// (the delta window's delay) are still in PocketSphinx's front end and keep their live mean.
+    @discardableResult
+    public func renormaliseForSecondPass() -> [Float]? {
+        var count: Int32 = 0
+        guard model.secondPass, isStreaming, let first = meanHistory.first,
+            let feat = sg_ps_features(ps, &count), count > 0
+        else { return nil }
+        let size = first.mean.count
+        let frames = Int(count)
+        var sum = [Double](repeating: 0, count: size)
+        var counted = 0
+        var k = 0
+        for f in 0..<frames {
+            while k + 1 < meanHistory.count && meanHistory[k + 1].frame <= f { k += 1 }
+            guard let row = feat[f]?[0] else { return nil }
+            let used = meanHistory[k].mean
+            // As PocketSphinx's normalisation does: frames of no energy (c0 below 0) are left out of the mean.
+            if row[0] + used[0] < 0 { continue }
+            for i in 0..<size { sum[i] += Double(row[i] + used[i]) }
+            counted += 1
+        }
+        guard counted > 0 else { return nil }
+        let mean = sum.map { Float($0 / Double(counted)) }
+        k = 0
+        for f in 0..<frames {
+            while k + 1 < meanHistory.count && meanHistory[k + 1].frame <= f { k += 1 }
+            guard let row = feat[f]?[0] else { return nil }
+            let used = meanHistory[k].mean
+            for i in 0..<size { row[i] += used[i] - mean[i] }
+        }
+        return mean
     }
 
     /// Moves the live cepstral mean to the mean of what it has counted (PocketSphinx itself only does it every
     /// 8 s of speech).
     public func updateCepstralMean() {
         cmn_live_update(Self.cmn(ps))
+        noteMean()
     }
 
     /// The decoder's cepstral mean normalisation state.
@@ -347,6 +422,9 @@ public final class SphinxDecoder: @unchecked Sendable {
     public func startUtterance(newStream: Bool = true) throws {
         if newStream { _ = ps_start_stream(ps) }
         guard ps_start_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not start an utterance") }
+        samplesFed = 0
+        meanHistory.removeAll(keepingCapacity: true)
+        noteMean()
     }
 
     /// Feeds 16-bit samples at the model's rate. `wholeUtterance`: these samples are the entire
@@ -355,6 +433,8 @@ public final class SphinxDecoder: @unchecked Sendable {
         guard ps_process_raw(ps, samples.baseAddress, samples.count, 0, wholeUtterance ? 1 : 0) >= 0 else {
             throw SpeechGraphError("PocketSphinx failed to decode audio")
         }
+        samplesFed += samples.count
+        noteMean()
     }
 
     public func endUtterance() throws {

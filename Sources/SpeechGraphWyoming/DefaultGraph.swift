@@ -15,9 +15,11 @@ extension WyomingServer {
         node input  = push.input { buffer: 30 s }
         # The end of a command: 400 ms of silence (vad_sensitivity relaxed: 800 ms, aggressive: 200 ms).
         node vad    = vad { min-silence: 400 ms, hangover: 400 ms }
-        # Streaming, its normalisation learnt from the first second of each utterance: the transcript is ready as soon
-        # as the command ends. No word timings and confidences to compute (words: false): the protocol carries text.
-        node asr    = recognizer { mode: streaming, lookahead: 1000 ms, words: false }
+        # Streaming, its normalisation learnt from the first second of each utterance. When the command ends,
+        # the second pass searches the words heard again, normalised as the whole command is (graphs/wyoming-fast.graph
+        # skips it: answers sooner, more errors). No word timings and confidences (words: false): the protocol
+        # carries text.
+        node asr    = recognizer { mode: streaming, lookahead: 1000 ms, second-pass: true, words: false }
         node client = wyoming
 
         input      -> vad.in

@@ -14,7 +14,7 @@ extension Decoding {
     @Suite struct RecognizerTests {
         let dir = TemporaryDirectory()
 
-        @Test(arguments: ["streaming", "utterance"])
+        @Test(arguments: ["streaming", "utterance", "streaming, lookahead: 1000 ms, second-pass: true"])
         func transcribesSynthesisedSpeech(mode: String) throws {
             let wav = dir.path("call.wav")
             try TestSpeech.synthesize(Sentences.call, to: wav)
@@ -269,6 +269,53 @@ extension Decoding {
             // Never beyond the bound.
             try pool.fill(upTo: 10)
             #expect(pool.idleCount == 4)
+        }
+
+        /// The second pass of a streamed utterance renormalises its features: it takes each frame's cepstrum back
+        /// to what the front end computed (adding the live mean it was decoded with, which moved as the node moves
+        /// it) and finds the mean of them all, the mean batch normalisation would use.
+        @Test func theSecondPassFindsTheWholeUtterancesMean() throws {
+            let wav = dir.path("weather.wav")
+            try TestSpeech.synthesize(Sentences.weather, to: wav)
+            let f = try AudioFile(path: wav)
+            var floats = [Float](repeating: 0, count: Int(f.frameCount))
+            _ = try floats.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
+            let samples = floats.map { Int16(max(-32768, min(32767, ($0 * 32768).rounded()))) }
+            #expect(samples.count > 3 * 16000)
+            var model = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            model.removesSilence = false
+            model.secondPass = true
+            let decoder = try SphinxDecoder(model: model)
+            // As the recognizer's lookahead does: the first second's mean, then the mean of what was decoded, every
+            // 100 ms, in pieces of another size.
+            let head = try #require(
+                samples.withUnsafeBufferPointer { decoder.cepstralMean(of: .init(rebasing: $0[..<16000])) })
+            decoder.setCepstralMean(head)
+            try decoder.startUtterance()
+            var fed = 0
+            while fed < samples.count {
+                let n = min(1600 - fed % 1600, samples.count - fed, 700)
+                try samples.withUnsafeBufferPointer { try decoder.process(.init(rebasing: $0[fed..<(fed + n)])) }
+                fed += n
+                if fed > 16000 && fed % 1600 == 0 { decoder.updateCepstralMean() }
+            }
+            let renormalised = try #require(decoder.renormaliseForSecondPass())
+            try decoder.endUtterance()
+            let wer = wordErrorRate(reference: Sentences.weather, hypothesis: decoder.hypothesis)
+            #expect(wer <= 0.25, "'\(decoder.hypothesis)' (WER \(wer))")
+            let whole = try #require(samples.withUnsafeBufferPointer { decoder.cepstralMean(of: $0) })
+            // The same but for the few last frames still in the front end's delta window.
+            let far = zip(renormalised, whole).map { abs($0 - $1) }.max() ?? .infinity
+            #expect(far < 0.25, "\(renormalised) against \(whole)")
+            // Those live means were far from it: taking them as the raw cepstra would be wrong by this much.
+            #expect((zip(head, whole).map { abs($0 - $1) }.max() ?? 0) > 1)
+            // Without the second pass there is nothing to renormalise.
+            model.secondPass = false
+            let plain = try SphinxDecoder(model: model)
+            try plain.startUtterance()
+            try samples.withUnsafeBufferPointer { try plain.process($0) }
+            #expect(plain.renormaliseForSecondPass() == nil)
         }
 
         /// The first 10 ms frame whose mean absolute level exceeds 1% of full scale.
