@@ -1,5 +1,6 @@
 #ifndef SPEECHGRAPH_CPOCKETSPHINX_SHIM_H
 #define SPEECHGRAPH_CPOCKETSPHINX_SHIM_H
+#include <string.h>
 #include <pocketsphinx.h>
 #include <sphinxbase/err.h>
 #include <sphinxbase/cmd_ln.h>
@@ -13,8 +14,9 @@
  * libpocketsphinx) for its second pass (-fwdflat), which runs inside ps_end_utt. These mirror the layout of the
  * fields up to that buffer in Debian's libpocketsphinx3 0.8+5prealpha+1 (src/libpocketsphinx/acmod.h, unchanged
  * since 2014, and the head of ps_decoder_s in pocketsphinx_internal.h). sg_ps_features checks the mirror against
- * what the public API returns (the front end and feature module pointers, the frame count) and answers NULL when
- * they disagree, so a different library version turns the feature off instead of reading the wrong memory. */
+ * what the public API returns (the front end and feature module pointers, the frame count, the rows' spacing)
+ * and answers NULL when they disagree, so that another library version most likely turns the second pass's
+ * renormalisation off; the head of ps_decoder_s (config, refcount, acmod) is trusted. */
 typedef struct sg_acmod_mirror {
     cmd_ln_t *config;
     logmath_t *lmath;
@@ -61,14 +63,33 @@ typedef struct sg_ps_decoder_mirror {
     sg_acmod_mirror *acmod;
 } sg_ps_decoder_mirror;
 
+/* Whether the feature module makes what the renormalisation assumes: 1s_c_d_dd, whose first cepsize values
+ * are the live-normalised cepstrum (no AGC, variance normalisation or linear transform, subvectors that keep
+ * the cepstrum first and in order). */
+static inline int sg_feat_is_plain_cepstra(feat_t *fcb) {
+    if (fcb == NULL || fcb->name == NULL || strcmp(fcb->name, "1s_c_d_dd") != 0) return 0;
+    if (fcb->lda != NULL || fcb->agc != AGC_NONE || fcb->varnorm || fcb->cmn == CMN_NONE) return 0;
+    if (fcb->n_sv > 0) {
+        if (fcb->subvecs == NULL || fcb->sv_len == NULL || (int32)fcb->sv_len[0] < fcb->cepsize) return 0;
+        for (int32 i = 0; i < fcb->cepsize; i++)
+            if (fcb->subvecs[0][i] != i) return 0;
+    }
+    return 1;
+}
+
 /* The utterance's feature frames decoded so far, frame 0 its first (NULL when the buffer is not the whole
- * utterance or the mirror does not match): *frames is set to their count. Each frame's first stream holds the
- * normalised cepstrum. */
+ * utterance, the features are not plain cepstra, or the mirror does not match): *frames is set to their count.
+ * Each frame's first stream (or subvector) starts with the normalised cepstrum. */
 static inline mfcc_t ***sg_ps_features(ps_decoder_t *ps, int32 *frames) {
     sg_acmod_mirror *acmod = ((sg_ps_decoder_mirror *)ps)->acmod;
     if (acmod == NULL || acmod->fe != ps_get_fe(ps) || acmod->fcb != ps_get_feat(ps)) return NULL;
-    if (acmod->output_frame + 1 != ps_get_n_frames(ps)) return NULL;
-    if (!acmod->grow_feat || acmod->output_frame > acmod->n_feat_alloc || acmod->feat_buf == NULL) return NULL;
+    if (acmod->output_frame + 1 != ps_get_n_frames(ps) || acmod->feat_outidx != acmod->output_frame) return NULL;
+    if (acmod->grow_feat != 1 || acmod->output_frame > acmod->n_feat_alloc || acmod->feat_buf == NULL) return NULL;
+    if (!sg_feat_is_plain_cepstra(acmod->fcb)) return NULL;
+    /* One block of rows, as feat_array_alloc lays them out: each the streams' lengths summed (39 for 1s_c_d_dd). */
+    int32 row = 0;
+    for (int32 i = 0; i < acmod->fcb->n_stream; i++) row += (int32)acmod->fcb->stream_len[i];
+    if (acmod->output_frame > 1 && acmod->feat_buf[1][0] - acmod->feat_buf[0][0] != row) return NULL;
     *frames = acmod->output_frame;
     return acmod->feat_buf;
 }

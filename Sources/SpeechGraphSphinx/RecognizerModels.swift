@@ -31,21 +31,23 @@ extension RecognizerNode {
         init(_ c: NodeConfig, controlConnected: Bool) throws {
             var model = try SphinxModel.resolve(c)
             let includeWords = c.bool(of: "words")
-            // Word times need every frame numbered on the audio clock; and when a vad node already cuts the
-            // audio into utterances, PocketSphinx's own silence removal only loses speech (on the long noisy
-            // files: 66.5% instead of 67.8% WER in white noise, 56.1% instead of 58.6% in pink).
             wholeUtterances = c.string(of: "mode") == "utterance"
             finalPass = !wholeUtterances && c.bool(of: "final-pass")
             let results = Results(rawValue: c.string(of: "results")) ?? .progressive
             streamSecondPass = !wholeUtterances && !finalPass && results != .fast && c.bool(of: "second-pass")
-            // The second pass's renormalisation numbers the frames from the utterance's first sample.
+            // Word times need every frame numbered on the audio clock, and so does the second pass's
+            // renormalisation; and when a vad node already cuts the audio into utterances, PocketSphinx's own
+            // silence removal only loses speech (on the long noisy files: 66.5% instead of 67.8% WER in white
+            // noise, 56.1% instead of 58.6% in pink).
             model.removesSilence = !includeWords && !controlConnected && !streamSecondPass
             model.maxHMMs = c.integer(of: "max-hmms")
             // PocketSphinx's second pass (-fwdflat) searches the whole utterance again when it ends, and the
             // final result waits for it: about 40 ms per second of the utterance. Whole utterances keep it
-            // (utterance mode and the final pass: pocketsphinx_batch's setting). Streamed decoding skips it: on
-            // the development set (scripts/make-dev-set.sh) it gives 35.7% WER with it and 32.0% without, and
-            // the final result comes as soon as the first pass ends. `results: fast` skips it everywhere.
+            // (utterance mode and the final pass: pocketsphinx_batch's setting). Streamed decoding skips it unless
+            // `second-pass` asks for it (on renormalised features, docs/endpointing.md): on the synthesised
+            // development set (scripts/make-dev-set.sh) the plain second pass gives 35.7% WER with it and 32.0%
+            // without, and the final result comes as soon as the first pass ends. `results: fast` skips it
+            // everywhere.
             model.secondPass = results != .fast
             var whole = model
             let weight = model.domain?.weight ?? 1

@@ -293,17 +293,29 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// front end leaves it out), or `nil` when they hold no frame. Uses the decoder's own front end between
     /// utterances; the next `startUtterance(newStream: true)` starts it over.
     public func cepstralMean(of samples: UnsafeBufferPointer<Int16>) -> [Float]? {
-        guard let fe = ps_get_fe(ps), let base = samples.baseAddress, !samples.isEmpty else { return nil }
-        let size = Int(fe_get_output_size(fe))
+        guard let frames = cepstra(of: samples), let size = frames.first?.count else { return nil }
         var sum = [Double](repeating: 0, count: size)
         var count = 0
+        // As PocketSphinx's normalisation does: frames of no energy (c0 below 0) are left out.
+        for row in frames where row[0] >= 0 {
+            for i in 0..<size { sum[i] += Double(row[i]) }
+            count += 1
+        }
+        guard count > 0 else { return nil }
+        return sum.map { Float($0 / Double(count)) }
+    }
+
+    /// The cepstra PocketSphinx's front end computes from these samples, one row per 10 ms frame, without the
+    /// last one it makes of the samples left over (between utterances, as `cepstralMean`).
+    func cepstra(of samples: UnsafeBufferPointer<Int16>) -> [[Float]]? {
+        guard let fe = ps_get_fe(ps), let base = samples.baseAddress, !samples.isEmpty else { return nil }
+        let size = Int(fe_get_output_size(fe))
+        var rows: [[Float]] = []
         func add(_ cep: UnsafeMutablePointer<UnsafeMutablePointer<mfcc_t>?>?, _ frames: Int32) {
             guard let cep else { return }
             for f in 0..<Int(frames) {
-                // As PocketSphinx's normalisation does: frames of no energy (c0 below 0) are left out.
-                guard let row = cep[f], row[0] >= 0 else { continue }
-                for i in 0..<size { sum[i] += Double(row[i]) }
-                count += 1
+                guard let row = cep[f] else { continue }
+                rows.append(Array(UnsafeBufferPointer(start: row, count: size)))
             }
         }
         fe_start_stream(fe)
@@ -314,9 +326,8 @@ public final class SphinxDecoder: @unchecked Sendable {
         if let block { fe_free_2d(block) }
         var last = [mfcc_t](repeating: 0, count: size)
         var lastFrames: Int32 = 0
-        _ = fe_end_utt(fe, &last, &lastFrames)
-        guard count > 0 else { return nil }
-        return sum.map { Float($0 / Double(count)) }
+        _ = fe_end_utt(fe, &last, &lastFrames)  // the frame of the samples left over: not counted
+        return rows.isEmpty ? nil : rows
     }
 
     /// Sets the live cepstral mean, counted as one frame of evidence: `updateCepstralMean` then moves it to the mean
@@ -366,42 +377,62 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// utterance's features the normalisation of utterance mode, the mean of all its frames, in place of the live
     /// means they were decoded with, so that PocketSphinx's second pass, which `endUtterance` runs over the words
     /// its first pass found, scores them as utterance mode would. Returns that mean, or `nil` when PocketSphinx's
-    /// feature buffer could not be reached (a libpocketsphinx other than Debian's 0.8+5prealpha, see
-    /// `sg_ps_features`): the second pass then runs on the features as they are.
+    /// feature buffer could not be reached (a libpocketsphinx other than Debian's 0.8+5prealpha, features other
+    /// than plain cepstra, or a grammar, whose search has no second pass; see `sg_ps_features`): the second pass
+    /// then runs on the features as they are.
     ///
-    /// Each frame's raw cepstrum is its stored one plus the live mean it was normalised with; a live mean moved
-    /// inside one `process` call counts from the end of that call (at most one batch early). The last few frames
-    /// (the delta window's delay) are still in PocketSphinx's front end and keep their live mean.
+    /// Each frame's raw cepstrum is its stored one plus the live mean it was normalised with, except for frames of
+    /// no energy (c0 below 0), which live normalisation leaves as they are and batch normalisation leaves out of
+    /// the mean. A live mean that PocketSphinx moved inside one `process` call is counted from the end of that
+    /// call (its frames taken back with the mean before: at most one batch late). The last few frames (the delta
+    /// window's delay) are still in PocketSphinx's front end and keep their live mean, and the deltas of frames
+    /// next to a change of the live mean keep its step.
     @discardableResult
     public func renormaliseForSecondPass() -> [Float]? {
-        var count: Int32 = 0
-        guard model.secondPass, isStreaming, let first = meanHistory.first,
-            let feat = sg_ps_features(ps, &count), count > 0
-        else { return nil }
-        let size = first.mean.count
-        let frames = Int(count)
+        guard let rows = features() else { return nil }
+        let (feat, frames, size) = rows
         var sum = [Double](repeating: 0, count: size)
         var counted = 0
-        var k = 0
-        for f in 0..<frames {
-            while k + 1 < meanHistory.count && meanHistory[k + 1].frame <= f { k += 1 }
-            guard let row = feat[f]?[0] else { return nil }
-            let used = meanHistory[k].mean
-            // As PocketSphinx's normalisation does: frames of no energy (c0 below 0) are left out of the mean.
-            if row[0] + used[0] < 0 { continue }
-            for i in 0..<size { sum[i] += Double(row[i] + used[i]) }
+        forEachFrame(frames) { f, used in
+            guard let row = feat[f]?[0], let raw = Self.raw(row, used) else { return }
+            for i in 0..<size { sum[i] += Double(raw[i]) }
             counted += 1
         }
         guard counted > 0 else { return nil }
         let mean = sum.map { Float($0 / Double(counted)) }
-        k = 0
-        for f in 0..<frames {
-            while k + 1 < meanHistory.count && meanHistory[k + 1].frame <= f { k += 1 }
-            guard let row = feat[f]?[0] else { return nil }
-            let used = meanHistory[k].mean
-            for i in 0..<size { row[i] += used[i] - mean[i] }
+        forEachFrame(frames) { f, used in
+            guard let row = feat[f]?[0] else { return }
+            // A frame of no energy was left as it is: batch normalisation subtracts the mean from it too.
+            let shift = Self.raw(row, used) == nil ? [Float](repeating: 0, count: size) : used
+            for i in 0..<size { row[i] += shift[i] - mean[i] }
         }
         return mean
+    }
+
+    /// The utterance's stored feature rows so far, their count and the cepstrum's size, when the second pass's
+    /// renormalisation can reach them.
+    func features() -> (UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<mfcc_t>?>?>, Int, Int)? {
+        var count: Int32 = 0
+        guard model.secondPass, isStreaming, let first = meanHistory.first,
+            let feat = sg_ps_features(ps, &count), count > 0
+        else { return nil }
+        return (feat, Int(count), first.mean.count)
+    }
+
+    /// Each frame of the utterance so far with the live mean it was normalised with.
+    private func forEachFrame(_ frames: Int, _ body: (Int, [Float]) -> Void) {
+        var k = 0
+        for f in 0..<frames {
+            while k + 1 < meanHistory.count && meanHistory[k + 1].frame <= f { k += 1 }
+            body(f, meanHistory[k].mean)
+        }
+    }
+
+    /// A stored row's raw cepstrum, or `nil` for a frame of no energy, which live normalisation skipped: its c0,
+    /// stored as it was, is below 0 and below what any normalised frame's can be (-used c0).
+    private static func raw(_ row: UnsafeMutablePointer<mfcc_t>, _ used: [Float]) -> [Float]? {
+        if row[0] < 0 && row[0] < -used[0] { return nil }
+        return used.indices.map { row[$0] + used[$0] }
     }
 
     /// Moves the live cepstral mean to the mean of what it has counted (PocketSphinx itself only does it every

@@ -301,6 +301,9 @@ extension Decoding {
                 if fed > 16000 && fed % 1600 == 0 { decoder.updateCepstralMean() }
             }
             let renormalised = try #require(decoder.renormaliseForSecondPass())
+            // The rows the second pass will read, before it runs.
+            let (feat, frames, size) = try #require(decoder.features())
+            let rows = (0..<frames).map { f in (0..<size).map { feat[f]![0]![$0] } }
             try decoder.endUtterance()
             let wer = wordErrorRate(reference: Sentences.weather, hypothesis: decoder.hypothesis)
             #expect(wer <= 0.25, "'\(decoder.hypothesis)' (WER \(wer))")
@@ -308,6 +311,14 @@ extension Decoding {
             // The same but for the few last frames still in the front end's delta window.
             let far = zip(renormalised, whole).map { abs($0 - $1) }.max() ?? .infinity
             #expect(far < 0.25, "\(renormalised) against \(whole)")
+            // Every row is now the front end's cepstrum less that mean, as batch normalisation makes it.
+            let cepstra = try #require(samples.withUnsafeBufferPointer { decoder.cepstra(of: $0) })
+            #expect(frames > 250 && frames <= cepstra.count)
+            var worst: Float = 0
+            for f in 0..<frames {
+                for i in 0..<size { worst = max(worst, abs(rows[f][i] - (cepstra[f][i] - renormalised[i]))) }
+            }
+            #expect(worst < 0.001, "a row is \(worst) from its cepstrum less the mean")
             // Those live means were far from it: taking them as the raw cepstra would be wrong by this much.
             #expect((zip(head, whole).map { abs($0 - $1) }.max() ?? 0) > 1)
             // Without the second pass there is nothing to renormalise.
