@@ -24,9 +24,6 @@ extension RecognizerNode {
         /// Utterance mode, or streaming with `final-pass`: which whole-utterance decoders are needed.
         var wholeUtterances: Bool
         var finalPass: Bool
-        /// Streaming with `second-pass`: the streamed decoder runs PocketSphinx's second pass, on renormalised
-        /// features, when an utterance ends.
-        var streamSecondPass: Bool
 
         init(_ c: NodeConfig, controlConnected: Bool) throws {
             var model = try SphinxModel.resolve(c)
@@ -34,7 +31,9 @@ extension RecognizerNode {
             wholeUtterances = c.string(of: "mode") == "utterance"
             finalPass = !wholeUtterances && c.bool(of: "final-pass")
             let results = Results(rawValue: c.string(of: "results")) ?? .progressive
-            streamSecondPass = !wholeUtterances && !finalPass && results != .fast && c.bool(of: "second-pass")
+            // Streaming with `second-pass`: the streamed decoder runs PocketSphinx's second pass, on renormalised
+            // features (`SphinxDecoder.endUtterance`), when an utterance ends.
+            let streamSecondPass = !wholeUtterances && !finalPass && results != .fast && c.bool(of: "second-pass")
             // Word times need every frame numbered on the audio clock, and so does the second pass's
             // renormalisation; and when a vad node already cuts the audio into utterances, PocketSphinx's own
             // silence removal only loses speech (on the long noisy files: 66.5% instead of 67.8% WER in white

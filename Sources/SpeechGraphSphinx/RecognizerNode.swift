@@ -574,7 +574,6 @@ public final class RecognizerNode: GraphNode {
             }
             held.removeAll(keepingCapacity: true)
         } else {
-            if models.streamSecondPass { decoder.renormaliseForSecondPass() }
             try decoder.endUtterance()
             text = decoder.hypothesis
             words = includeWords ? decoder.words(frameOffset: utteranceStart) : []

@@ -359,21 +359,17 @@ public final class SphinxDecoder: @unchecked Sendable {
         return (samplesFed - Int(size)) / Int(shift) + 1
     }
 
-    /// The live mean as it is now.
-    private var liveMean: [Float] {
-        let cmn = Self.cmn(ps)
-        return Array(UnsafeBufferPointer(start: cmn.pointee.cmn_mean, count: Int(cmn.pointee.veclen)))
-    }
-
     /// Streamed decoding with the second pass: records the live mean when it has changed (set, updated, or moved
     /// by PocketSphinx itself while decoding), from the next frame the front end computes.
     private func noteMean() {
         guard model.secondPass, isStreaming else { return }
-        let mean = liveMean
-        if meanHistory.last?.mean != mean { meanHistory.append((frame: framesComputed, mean: mean)) }
+        let cmn = Self.cmn(ps)
+        let live = UnsafeBufferPointer(start: cmn.pointee.cmn_mean, count: Int(cmn.pointee.veclen))
+        if let last = meanHistory.last?.mean, last.elementsEqual(live) { return }
+        meanHistory.append((frame: framesComputed, mean: Array(live)))
     }
 
-    /// Streamed decoding with the second pass (`SphinxModel.secondPass`), just before `endUtterance`: gives the
+    /// Streamed decoding with the second pass (`SphinxModel.secondPass`), done by `endUtterance`: gives the
     /// utterance's features the normalisation of utterance mode, the mean of all its frames, in place of the live
     /// means they were decoded with, so that PocketSphinx's second pass, which `endUtterance` runs over the words
     /// its first pass found, scores them as utterance mode would. Returns that mean, or `nil` when PocketSphinx's
@@ -386,25 +382,26 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// the mean. A live mean that PocketSphinx moved inside one `process` call is counted from the end of that
     /// call (its frames taken back with the mean before: at most one batch late). The last few frames (the delta
     /// window's delay) are still in PocketSphinx's front end and keep their live mean, and the deltas of frames
-    /// next to a change of the live mean keep its step.
+    /// next to a change of the live mean keep its step. Once done, the utterance's features are no longer those the
+    /// mean history describes: a second call does nothing.
     @discardableResult
-    public func renormaliseForSecondPass() -> [Float]? {
-        guard let rows = features() else { return nil }
-        let (feat, frames, size) = rows
+    func renormaliseForSecondPass() -> [Float]? {
+        guard !meanHistory.isEmpty, let (feat, frames, size) = features() else { return nil }
+        defer { meanHistory.removeAll(keepingCapacity: true) }
         var sum = [Double](repeating: 0, count: size)
         var counted = 0
         forEachFrame(frames) { f, used in
-            guard let row = feat[f]?[0], let raw = Self.raw(row, used) else { return }
-            for i in 0..<size { sum[i] += Double(raw[i]) }
+            guard let row = feat[f]?[0], !Self.leftAsItWas(row, used) else { return }
+            for i in 0..<size { sum[i] += Double(row[i] + used[i]) }
             counted += 1
         }
         guard counted > 0 else { return nil }
         let mean = sum.map { Float($0 / Double(counted)) }
         forEachFrame(frames) { f, used in
             guard let row = feat[f]?[0] else { return }
-            // A frame of no energy was left as it is: batch normalisation subtracts the mean from it too.
-            let shift = Self.raw(row, used) == nil ? [Float](repeating: 0, count: size) : used
-            for i in 0..<size { row[i] += shift[i] - mean[i] }
+            // A frame of no energy was left as it was: batch normalisation subtracts the mean from it too.
+            let kept = Self.leftAsItWas(row, used)
+            for i in 0..<size { row[i] += (kept ? 0 : used[i]) - mean[i] }
         }
         return mean
     }
@@ -413,10 +410,8 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// renormalisation can reach them.
     func features() -> (UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<mfcc_t>?>?>, Int, Int)? {
         var count: Int32 = 0
-        guard model.secondPass, isStreaming, let first = meanHistory.first,
-            let feat = sg_ps_features(ps, &count), count > 0
-        else { return nil }
-        return (feat, Int(count), first.mean.count)
+        guard model.secondPass, isStreaming, let feat = sg_ps_features(ps, &count), count > 0 else { return nil }
+        return (feat, Int(count), Int(Self.cmn(ps).pointee.veclen))
     }
 
     /// Each frame of the utterance so far with the live mean it was normalised with.
@@ -428,11 +423,11 @@ public final class SphinxDecoder: @unchecked Sendable {
         }
     }
 
-    /// A stored row's raw cepstrum, or `nil` for a frame of no energy, which live normalisation skipped: its c0,
-    /// stored as it was, is below 0 and below what any normalised frame's can be (-used c0).
-    private static func raw(_ row: UnsafeMutablePointer<mfcc_t>, _ used: [Float]) -> [Float]? {
-        if row[0] < 0 && row[0] < -used[0] { return nil }
-        return used.indices.map { row[$0] + used[$0] }
+    /// Whether a stored row is a frame of no energy, which live normalisation left as it was (its raw cepstrum is
+    /// the row; any other row's is the row plus the mean it was normalised with): its c0, stored as it was, is
+    /// below 0 and below what any normalised frame's can be (-used c0).
+    private static func leftAsItWas(_ row: UnsafeMutablePointer<mfcc_t>, _ used: [Float]) -> Bool {
+        row[0] < 0 && row[0] < -used[0]
     }
 
     /// Moves the live cepstral mean to the mean of what it has counted (PocketSphinx itself only does it every
@@ -468,7 +463,10 @@ public final class SphinxDecoder: @unchecked Sendable {
         noteMean()
     }
 
+    /// Ends the utterance: PocketSphinx finishes its search (with the second pass, if the model has it, over
+    /// renormalised features when streamed, see `renormaliseForSecondPass`).
     public func endUtterance() throws {
+        if model.secondPass && isStreaming { renormaliseForSecondPass() }
         guard ps_end_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not end the utterance") }
     }
 
