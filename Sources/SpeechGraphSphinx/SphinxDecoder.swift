@@ -528,7 +528,8 @@ public final class SphinxDecoder: @unchecked Sendable {
         while let s = seg {
             if let w = ps_seg_word(s) {
                 let text = String(cString: w)
-                if !(text.hasPrefix("<") || text.hasPrefix("[") || text.hasPrefix("++")) {
+                // Fillers, and "(NULL)": a grammar's empty transitions (an optional word left out) are segments.
+                if !(text.hasPrefix("<") || text.hasPrefix("[") || text.hasPrefix("++") || text == "(NULL)") {
                     var sf: Int32 = 0
                     var ef: Int32 = 0
                     ps_seg_frames(s, &sf, &ef)

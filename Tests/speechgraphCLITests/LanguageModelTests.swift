@@ -190,6 +190,58 @@ import Testing
         #expect(rate <= 0.12)
     }
 
+    @Test("Real speech: the 5 playing-card files of ../shared/corpus/real with graphs/cards.jsgf, none rejected")
+    func cards() throws {
+        let shared = try TestPaths.requireShared()
+        let manifest = try String(
+            contentsOf: shared.appendingPathComponent("corpus/real/manifest.tsv"), encoding: .utf8)
+        let set = manifest.split(separator: "\n").filter { $0.hasPrefix("ps_cards_") }.map { line in
+            let f = line.split(separator: "\t")
+            return (file: shared.appendingPathComponent("corpus/real/\(f[0])").path, text: String(f[1]))
+        }
+        try #require(set.count == 5)
+        let grammar = TestPaths.packageRoot.appendingPathComponent("graphs/cards.jsgf").path
+        let run = try Run.speechgraph(
+            ["transcribe", "--format", "jsonl", "--grammar", grammar] + set.map(\.file), environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        var hyps: [String: String] = [:]
+        for line in run.stdout.split(separator: "\n") where line.contains("\"isFinal\":true") {
+            let event = try #require(
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            let source = try #require(event["source"] as? String)
+            #expect(event["rejected"] == nil, "\(line)")
+            hyps[source] = event["text"] as? String
+        }
+        let rate = wer(set, hyps)
+        print("cards with cards.jsgf: \(rate)")
+        #expect(rate <= 1.0 / 21, "\(hyps)")  // 21 words: at most one wrong
+    }
+
+    @Test("A grammar's optional words left out are no words: no \"(NULL)\" among a result's words or alternatives")
+    func grammarNullTransitions() throws {
+        let shared = try TestPaths.requireShared()
+        let file = shared.appendingPathComponent("corpus/real/ps_cards_001.wav").path
+        // Optional words and alternatives: PocketSphinx's grammar search passes empty transitions as segments.
+        let grammar = dir.path("optional.jsgf")
+        try """
+        #JSGF V1.0;
+        grammar optional;
+        public <u> = [pick | play] [the | a] <rank> [of] <suit> [please];
+        <rank> = ace | two | three | four | five | six | seven | eight | nine | ten | jack | queen | king;
+        <suit> = clubs | diamonds | hearts | spades;
+        """.write(toFile: grammar, atomically: true, encoding: .utf8)
+        let run = try Run.speechgraph(
+            ["transcribe", "--format", "jsonl", "--alternatives", "3", "--grammar", grammar, file],
+            environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        let line = try #require(run.stdout.split(separator: "\n").first { $0.contains("\"isFinal\":true") })
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let words = try #require(event["words"] as? [[String: Any]]).compactMap { $0["text"] as? String }
+        #expect(!words.isEmpty)
+        #expect(!line.contains("(NULL)"), "\(line)")
+        #expect(words.joined(separator: " ") == event["text"] as? String, "\(line)")
+    }
+
     @Test("Runtime vocabulary: a live pushed stream gets the chess model between two utterances, losing nothing")
     func vocabularyChangesMidStream() async throws {
         let wav = dir.path("move.wav")
