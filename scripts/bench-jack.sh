@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The live-path figures of `make bench`, one 'name value unit' a line:
 # - long_clean.wav (148 s) played through a private JACK dummy server at 48 kHz into the shipped
-#   graphs/live.graph, against `speechgraph transcribe` of the file;
+#   graphs/live.graph (BENCH_LIVE_RUNS runs, default 3: each, and the median), against `speechgraph transcribe`;
 # - the process callback's duration (p50, p99, max, measured inside the callback) at periods of
 #   64 and 256 frames, with 1 and 4 recognizer chains; overruns and xruns over each run.
 set -euo pipefail
@@ -84,43 +84,51 @@ run_live() { # chains period seconds audio prefix
 # with the transport: a dummy server without real-time scheduling on a loaded machine has xruns, which
 # lose or repeat audio (jack_live_graph_xruns counts them). Recorded inside the live graph (a tap.record
 # after jack.input), the audio JACK delivered transcribes offline to exactly live.graph's text.
-start_server 1024
+# PocketSphinx's text also moves with where its 10 ms frames fall in the audio (measured: 23.0 to 26.8% on
+# long_clean delayed by 0 to 140 samples), and each live run starts at a random phase: one run is one draw.
+# So the live graph runs BENCH_LIVE_RUNS times (default 3): each run's WER, and the median against transcribe.
+LIVE_RUNS=${BENCH_LIVE_RUNS:-3}
 cat > "$work/player.graph" <<G
 node player = file.input  { path: "$LONG", realtime: true }
 node speak  = jack.output { port: "play", connect: "speechgraph:in_1", prebuffer: 500 ms }
 player -> speak
 G
-echo "bench: graphs/live.graph on long_clean.wav through JACK, in real time (148 s)" >&2
-SPEECHGRAPH_CAPTURE=player:play_1 "$BIN" run graphs/live.graph --stats > "$work/live.out" 2> "$work/live.err" &
-live_pid=$!
-for _ in $(seq 600); do
-  (jack_lsp 2>/dev/null | grep -q "speechgraph:in_1") 2>/dev/null && break
-  sleep 0.1
-done
-"$BIN" run "$work/player.graph" --name player 2> "$work/player.err"
-# The live graph has audio of its own still queued (a final pass in flight): give it a moment, then stop it
-# as a user would (SIGINT finishes the results in flight).
-sleep 3
-kill -INT "$live_pid"
-wait "$live_pid" || true
-figures jack_live_graph "$(grep '^jack:' "$work/live.err" | tail -1)"
-stop_server
-# Console lines are '[mm:ss.mmm - mm:ss.mmm] text'; gap and availability lines are '-- ... --'.
-python3 - "$work/live.out" > "$work/jack.tsv" <<'PY'
+"$BIN" transcribe --format tsv "$LONG" | sed 's/^[^\t]*\t/long_clean\t/' > "$work/offline.tsv"
+printf "long_clean\t%s\n" "$(cat "$SHARED/corpus/long/long_clean.txt")" > "$work/ref.tsv"
+score() { python3 "$SHARED/tools/wer.py" "$work/ref.tsv" "$1" | sed -E 's/^WER ([0-9.]+)%.*/\1/'; }
+ow=$(score "$work/offline.tsv")
+live_wers=()
+for run in $(seq "$LIVE_RUNS"); do
+  start_server 1024
+  echo "bench: graphs/live.graph on long_clean.wav through JACK, in real time (148 s), run $run of $LIVE_RUNS" >&2
+  SPEECHGRAPH_CAPTURE=player:play_1 "$BIN" run graphs/live.graph --stats > "$work/live.out" 2> "$work/live.err" &
+  live_pid=$!
+  for _ in $(seq 600); do
+    (jack_lsp 2>/dev/null | grep -q "speechgraph:in_1") 2>/dev/null && break
+    sleep 0.1
+  done
+  "$BIN" run "$work/player.graph" --name player 2> "$work/player.err"
+  # The live graph has audio of its own still queued (a final pass in flight): give it a moment, then stop it
+  # as a user would (SIGINT finishes the results in flight).
+  sleep 3
+  kill -INT "$live_pid"
+  wait "$live_pid" || true
+  [ "$run" = 1 ] && figures jack_live_graph "$(grep '^jack:' "$work/live.err" | tail -1)"
+  stop_server
+  # Console lines are '[mm:ss.mmm - mm:ss.mmm] text'; gap and availability lines are '-- ... --'.
+  python3 - "$work/live.out" > "$work/jack.tsv" <<'PY'
 import re, sys
 texts = [re.sub(r"^\[[^]]*\] ?", "", l.strip()) for l in open(sys.argv[1]) if l.startswith("[")]
 print("long_clean\t" + " ".join(t for t in texts if t))
 PY
-"$BIN" transcribe --format tsv "$LONG" | sed 's/^[^\t]*\t/long_clean\t/' > "$work/offline.tsv"
-printf "long_clean\t%s\n" "$(cat "$SHARED/corpus/long/long_clean.txt")" > "$work/ref.tsv"
-score() { python3 "$SHARED/tools/wer.py" "$work/ref.tsv" "$1" | sed -E 's/^WER ([0-9.]+)%.*/\1/'; }
-jw=$(score "$work/jack.tsv") ow=$(score "$work/offline.tsv")
-echo "jack_live_graph_long_clean_wer $jw %"
+  live_wers+=("$(score "$work/jack.tsv")")
+  echo "jack_live_graph_long_clean_wer_run$run ${live_wers[-1]} %"
+done
+jw=$(printf "%s\n" "${live_wers[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
+echo "jack_live_graph_long_clean_wer_median $jw %"
 echo "transcribe_long_clean_wer $ow %"
 python3 -c "print(f'jack_live_graph_minus_transcribe_wer {$jw - $ow:.2f} points')"
-# PocketSphinx's text moves with where its 10 ms frames fall in the audio (measured: 23.0 to 26.8% on
-# long_clean delayed by 0 to 140 samples), and a live stream starts at a random phase. So the fair peer
-# is transcribe on the file delayed by a few sub-frame offsets: their mean and range.
+# The fair peer for one draw is transcribe on the file delayed by a few sub-frame offsets: their mean and range.
 offsets=()
 for n in 0 40 80 120; do
   sox "$LONG" "$work/pad$n.wav" pad "${n}s" 0

@@ -5,7 +5,8 @@
 #   - the chess development set (scripts/make-chess-set.sh): WER of the general model, of chess.lmspec alone,
 #     with weight 0.4, of an IRSTLM model from the same text, and of the general sentences with and without it;
 #   - real speech: the 22 AN4 files with graphs/an4.lmspec, the 5 ps_cards files with graphs/cards.jsgf;
-#   - a model swap in a running graph (SIGHUP): load time beside the audio, and the switch.
+#   - a model swap in a running graph (SIGHUP after the graph's spec changed): the build and load beside the
+#     audio, the decoders loaded and kept, and the switch; and a SIGHUP when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.build/release/speechgraph}
@@ -73,29 +74,39 @@ echo "cards_grammar_wer $(wer "$work/cards.tsv" "$work/k1.tsv") %"
 
 echo "bench: a model swap in a running graph (SIGHUP), 3 times" >&2
 sox "${chess[@]:0:12}" "$work/moves.wav"
+# The graph's spec is a copy, which each run changes (a phrase added) before SIGHUP: a real vocabulary change,
+# built and loaded while the audio goes on. A second SIGHUP, nothing changed, keeps every decoder.
 cat > "$work/swap.graph" <<GRAPH
 node src = file.input { path: "$work/moves.wav" }
 node vad = vad
-node asr = recognizer { mode: streaming, final-pass: true, lm: "graphs/chess.lmspec", weight: 0.4 }
+node asr = recognizer { mode: streaming, final-pass: true, lm: "$work/chess.lmspec", weight: 0.4 }
 node log = jsonl { path: "$work/swap.jsonl" }
 src.out -> vad.in
 vad.out -> asr.in
 vad.events -> asr.control
 asr -> log
 GRAPH
-loads=() switches=()
+field() { grep '"modelChanged"' "$work/swap.jsonl" | sed -n "${1}p" | sed -E "s/.*\"$2\":([0-9.]+).*/\1/"; }
+loads=() switches=() loaded=() kept=() same=()
 for i in 1 2 3; do
+  cp graphs/chess.lmspec "$work/chess.lmspec"
   rm -f "$work/swap.jsonl"
   "$BIN" run --realtime "$work/swap.graph" 2> /dev/null &
   pid=$!
   # Polling the run's own log (it has no other signal to wait on); a run that ended stops the wait.
   until grep -q '"isFinal":true' "$work/swap.jsonl" 2> /dev/null; do kill -0 "$pid" || break; sleep 0.1; done
+  echo "phrase \"Play the Scotch game number $i\" { count: 10 }" >> "$work/chess.lmspec"
   kill -HUP "$pid"
-  until grep -q '"modelChanged"' "$work/swap.jsonl" 2> /dev/null; do kill -0 "$pid" || break; sleep 0.1; done
+  until [ "$(grep -c '"modelChanged"' "$work/swap.jsonl" 2> /dev/null)" -ge 1 ]; do kill -0 "$pid" || break; sleep 0.1; done
+  kill -HUP "$pid"
+  until [ "$(grep -c '"modelChanged"' "$work/swap.jsonl" 2> /dev/null)" -ge 2 ]; do kill -0 "$pid" || break; sleep 0.1; done
   kill -TERM "$pid"
   wait "$pid" || true
-  loads+=("$(grep '"modelChanged"' "$work/swap.jsonl" | sed -E 's/.*"loadSeconds":([0-9.]+).*/\1/')")
-  switches+=("$(grep '"modelChanged"' "$work/swap.jsonl" | sed -E 's/.*"switchMilliseconds":([0-9.]+).*/\1/')")
+  loads+=("$(field 1 loadSeconds)") switches+=("$(field 1 switchMilliseconds)")
+  loaded+=("$(field 1 loadedDecoders)") kept+=("$(field 1 keptDecoders)") same+=("$(field 2 loadSeconds)")
 done
 echo "model_swap_load_seconds $(median "${loads[@]}") s"
+echo "model_swap_decoders_loaded $(median "${loaded[@]}") decoders"
+echo "model_swap_decoders_kept $(median "${kept[@]}") decoders"
 echo "model_swap_switch_milliseconds $(median "${switches[@]}") ms"
+echo "model_reload_unchanged_load_seconds $(median "${same[@]}") s"

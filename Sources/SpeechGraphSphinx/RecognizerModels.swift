@@ -84,9 +84,9 @@ extension RecognizerNode {
 
         /// The decoders these models need, each from `get` (model, streaming): the stream's; the final pass's;
         /// with whole-utterance decoding and a mixture or rejection, the general model's and the spec's.
-        func decoders(_ get: (SphinxModel, Bool) throws -> SphinxDecoder) throws -> Decoders {
+        func decoders<D>(_ get: (SphinxModel, Bool) throws -> D) throws -> DecoderSet<D> {
             let reference = (wholeUtterances || finalPass) && (mixtureWeight != nil || rejects)
-            return Decoders(
+            return DecoderSet(
                 stream: try get(stream, !wholeUtterances),
                 whole: finalPass ? try get(whole, false) : nil,
                 reference: reference ? try self.reference.map { try get($0, false) } : nil,
@@ -94,19 +94,44 @@ extension RecognizerNode {
         }
     }
 
-    struct Decoders {
-        var stream: SphinxDecoder
-        var whole: SphinxDecoder?
-        var reference: SphinxDecoder?
-        var rejection: SphinxDecoder?
+    /// A recognizer's decoders (or what stands for them), by role.
+    struct DecoderSet<D> {
+        var stream: D
+        var whole: D?
+        var reference: D?
+        var rejection: D?
+
+        var all: [D] { [stream] + [whole, reference, rejection].compactMap { $0 } }
+
+        func map<E>(_ f: (D) throws -> E) rethrows -> DecoderSet<E> {
+            DecoderSet<E>(
+                stream: try f(stream), whole: try whole.map(f), reference: try reference.map(f),
+                rejection: try rejection.map(f))
+        }
+    }
+
+    typealias Decoders = DecoderSet<SphinxDecoder>
+
+    /// A decoder a reload needs: newly loaded, or one the recognizer already holds, still current (the same
+    /// model, its files unchanged), which it keeps.
+    enum Pending {
+        case loaded(SphinxDecoder)
+        case kept(SphinxModel, streaming: Bool)
     }
 
     /// Decoders for a set of models, loaded on another thread after a reload request.
     struct Loaded: @unchecked Sendable {
         // Unchecked: the decoders are handed over once, through a Mutex, to the recognizer's own thread.
         var models: Models
-        var decoders: Decoders
+        var decoders: DecoderSet<Pending>
         /// How long loading took.
         var loadSeconds: Double
+    }
+
+    /// What a recognizer's decoders were loaded from, for reloads to tell which they can keep.
+    struct Held: Sendable {
+        var model: SphinxModel
+        var streaming: Bool
+        var stamps: [FileStamp]
     }
 }

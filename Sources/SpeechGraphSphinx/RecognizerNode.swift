@@ -36,8 +36,9 @@ public final class RecognizerNode: GraphNode {
             EventKindDescriptor(
                 "modelChanged",
                 doc: "After a reload request (SIGHUP on 'speechgraph run', SpeechGraph.setLanguageModel): new models "
-                    + "took over between two utterances (ok true, with lm, loadSeconds and switchMilliseconds), "
-                    + "or could not be loaded (ok false, with the reason; the old models stay).")
+                    + "took over between two utterances (ok true, with lm, loadSeconds, switchMilliseconds, "
+                    + "loadedDecoders and keptDecoders: a decoder whose model files did not change is kept), or "
+                    + "could not be loaded (ok false, with the reason; the old models stay).")
         ])
 
     /// The model's parameters: which acoustic model, language model, grammar, dictionary.
@@ -316,6 +317,7 @@ public final class RecognizerNode: GraphNode {
     public func prepare() throws {
         let d = try models.decoders { try pool.checkout($0, streaming: $1) }
         (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)
+        slot.note(d)
         streamBegins = true
     }
 
@@ -661,11 +663,21 @@ public final class RecognizerNode: GraphNode {
         let requested = Date().timeIntervalSince1970
         do {
             let models = try Models(c, controlConnected: controlConnected)
-            // Newly loaded decoders, not the pool's: the files may have changed under the same names.
-            let decoders = try models.decoders { model, streaming in
+            // A decoder the recognizer holds is kept when its model is the same and its files have not changed
+            // (a graph's general model beside a new domain model; everything, when nothing changed); the others
+            // are loaded anew, not taken from the pool (its idle decoders can be older than the files).
+            var keep = slot.held.withLock { $0 }
+            let decoders = try models.decoders { model, streaming -> Pending in
+                let stamps = model.fileStamps()
+                if let i = keep.firstIndex(where: { $0.model == model && $0.streaming == streaming }),
+                    keep[i].stamps == stamps
+                {
+                    keep.remove(at: i)
+                    return .kept(model, streaming: streaming)
+                }
                 let d = try SphinxDecoder(model: model)
                 d.isStreaming = streaming
-                return d
+                return .loaded(d)
             }
             let loaded = Loaded(
                 models: models, decoders: decoders, loadSeconds: Date().timeIntervalSince1970 - requested)
@@ -693,13 +705,30 @@ public final class RecognizerNode: GraphNode {
                 ))
         case .success(let new):
             let started = Date().timeIntervalSince1970
-            // The old decoders are not pooled (their files may be stale); they are freed on another thread, which
-            // holds the last reference (emptying the box there).
-            let old = DecoderBox([decoder, wholeDecoder, referenceDecoder, rejectionDecoder].compactMap { $0 })
+            var old = [decoder, wholeDecoder, referenceDecoder, rejectionDecoder].compactMap { $0 }
             (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (nil, nil, nil, nil)
-            Thread.detachNewThread { old.release() }
-            let d = new.decoders
+            var kept = 0
+            let d = try new.decoders.map { pending -> SphinxDecoder in
+                switch pending {
+                case .loaded(let d): return d
+                case .kept(let model, let streaming):
+                    if let i = old.firstIndex(where: { $0.model == model && $0.isStreaming == streaming }) {
+                        kept += 1
+                        return old.remove(at: i)
+                    }
+                    // Another reload took it over in between (two requests in quick succession): load it here.
+                    let d = try SphinxDecoder(model: model)
+                    d.isStreaming = streaming
+                    return d
+                }
+            }
+            // The others are not pooled (their files may be stale); they are freed on another thread, which holds
+            // the last reference (emptying the box there).
+            let box = DecoderBox(old)
+            old.removeAll()
+            Thread.detachNewThread { box.release() }
             (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)
+            slot.note(d)
             models = new.models
             streamBegins = true
             try output.emit(
@@ -709,6 +738,8 @@ public final class RecognizerNode: GraphNode {
                         fields: [
                             "ok": .boolean(true), "lm": .string(models.languageModel),
                             "loadSeconds": .number((new.loadSeconds * 1000).rounded() / 1000),
+                            "keptDecoders": .number(Double(kept)),
+                            "loadedDecoders": .number(Double(d.all.count - kept)),
                             "switchMilliseconds": .number(
                                 ((Date().timeIntervalSince1970 - started) * 1e5).rounded() / 100),
                         ])))
@@ -730,6 +761,14 @@ public final class RecognizerNode: GraphNode {
             case failure(String)
         }
         let value = Mutex<Outcome?>(nil)
+        /// What the recognizer's decoders were loaded from: a reload keeps those still current.
+        let held = Mutex<[Held]>([])
+
+        /// Notes the decoders the recognizer now holds (on its own thread, when it takes them).
+        func note(_ d: Decoders) {
+            let now = d.all.map { Held(model: $0.model, streaming: $0.isStreaming, stamps: $0.stamps) }
+            held.withLock { $0 = now }
+        }
     }
 
     public func close() {

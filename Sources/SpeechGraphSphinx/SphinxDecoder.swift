@@ -225,6 +225,43 @@ public struct SphinxModel: Hashable, Sendable {
     }
 }
 
+/// What identifies the version of a file a decoder was loaded from: a file written again (by `lm build`, an
+/// editor, a package upgrade) gets a new modification time, and one replaced by a rename a new inode.
+public struct FileStamp: Hashable, Sendable {
+    public var path: String
+    var device: UInt64 = 0
+    var inode: UInt64 = 0
+    var size: Int64 = -1
+    var modified: Int64 = 0
+    var modifiedNanoseconds: Int = 0
+
+    /// The file as it is now; a file that cannot be read gets a stamp of its own (size -1).
+    public init(_ path: String) {
+        self.path = path
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec)
+        modifiedNanoseconds = Int(info.st_mtim.tv_nsec)
+    }
+}
+
+extension SphinxModel {
+    /// The files a decoder of this model reads (the acoustic model directory's files, dictionaries, language
+    /// models, grammar) as they are now: a decoder loaded while they were the same is still current.
+    public func fileStamps() -> [FileStamp] {
+        var files = [dict]
+        files += [lm, jsgf, grammarDict, domain?.lm, domain?.dict, grammarModel?.lm, grammarModel?.dict].compactMap {
+            $0
+        }
+        let acoustic = (try? FileManager.default.contentsOfDirectory(atPath: hmm))?.sorted() ?? []
+        files += [hmm] + acoustic.map { "\(hmm)/\($0)" }
+        return files.map(FileStamp.init)
+    }
+}
+
 /// One PocketSphinx decoder. Not thread-safe: it is used by one node at a time, on the graph thread;
 /// `SphinxDecoderPool` hands it out and takes it back.
 public final class SphinxDecoder: @unchecked Sendable {
@@ -236,11 +273,14 @@ public final class SphinxDecoder: @unchecked Sendable {
     var isStreaming = true
     /// The live cepstral mean as loaded (the model's `-cmninit`): `reset` puts it back.
     private var initialMean: [Float]
+    /// The model's files as they were when loading began (`isCurrent`).
+    public let stamps: [FileStamp]
 
     /// Loads the model. PocketSphinx's own log goes nowhere unless `SPEECHGRAPH_SPHINX_LOG` names a file;
     /// when loading fails, its error lines are part of the thrown message.
     public init(model: SphinxModel) throws {
         self.model = model
+        stamps = model.fileStamps()  // before loading: a file written during the load makes the decoder stale
         // sphinxbase's log stream is process-global: one model load at a time, and the log stays off
         // while other decoders run (they would write into whatever stream is set).
         SphinxLog.loading.lock()
@@ -280,6 +320,10 @@ public final class SphinxDecoder: @unchecked Sendable {
     }
 
     deinit { ps_free(ps) }
+
+    /// This decoder decodes as one newly loaded for `model` would: the same model, its files unchanged since it
+    /// was loaded.
+    public func isCurrent(for model: SphinxModel) -> Bool { model == self.model && model.fileStamps() == stamps }
 
     /// Forgets what earlier audio taught the decoder: the live cepstral mean goes back to the model's
     /// initial one, so that a reused decoder decodes exactly as a newly loaded one. (The noise estimate
@@ -577,7 +621,9 @@ public final class SphinxDecoderPool: Sendable {
     /// stream; in streaming mode a reused decoder keeps its live cepstral mean from earlier audio.
     public func checkout(_ model: SphinxModel, streaming: Bool = true) throws -> SphinxDecoder {
         let key = Key(model: model, streaming: streaming)
-        if let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[key]?.popLast() }) {
+        while let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[key]?.popLast() }) {
+            // One whose files changed since it was loaded (a model built again, in a long-lived server) is dropped.
+            guard decoder.isCurrent(for: model) else { continue }
             decoder.reset()
             return decoder
         }

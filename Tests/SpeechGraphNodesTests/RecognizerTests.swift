@@ -253,6 +253,28 @@ extension Decoding {
             #expect(c === a)
         }
 
+        @Test func aPoolDropsADecoderWhoseFilesChangedSinceItWasLoaded() throws {
+            let pool = SphinxDecoderPool()
+            var model = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            let dict = dir.path("words.dict")
+            try FileManager.default.copyItem(atPath: model.dict, toPath: dict)
+            model.dict = dict
+            let a = try pool.checkout(model)
+            #expect(a.isCurrent(for: model))
+            pool.checkin(a)
+            #expect(try pool.checkout(model) === a)
+            pool.checkin(a)
+            // The same file written again (a model rebuilt under the same name): a later modification time.
+            let later = Date().addingTimeInterval(60)
+            try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: dict)
+            #expect(!a.isCurrent(for: model))
+            let b = try pool.checkout(model)
+            #expect(b !== a)
+            #expect(b.isCurrent(for: model))
+            #expect(pool.idleCount == 0)
+        }
+
         @Test func aPoolFilledAheadHandsOutDecodersItLoadedBefore() throws {
             let pool = SphinxDecoderPool(maxIdle: 4)
             let model = try SphinxModel.resolve(

@@ -297,11 +297,73 @@ import Testing
         #expect(after.text == move)
         let changed = try #require(after.changed.first)
         #expect(changed.fields["ok"] == .boolean(true))
+        // The chess model's streaming and final-pass decoders are new; the general model, which now decodes each
+        // utterance beside it (for rejection), is the final pass's decoder the graph already had.
+        #expect(changed.fields["loadedDecoders"] == .number(2), "\(changed.fields)")
+        #expect(changed.fields["keptDecoders"] == .number(1), "\(changed.fields)")
         if case .number(let ms)? = changed.fields["switchMilliseconds"] {
             #expect(ms < 200)
         } else {
             Issue.record("no switch time")
         }
+    }
+
+    @Test("A reload keeps the decoders whose model files did not change, and loads again those whose files did")
+    func reloadKeepsCurrentDecoders() async throws {
+        let wav = dir.path("sentence.wav")
+        let sentence = "the quick brown fox jumps over the lazy dog"
+        try TestSpeech.synthesize(sentence, to: wav)
+        let file = try AudioFile(path: wav)
+        var speech = [Float](repeating: 0, count: Int(file.frameCount))
+        let read = try speech.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
+        speech.removeLast(speech.count - read)
+        let silence = [Float](repeating: 0, count: 16000)
+        // The recognizer's dictionary is a file of the test's own, to write again.
+        let general = try SphinxModel.resolve(
+            model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+        let dict = dir.path("words.dict")
+        try FileManager.default.copyItem(atPath: general.dict, toPath: dict)
+        var builder = GraphBuilder()
+        builder.node("mic", "push.input", ["rate": "16 kHz"])
+        builder.node("vad", "vad")
+        builder.node("asr", "recognizer", ["mode": "streaming", "final-pass": "true", "dict": "\"\(dict)\""])
+        builder.connect("mic", "vad")
+        builder.connect("vad.out", "asr.in")
+        builder.connect("vad.events", "asr.control")
+        let graph = try SpeechGraph(builder)
+        let mic = try graph.input("mic")
+        try graph.start()
+        var events = graph.events(of: "asr").makeAsyncIterator()
+        func nextFinal() async -> (text: String, changed: [CustomEvent]) {
+            var changed: [CustomEvent] = []
+            while let event = await events.next() {
+                if case .custom(let e) = event, e.kind == "modelChanged" { changed.append(e) }
+                if case .result(let t) = event, t.isFinal { return (t.text, changed) }
+            }
+            return ("<end>", changed)
+        }
+        mic.push(silence + speech + silence)
+        let first = await nextFinal()
+        // Nothing changed: both decoders kept, none loaded.
+        await graph.reloadModels()
+        mic.push(silence + speech + silence)
+        let unchanged = await nextFinal()
+        // The dictionary written again: both decoders read it, so both are loaded anew.
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: dict)
+        await graph.reloadModels()
+        mic.push(silence + speech + silence)
+        let rewritten = await nextFinal()
+        graph.stop()
+        let kept = try #require(unchanged.changed.first)
+        #expect(kept.fields["ok"] == .boolean(true), "\(kept.fields)")
+        #expect(kept.fields["keptDecoders"] == .number(2), "\(kept.fields)")
+        #expect(kept.fields["loadedDecoders"] == .number(0), "\(kept.fields)")
+        let loaded = try #require(rewritten.changed.first)
+        #expect(loaded.fields["keptDecoders"] == .number(0), "\(loaded.fields)")
+        #expect(loaded.fields["loadedDecoders"] == .number(2), "\(loaded.fields)")
+        // The same text each time: the kept decoders decode as before, the new ones as the old.
+        #expect(unchanged.text == first.text && rewritten.text == first.text, "\(first) \(unchanged) \(rewritten)")
+        #expect(wordErrorRate(reference: sentence, hypothesis: first.text) <= 0.25, "\(first.text)")
     }
 
     @Test("The Swift builder (SFCustomLanguageModelData) writes the spec graphs/chess.lmspec holds")
