@@ -10,7 +10,7 @@
 #   then realtime_streams_at_p95_400ms, and realtime_streams_at_p95_1_stream_plus_100ms: the most streams
 #   whose p95 is at most 100 ms above one stream's (what the load adds; one stream alone takes about 330 ms,
 #   most of it the vad's pause). The sweep stops at the first N past that, or that drops audio. The same
-#   with final-pass: true (the shipped live graph's setting), prefixed final_pass_.
+#   with final-pass: true and graphs/live.graph's phases (the shipped live graph's settings), prefixed final_pass_.
 # Every stream plays the whole file in real time (148 s) unless BENCH_STREAM_SECONDS cuts it, so the
 # sweep takes about (steps + 2) x 2.5 minutes.
 set -euo pipefail
@@ -50,5 +50,7 @@ print(f"realtime_stream_cpu_pinned_core_kept_awake_{seconds:.0f}s {awake:.2f} s"
 print(f"offline_stream_cpu_{seconds:.0f}s {offline:.2f} s")
 print(f"realtime_vs_offline_cpu_ratio_core_kept_awake {awake / offline:.3f} x")
 PY
-"$BENCH_BIN" streams "$LONG" "${seconds[@]}" --max "${BENCH_STREAM_MAX:-12}" \
+# The final-pass variant decodes each utterance as many times as graphs/live.graph's recognizer does.
+phases=$(sed -nE 's/^node asr .*phases: ([0-9]+).*/\1/p' graphs/live.graph)
+"$BENCH_BIN" streams "$LONG" "${seconds[@]}" --max "${BENCH_STREAM_MAX:-12}" --phases "${phases:-1}" \
   ${BENCH_STREAM_COUNTS:+--counts "$BENCH_STREAM_COUNTS"}

@@ -24,11 +24,14 @@ extension RecognizerNode {
         /// Utterance mode, or streaming with `final-pass`: which whole-utterance decoders are needed.
         var wholeUtterances: Bool
         var finalPass: Bool
+        /// Whole-utterance decodings of each utterance (`phases`), each with a decoder of its own.
+        var phases: Int
 
         init(_ c: NodeConfig, controlConnected: Bool) throws {
             var model = try SphinxModel.resolve(c)
             let includeWords = c.bool(of: "words")
             wholeUtterances = c.string(of: "mode") == "utterance"
+            phases = c.integer(of: "phases")
             finalPass = !wholeUtterances && c.bool(of: "final-pass")
             let results = Results(rawValue: c.string(of: "results")) ?? .progressive
             // Streaming with `second-pass`: the streamed decoder runs PocketSphinx's second pass, on renormalised
@@ -83,14 +86,17 @@ extension RecognizerNode {
         }
 
         /// The decoders these models need, each from `get` (model, streaming): the stream's; the final pass's;
-        /// with whole-utterance decoding and a mixture or rejection, the general model's and the spec's.
+        /// with whole-utterance decoding and a mixture or rejection, the general model's and the spec's; with
+        /// `phases` above 1, one more whole-utterance decoder for each phase after the first.
         func decoders<D>(_ get: (SphinxModel, Bool) throws -> D) throws -> DecoderSet<D> {
             let reference = (wholeUtterances || finalPass) && (mixtureWeight != nil || rejects)
+            let extra = wholeUtterances || finalPass ? phases - 1 : 0
             return DecoderSet(
                 stream: try get(stream, !wholeUtterances),
                 whole: finalPass ? try get(whole, false) : nil,
                 reference: reference ? try self.reference.map { try get($0, false) } : nil,
-                rejection: reference && rejects ? try rejection.map { try get($0, false) } : nil)
+                rejection: reference && rejects ? try rejection.map { try get($0, false) } : nil,
+                phases: try (0..<max(extra, 0)).map { _ in try get(whole, false) })
         }
     }
 
@@ -100,13 +106,15 @@ extension RecognizerNode {
         var whole: D?
         var reference: D?
         var rejection: D?
+        /// Whole-utterance decoders for the phases after the first (`phases`).
+        var phases: [D] = []
 
-        var all: [D] { [stream] + [whole, reference, rejection].compactMap { $0 } }
+        var all: [D] { [stream] + [whole, reference, rejection].compactMap { $0 } + phases }
 
         func map<E>(_ f: (D) throws -> E) rethrows -> DecoderSet<E> {
             DecoderSet<E>(
                 stream: try f(stream), whole: try whole.map(f), reference: try reference.map(f),
-                rejection: try rejection.map(f))
+                rejection: try rejection.map(f), phases: try phases.map(f))
         }
     }
 

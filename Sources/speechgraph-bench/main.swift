@@ -1,13 +1,13 @@
 // speechgraph-bench: load figures for `make bench` (issue 10), one 'name value unit' a line on standard
 // output, progress on standard error.
 //
-//   speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass]
+//   speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass [--phases N]]
 //       The CPU (user + system, getrusage) of one graph, push.input -> vad -> recognizer (streaming,
 //       progressive results), fed FILE in 10 ms blocks on the wall clock as JACK would deliver them,
 //       against the same graph fed as fast as it takes the audio. Each run is a fresh child process; the
 //       CPU counted is the run's (from start to end), not the model loading before it.
 //   speechgraph-bench streams FILE [--seconds S] [--max N] [--counts 1,2,4,...] [--variants plain,final-pass]
-//                                  [--limit MS] [--margin MS]
+//                                  [--limit MS] [--margin MS] [--phases N]
 //       N graphs in one process, each fed FILE in real time (10 ms blocks), for N = 1, 2, 4, 6, ... up to
 //       --max; per N the latency from the wall time the sample at a final result's range end was pushed to
 //       the wall time the result reached a sink on the graph thread, p50 and p95 over every final result of
@@ -16,7 +16,8 @@
 //       second, or that drops audio. The streams play the file from staggered starting points (the
 //       quietest 10 ms near i/N of the way through, wrapping round), so utterance ends do not coincide. The
 //       graphs share one ComputeGate, as a server's graphs would (one decoding slot per core).
-//       With and without `final-pass: true` (the shipped live graph's setting). Other processes' CPU use
+//       With and without `final-pass: true` and `phases: N` (the shipped live graph's settings; --phases,
+//       default 1). Other processes' CPU use
 //       during each run is reported on standard error (the bench machine is shared).
 //
 //   speechgraph-bench plugin-gate PLUGIN
@@ -140,7 +141,7 @@ func graphText(finalPass: Bool) -> String {
     """
     node mic   = push.input { rate: 16 kHz, block: \(blockFrames), buffer: 10 s }
     node vad   = vad
-    node asr   = recognizer { mode: streaming\(finalPass ? ", final-pass: true" : "") }
+    node asr   = recognizer { mode: streaming\(finalPass ? ", final-pass: true, phases: \(phases)" : "") }
     node probe = bench.finals
     mic.out    -> vad.in
     vad.out    -> asr.in
@@ -385,7 +386,7 @@ func figure(_ name: String, _ value: Double, _ unit: String, digits: Int = 2) {
 func realtimeCPU(path: String, seconds: Double?, runs: Int, finalPass: Bool) {
     var common = [path]
     if let seconds { common += ["--seconds", String(seconds)] }
-    if finalPass { common.append("--final-pass") }
+    if finalPass { common += ["--final-pass", "--phases", String(phases)] }
     var live: [Double] = []
     var offline: [Double] = []
     for run in 1...runs {
@@ -420,7 +421,7 @@ func streams(path: String, seconds: Double?, counts: [Int], finalPass: Bool, lim
     for n in counts {
         var arguments = ["child-streams", String(n), path]
         if let seconds { arguments += ["--seconds", String(seconds)] }
-        if finalPass { arguments.append("--final-pass") }
+        if finalPass { arguments += ["--final-pass", "--phases", String(phases)] }
         note("bench: streams (\(variant)): \(n) stream\(n == 1 ? "" : "s") in real time")
         let r = child(arguments)
         let p50 = 1000 * (r["p50"] ?? .nan)
@@ -480,14 +481,16 @@ func option<T>(_ name: String, _ arguments: inout [String], _ convert: (String) 
 }
 
 let usage = """
-    usage: speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass]
+    usage: speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass [--phases N]]
            speechgraph-bench plugin-gate PLUGIN
            speechgraph-bench streams FILE [--seconds S] [--max N] [--counts 1,2,4,...] [--variants plain,final-pass]
-                                          [--limit MS] [--margin MS]
+                                          [--limit MS] [--margin MS] [--phases N]
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 let finalPass = flag("--final-pass", &arguments)
+/// With the final pass: its `phases` (graphs/live.graph's setting, which scripts/bench-streams.sh passes).
+let phases = option("--phases", &arguments) { Int($0) } ?? 1
 let seconds = option("--seconds", &arguments) { Double($0) }.flatMap { $0 > 0 ? $0 : nil }
 let runs = option("--runs", &arguments) { Int($0) } ?? 1
 let maxStreams = option("--max", &arguments) { Int($0) } ?? 12

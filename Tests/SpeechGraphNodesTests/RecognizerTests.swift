@@ -113,6 +113,35 @@ extension Decoding {
             }
         }
 
+        /// The phases decode at once, each on its own decoder and thread: each gives exactly what it gives alone.
+        @Test func phasesDecodedAtOnceGiveWhatEachGivesAlone() throws {
+            let wav = dir.path("call.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            let f = try AudioFile(path: wav)
+            var floats = [Float](repeating: 0, count: Int(f.frameCount))
+            _ = try floats.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
+            let samples = floats.map { Int16(max(-32768, min(32767, ($0 * 32768).rounded()))) }
+            let pool = SphinxDecoderPool()
+            let model = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            let decoders = try (0..<3).map { _ in try pool.checkout(model, streaming: false) }
+            #expect(Set(decoders.map(ObjectIdentifier.init)).count == 3)
+            let skips = [0, 53, 106]
+            try samples.withUnsafeBufferPointer {
+                try RecognizerNode.decodeAtOnce(decoders, $0, skips: skips, newStream: true)
+            }
+            let atOnce = decoders.map(\.hypothesis)
+            for (k, d) in decoders.enumerated() {
+                try samples.withUnsafeBufferPointer {
+                    try RecognizerNode.decodeAtOnce([d], $0, skips: [skips[k]], newStream: true)
+                }
+                #expect(d.hypothesis == atOnce[k], "phase \(k)")
+            }
+            for text in atOnce {
+                #expect(wordErrorRate(reference: Sentences.call, hypothesis: text) <= 0.25, "\(text)")
+            }
+        }
+
         /// `alternatives: 5`: the n-best list, best first with score 0 and falling scores, different texts, and
         /// words that name what the other readings have at their time.
         @Test(arguments: ["utterance", "streaming"])
