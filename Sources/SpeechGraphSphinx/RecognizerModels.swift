@@ -124,7 +124,7 @@ extension RecognizerNode {
     /// model, its files unchanged), which it keeps.
     enum Pending {
         case loaded(SphinxDecoder)
-        case kept(SphinxModel, streaming: Bool)
+        case kept(SphinxModel, streaming: Bool, stamps: [FileStamp])
     }
 
     /// Decoders for a set of models, loaded on another thread after a reload request.
@@ -132,6 +132,8 @@ extension RecognizerNode {
         // Unchecked: the decoders are handed over once, through a Mutex, to the recognizer's own thread.
         var models: Models
         var decoders: DecoderSet<Pending>
+        /// The parameters they were loaded for: loaded again if the decoders to keep are gone by the switch.
+        var config: NodeConfig
         /// How long loading took.
         var loadSeconds: Double
     }

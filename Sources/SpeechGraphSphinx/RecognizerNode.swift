@@ -152,8 +152,8 @@ public final class RecognizerNode: GraphNode {
                 + "its frames fall in the audio, which live input does not control: more phases give "
                 + "results that depend less on it (about a point of WER better on real speech at 3), for "
                 + "that many times the CPU of the whole-utterance decoding and a decoder each (about 90 MB). "
-                + "The phases decode at once, each on a thread: on two cores, 3 phases make the final result "
-                + "wait about twice as long as one."),
+                + "The phases decode at once, each on a thread (as many as there are cores free): on two "
+                + "cores, 3 phases make the final result wait about 1.8 times as long as one."),
         .integer(
             "alternatives", default: 0, range: 0...20,
             doc: "Give each final result the n-best list of this many readings, each with a score, and each "
@@ -203,7 +203,6 @@ public final class RecognizerNode: GraphNode {
     /// Streaming mode with `final-pass`: the held utterance is decoded again, whole, for the final result.
     private let finalPass: Bool
     /// Whole-utterance decodings per utterance, at shifted frame phases.
-    private let phases: Int
     private var wholeDecoder: SphinxDecoder?
     /// With `phases` above 1: a whole-utterance decoder for each phase after the first, decoding beside it.
     private var phaseDecoders: [SphinxDecoder] = []
@@ -268,7 +267,6 @@ public final class RecognizerNode: GraphNode {
         alternativeCount = c.integer(of: "alternatives")
         calibration = c.string(of: "confidence") == "calibrated" ? .standard : nil
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
-        phases = c.integer(of: "phases")
         models = try Models(c, controlConnected: controlConnected)
         wholeUtterances = models.wholeUtterances
         finalPass = models.finalPass
@@ -282,13 +280,13 @@ public final class RecognizerNode: GraphNode {
             for (key, value) in parameters[name] ?? [:] {
                 // Values given in code are checked as a graph file's are: a bad one fails the reload.
                 guard let descriptor = RecognizerNode.descriptor.parameters.first(where: { $0.name == key }) else {
-                    slot.value.withLock { $0 = .failure("no parameter '\(key)' on a recognizer") }
+                    slot.deliver(.failure("no parameter '\(key)' on a recognizer"), ticket: slot.ticket())
                     return
                 }
                 switch descriptor.check(value) {
                 case .success(let v): changed.values[key] = v
                 case .failure(let e):
-                    slot.value.withLock { $0 = .failure(e.message) }
+                    slot.deliver(.failure(e.message), ticket: slot.ticket())
                     return
                 }
             }
@@ -546,10 +544,14 @@ public final class RecognizerNode: GraphNode {
             streamBegins = false
             // Phase k on decoder k, all at once (each carries its own noise estimate from one utterance to the
             // next, as one decoder does): the final result waits for one decoding, not for `phases` of them.
-            let decoders = [decoder] + phaseDecoders.prefix(phases - 1)
+            let decoders = [decoder] + phaseDecoders
             let skips = decoders.indices.map { min($0 * (sampleRate / 100) / decoders.count, held.count) }
+            // As many at once as the gate has slots free (this one holds one): never more than the cores.
+            let extra = gate.takeFreeSlots(upTo: decoders.count - 1)
+            defer { gate.returnSlots(extra) }
             try held.withUnsafeBufferPointer { samples in
-                try RecognizerNode.decodeAtOnce(decoders, samples, skips: skips, newStream: newStream)
+                try RecognizerNode.decodeAtOnce(
+                    decoders, samples, skips: skips, newStream: newStream, threads: 1 + extra)
             }
             for (d, skip) in zip(decoders, skips) {
                 let start = utteranceStart + Double(skip) / Double(sampleRate)
@@ -655,10 +657,11 @@ public final class RecognizerNode: GraphNode {
         return best
     }
 
-    /// Decodes `samples` whole with each decoder, the k-th from `skips[k]` samples on, each on a thread of its
-    /// own (one decoder alone: on this one).
+    /// Decodes `samples` whole with each decoder, the k-th from `skips[k]` samples on, on up to `threads`
+    /// threads (this one alone when it is 1): thread t decodes phases t, t + threads, ...
     static func decodeAtOnce(
-        _ decoders: [SphinxDecoder], _ samples: UnsafeBufferPointer<Int16>, skips: [Int], newStream: Bool
+        _ decoders: [SphinxDecoder], _ samples: UnsafeBufferPointer<Int16>, skips: [Int], newStream: Bool,
+        threads: Int? = nil
     ) throws {
         let shared = SharedSamples(samples: samples)
         @Sendable func decode(_ k: Int) throws {
@@ -667,10 +670,17 @@ public final class RecognizerNode: GraphNode {
             try d.process(UnsafeBufferPointer(rebasing: shared.samples[skips[k]...]), wholeUtterance: true)
             try d.endUtterance()
         }
-        guard decoders.count > 1 else { return try decode(0) }
+        let count = decoders.count
+        let width = min(max(threads ?? count, 1), count)
+        guard width > 1 else {
+            for k in 0..<count { try decode(k) }
+            return
+        }
         let outcomes = Mutex<[Int: any Error]>([:])
-        DispatchQueue.concurrentPerform(iterations: decoders.count) { k in
-            do { try decode(k) } catch { outcomes.withLock { $0[k] = error } }
+        DispatchQueue.concurrentPerform(iterations: width) { t in
+            for k in stride(from: t, to: count, by: width) {
+                do { try decode(k) } catch { outcomes.withLock { $0[k] = error } }
+            }
         }
         if let first = outcomes.withLock({ $0.min { $0.key < $1.key }?.value }) { throw first }
     }
@@ -698,6 +708,7 @@ public final class RecognizerNode: GraphNode {
     /// audio goes on meanwhile).
     static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) {
         let requested = Date().timeIntervalSince1970
+        let ticket = slot.ticket()
         do {
             let models = try Models(c, controlConnected: controlConnected)
             // A decoder the recognizer holds is kept when its model is the same and its files have not changed
@@ -710,17 +721,17 @@ public final class RecognizerNode: GraphNode {
                     keep[i].stamps == stamps
                 {
                     keep.remove(at: i)
-                    return .kept(model, streaming: streaming)
+                    return .kept(model, streaming: streaming, stamps: stamps)
                 }
                 let d = try SphinxDecoder(model: model)
                 d.isStreaming = streaming
                 return .loaded(d)
             }
             let loaded = Loaded(
-                models: models, decoders: decoders, loadSeconds: Date().timeIntervalSince1970 - requested)
-            slot.value.withLock { $0 = .success(loaded) }
+                models: models, decoders: decoders, config: c, loadSeconds: Date().timeIntervalSince1970 - requested)
+            slot.deliver(.success(loaded), ticket: ticket)
         } catch {
-            slot.value.withLock { $0 = .failure("\(error)") }
+            slot.deliver(.failure("\(error)"), ticket: ticket)
         }
     }
 
@@ -743,23 +754,36 @@ public final class RecognizerNode: GraphNode {
         case .success(let new):
             let started = Date().timeIntervalSince1970
             var old = [decoder, wholeDecoder, referenceDecoder, rejectionDecoder].compactMap { $0 } + phaseDecoders
-            (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (nil, nil, nil, nil)
-            phaseDecoders = []
             var kept = 0
-            let d = try new.decoders.map { pending -> SphinxDecoder in
+            var chosen = new.decoders.map { pending -> SphinxDecoder? in
                 switch pending {
                 case .loaded(let d): return d
-                case .kept(let model, let streaming):
-                    if let i = old.firstIndex(where: { $0.model == model && $0.isStreaming == streaming }) {
-                        kept += 1
-                        return old.remove(at: i)
-                    }
-                    // Another reload took it over in between (two requests in quick succession): load it here.
-                    let d = try SphinxDecoder(model: model)
-                    d.isStreaming = streaming
-                    return d
+                case .kept(let model, let streaming, let stamps):
+                    // The one checked then: an earlier reload taken since may have replaced it.
+                    let i = old.firstIndex { $0.model == model && $0.isStreaming == streaming && $0.stamps == stamps }
+                    guard let i else { return nil }
+                    kept += 1
+                    return old.remove(at: i)
                 }
             }
+            guard let stream = chosen.stream, chosen.all.allSatisfy({ $0 != nil }) else {
+                // Never load on this thread: the old models stay, and the same request loads again beside the
+                // audio (what it would have kept is gone); its outcome comes at a later utterance boundary.
+                let (config, control, slot) = (new.config, controlConnected, slot)
+                // Those it loaded are freed on that thread too (the box holds their last reference).
+                let unused = DecoderBox(chosen.all.compactMap { $0 })
+                chosen = DecoderSet(stream: nil)
+                Thread.detachNewThread {
+                    unused.release()
+                    RecognizerNode.load(config, controlConnected: control, into: slot)
+                }
+                return
+            }
+            let d = Decoders(
+                stream: stream, whole: chosen.whole ?? nil, reference: chosen.reference ?? nil,
+                rejection: chosen.rejection ?? nil, phases: chosen.phases.compactMap { $0 })
+            (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (nil, nil, nil, nil)
+            phaseDecoders = []
             // The others are not pooled (their files may be stale); they are freed on another thread, which holds
             // the last reference (emptying the box there).
             let box = DecoderBox(old)
@@ -777,8 +801,8 @@ public final class RecognizerNode: GraphNode {
                         fields: [
                             "ok": .boolean(true), "lm": .string(models.languageModel),
                             "loadSeconds": .number((new.loadSeconds * 1000).rounded() / 1000),
-                            "keptDecoders": .number(Double(kept)),
-                            "loadedDecoders": .number(Double(d.all.count - kept)),
+                            "keptDecoders": .integer(kept),
+                            "loadedDecoders": .integer(d.all.count - kept),
                             "switchMilliseconds": .number(
                                 ((Date().timeIntervalSince1970 - started) * 1e5).rounded() / 100),
                         ])))
@@ -802,6 +826,26 @@ public final class RecognizerNode: GraphNode {
         let value = Mutex<Outcome?>(nil)
         /// What the recognizer's decoders were loaded from: a reload keeps those still current.
         let held = Mutex<[Held]>([])
+        /// Reload requests in the order they began, and the latest whose outcome was delivered.
+        private let order = Mutex<(issued: Int, delivered: Int)>((0, 0))
+
+        /// A number for a reload request beginning now.
+        func ticket() -> Int {
+            order.withLock {
+                $0.issued += 1
+                return $0.issued
+            }
+        }
+
+        /// Hands the node a request's outcome, unless a request that began later has already handed over its
+        /// own (the latest request wins, not the one that finished last).
+        func deliver(_ outcome: Outcome, ticket: Int) {
+            order.withLock { o in
+                guard ticket > o.delivered else { return }
+                o.delivered = ticket
+                value.withLock { $0 = outcome }
+            }
+        }
 
         /// Notes the decoders the recognizer now holds (on its own thread, when it takes them).
         func note(_ d: Decoders) {

@@ -4,6 +4,26 @@ import Synchronization
 import Testing
 
 @Suite struct ComputeGateTests {
+    /// Extra slots for work inside a `run` body are taken only when free and nobody waits, never waited for;
+    /// while they are taken, other work waits; given back, it runs.
+    @Test func freeSlotsAreTakenWithoutWaitingAndGivenBack() {
+        let gate = ComputeGate(slots: 3)
+        let ran = Mutex<Bool>(false)
+        gate.run(urgent: true) {
+            #expect(gate.takeFreeSlots(upTo: 5) == 2)  // 3 slots, this body holds one
+            #expect(gate.takeFreeSlots(upTo: 1) == 0)  // none left: it does not wait
+            let other = Thread { gate.run(urgent: false) { ran.withLock { $0 = true } } }
+            other.start()
+            while gate.waitingCount < 1 { usleep(1000) }
+            #expect(!ran.withLock { $0 })
+            #expect(gate.takeFreeSlots(upTo: 1) == 0)  // work waits: none taken ahead of it
+            gate.returnSlots(2)
+            while !ran.withLock({ $0 }) { usleep(1000) }
+        }
+        #expect(gate.waitingCount == 0)
+        gate.run(urgent: false) { #expect(gate.takeFreeSlots(upTo: 2) == 2) }
+    }
+
     /// With the only slot taken, three pieces of work queue up; when it is freed they run urgent first, then
     /// earliest deadline first, whatever the order they asked in.
     @Test func urgentWorkThenEarliestDeadlineGoFirst() {

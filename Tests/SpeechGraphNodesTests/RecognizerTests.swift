@@ -304,6 +304,24 @@ extension Decoding {
             #expect(pool.idleCount == 0)
         }
 
+        /// Of two reload requests, the one that began later wins, also when the earlier one finishes last.
+        @Test func theLatestReloadRequestWins() {
+            let slot = RecognizerNode.LoadSlot()
+            let first = slot.ticket()
+            let second = slot.ticket()
+            slot.deliver(.failure("second"), ticket: second)
+            slot.deliver(.failure("first"), ticket: first)
+            let outcome = slot.value.withLock { $0 }
+            guard case .failure(let reason)? = outcome else {
+                Issue.record("no outcome")
+                return
+            }
+            #expect(reason == "second")
+            slot.deliver(.failure("third"), ticket: slot.ticket())
+            guard case .failure(let later)? = slot.value.withLock({ $0 }) else { return }
+            #expect(later == "third")
+        }
+
         @Test func aPoolFilledAheadHandsOutDecodersItLoadedBefore() throws {
             let pool = SphinxDecoderPool(maxIdle: 4)
             let model = try SphinxModel.resolve(

@@ -299,8 +299,8 @@ import Testing
         #expect(changed.fields["ok"] == .boolean(true))
         // The chess model's streaming and final-pass decoders are new; the general model, which now decodes each
         // utterance beside it (for rejection), is the final pass's decoder the graph already had.
-        #expect(changed.fields["loadedDecoders"] == .number(2), "\(changed.fields)")
-        #expect(changed.fields["keptDecoders"] == .number(1), "\(changed.fields)")
+        #expect(changed.fields["loadedDecoders"] == .integer(2), "\(changed.fields)")
+        #expect(changed.fields["keptDecoders"] == .integer(1), "\(changed.fields)")
         if case .number(let ms)? = changed.fields["switchMilliseconds"] {
             #expect(ms < 200)
         } else {
@@ -356,11 +356,11 @@ import Testing
         graph.stop()
         let kept = try #require(unchanged.changed.first)
         #expect(kept.fields["ok"] == .boolean(true), "\(kept.fields)")
-        #expect(kept.fields["keptDecoders"] == .number(2), "\(kept.fields)")
-        #expect(kept.fields["loadedDecoders"] == .number(0), "\(kept.fields)")
+        #expect(kept.fields["keptDecoders"] == .integer(2), "\(kept.fields)")
+        #expect(kept.fields["loadedDecoders"] == .integer(0), "\(kept.fields)")
         let loaded = try #require(rewritten.changed.first)
-        #expect(loaded.fields["keptDecoders"] == .number(0), "\(loaded.fields)")
-        #expect(loaded.fields["loadedDecoders"] == .number(2), "\(loaded.fields)")
+        #expect(loaded.fields["keptDecoders"] == .integer(0), "\(loaded.fields)")
+        #expect(loaded.fields["loadedDecoders"] == .integer(2), "\(loaded.fields)")
         // The same text each time: the kept decoders decode as before, the new ones as the old.
         #expect(unchanged.text == first.text && rewritten.text == first.text, "\(first) \(unchanged) \(rewritten)")
         #expect(wordErrorRate(reference: sentence, hypothesis: first.text) <= 0.25, "\(first.text)")

@@ -69,6 +69,28 @@ public final class ComputeGate: @unchecked Sendable {
         acquire(urgent: false, deadline: deadline)
     }
 
+    /// Takes up to `count` more slots for work that can spread over several cores (a final pass decoding several
+    /// phases at once), only those free now that no waiting work comes before: never waits, so work that holds
+    /// a slot cannot deadlock with other holders. Returns how many it took; give them back with
+    /// `returnSlots`. Only from inside a `run` body.
+    public func takeFreeSlots(upTo count: Int) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        guard waiting.isEmpty else { return 0 }
+        let taken = max(0, min(count, free))
+        free -= taken
+        return taken
+    }
+
+    /// Gives back slots `takeFreeSlots` took.
+    public func returnSlots(_ count: Int) {
+        guard count > 0 else { return }
+        condition.lock()
+        free += count
+        condition.broadcast()
+        condition.unlock()
+    }
+
     /// Whether urgent work waits for a slot now (a hint: it may change at once).
     public var urgentWorkWaits: Bool { urgentWaiting.load(ordering: .relaxed) > 0 }
 
