@@ -113,14 +113,19 @@ extension Decoding {
             }
         }
 
+        /// A synthesised file's samples as the recognizer hands them to PocketSphinx.
+        private func pcm(_ wav: String) throws -> [Int16] {
+            let f = try AudioFile(path: wav)
+            var floats = [Float](repeating: 0, count: Int(f.frameCount))
+            _ = try floats.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
+            return floats.map { Int16(max(-32768, min(32767, ($0 * 32768).rounded()))) }
+        }
+
         /// The phases decode at once, each on its own decoder and thread: each gives exactly what it gives alone.
         @Test func phasesDecodedAtOnceGiveWhatEachGivesAlone() throws {
             let wav = dir.path("call.wav")
             try TestSpeech.synthesize(Sentences.call, to: wav)
-            let f = try AudioFile(path: wav)
-            var floats = [Float](repeating: 0, count: Int(f.frameCount))
-            _ = try floats.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
-            let samples = floats.map { Int16(max(-32768, min(32767, ($0 * 32768).rounded()))) }
+            let samples = try pcm(wav)
             let pool = SphinxDecoderPool()
             let model = try SphinxModel.resolve(
                 model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
@@ -346,10 +351,7 @@ extension Decoding {
         @Test func theSecondPassFindsTheWholeUtterancesMean() throws {
             let wav = dir.path("weather.wav")
             try TestSpeech.synthesize(Sentences.weather, to: wav)
-            let f = try AudioFile(path: wav)
-            var floats = [Float](repeating: 0, count: Int(f.frameCount))
-            _ = try floats.withUnsafeMutableBufferPointer { try f.read(into: $0.baseAddress!, frames: $0.count) }
-            let samples = floats.map { Int16(max(-32768, min(32767, ($0 * 32768).rounded()))) }
+            let samples = try pcm(wav)
             #expect(samples.count > 3 * 16000)
             var model = try SphinxModel.resolve(
                 model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)

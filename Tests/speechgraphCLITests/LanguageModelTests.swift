@@ -173,15 +173,20 @@ import Testing
         #expect(finals.count == 1 && finals[0].contains("\"text\":\"knight to king bishop three\""), "\(finals)")
     }
 
-    @Test("Real speech: the 22 AN4 files of ../shared/corpus/real with graphs/an4.lmspec, at most 12% WER")
-    func an4() throws {
+    /// The files of ../shared/corpus/real whose names begin with `prefix`, with their reference texts.
+    func realSet(_ prefix: String) throws -> [(file: String, text: String)] {
         let shared = try TestPaths.requireShared()
         let manifest = try String(
             contentsOf: shared.appendingPathComponent("corpus/real/manifest.tsv"), encoding: .utf8)
-        let set = manifest.split(separator: "\n").filter { $0.hasPrefix("an4_") }.map { line in
+        return manifest.split(separator: "\n").filter { $0.hasPrefix(prefix) }.map { line in
             let f = line.split(separator: "\t")
             return (file: shared.appendingPathComponent("corpus/real/\(f[0])").path, text: String(f[1]))
         }
+    }
+
+    @Test("Real speech: the 22 AN4 files of ../shared/corpus/real with graphs/an4.lmspec, at most 12% WER")
+    func an4() throws {
+        let set = try realSet("an4_")
         #expect(set.count == 22)
         let spec = TestPaths.packageRoot.appendingPathComponent("graphs/an4.lmspec").path
         let hyps = try transcribe(set.map(\.file), ["--lm", spec])
@@ -192,13 +197,7 @@ import Testing
 
     @Test("Real speech: the 5 playing-card files of ../shared/corpus/real with graphs/cards.jsgf, none rejected")
     func cards() throws {
-        let shared = try TestPaths.requireShared()
-        let manifest = try String(
-            contentsOf: shared.appendingPathComponent("corpus/real/manifest.tsv"), encoding: .utf8)
-        let set = manifest.split(separator: "\n").filter { $0.hasPrefix("ps_cards_") }.map { line in
-            let f = line.split(separator: "\t")
-            return (file: shared.appendingPathComponent("corpus/real/\(f[0])").path, text: String(f[1]))
-        }
+        let set = try realSet("ps_cards_")
         try #require(set.count == 5)
         let grammar = TestPaths.packageRoot.appendingPathComponent("graphs/cards.jsgf").path
         let run = try Run.speechgraph(
@@ -242,32 +241,39 @@ import Testing
         #expect(words.joined(separator: " ") == event["text"] as? String, "\(line)")
     }
 
-    @Test("Runtime vocabulary: a live pushed stream gets the chess model between two utterances, losing nothing")
-    func vocabularyChangesMidStream() async throws {
-        let wav = dir.path("move.wav")
-        let move = "knight to king bishop three"
-        try TestSpeech.synthesize(move, to: wav)
+    /// The samples of a synthesised sentence, and a second of silence to put around them.
+    func speechSamples(_ sentence: String, name: String) throws -> (speech: [Float], silence: [Float]) {
+        let wav = dir.path("\(name).wav")
+        try TestSpeech.synthesize(sentence, to: wav)
         let file = try AudioFile(path: wav)
         var speech = [Float](repeating: 0, count: Int(file.frameCount))
         let read = try speech.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
         speech.removeLast(speech.count - read)
-        let silence = [Float](repeating: 0, count: 16000)
+        return (speech, [Float](repeating: 0, count: 16000))
+    }
 
-        let chessModel = dir.path("chess-model")
-        let built = try Run.speechgraph(["lm", "build", chessSpec, "-o", chessModel])
-        #expect(built.status == 0, "\(built.stderr)")
-        // A live graph: pushed audio, the vad, a streaming recognizer with a final pass, as graphs/live.graph.
-        var builder = GraphBuilder()
-        builder.node("mic", "push.input", ["rate": "16 kHz"])
-        builder.node("vad", "vad")
-        builder.node("asr", "recognizer", ["mode": "streaming", "final-pass": "true"])
-        builder.connect("mic", "vad")
-        builder.connect("vad.out", "asr.in")
-        builder.connect("vad.events", "asr.control")
-        let graph = try SpeechGraph(builder)
-        let mic = try graph.input("mic")
-        try graph.start()
-        var events = graph.events(of: "asr").makeAsyncIterator()
+    /// A started live graph as graphs/live.graph: pushed audio, the vad, a streaming recognizer with a final pass
+    /// (and `parameters`), and its recognizer's events.
+    final class LiveGraph {
+        let graph: SpeechGraph
+        let mic: AudioInput
+        private var events: AsyncStream<GraphEvent>.Iterator
+
+        init(_ parameters: [String: String] = [:]) throws {
+            var builder = GraphBuilder()
+            builder.node("mic", "push.input", ["rate": "16 kHz"])
+            builder.node("vad", "vad")
+            builder.node("asr", "recognizer", ["mode": "streaming", "final-pass": "true"].merging(parameters) { $1 })
+            builder.connect("mic", "vad")
+            builder.connect("vad.out", "asr.in")
+            builder.connect("vad.events", "asr.control")
+            graph = try SpeechGraph(builder)
+            mic = try graph.input("mic")
+            try graph.start()
+            events = graph.events(of: "asr").makeAsyncIterator()
+        }
+
+        /// The next final result's text, and the modelChanged events before it.
         func nextFinal() async -> (text: String, changed: [CustomEvent]) {
             var changed: [CustomEvent] = []
             while let event = await events.next() {
@@ -276,6 +282,19 @@ import Testing
             }
             return ("<end>", changed)
         }
+    }
+
+    @Test("Runtime vocabulary: a live pushed stream gets the chess model between two utterances, losing nothing")
+    func vocabularyChangesMidStream() async throws {
+        let move = "knight to king bishop three"
+        let (speech, silence) = try speechSamples(move, name: "move")
+
+        let chessModel = dir.path("chess-model")
+        let built = try Run.speechgraph(["lm", "build", chessSpec, "-o", chessModel])
+        #expect(built.status == 0, "\(built.stderr)")
+        let live = try LiveGraph()
+        let (graph, mic) = (live.graph, live.mic)
+        func nextFinal() async -> (text: String, changed: [CustomEvent]) { await live.nextFinal() }
         mic.push(silence + speech + silence)
         let before = await nextFinal()
         // The chess model, while the stream goes on: loaded now, in use from the next utterance.
@@ -310,38 +329,16 @@ import Testing
 
     @Test("A reload keeps the decoders whose model files did not change, and loads again those whose files did")
     func reloadKeepsCurrentDecoders() async throws {
-        let wav = dir.path("sentence.wav")
         let sentence = "the quick brown fox jumps over the lazy dog"
-        try TestSpeech.synthesize(sentence, to: wav)
-        let file = try AudioFile(path: wav)
-        var speech = [Float](repeating: 0, count: Int(file.frameCount))
-        let read = try speech.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
-        speech.removeLast(speech.count - read)
-        let silence = [Float](repeating: 0, count: 16000)
+        let (speech, silence) = try speechSamples(sentence, name: "sentence")
         // The recognizer's dictionary is a file of the test's own, to write again.
         let general = try SphinxModel.resolve(
             model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
         let dict = dir.path("words.dict")
         try FileManager.default.copyItem(atPath: general.dict, toPath: dict)
-        var builder = GraphBuilder()
-        builder.node("mic", "push.input", ["rate": "16 kHz"])
-        builder.node("vad", "vad")
-        builder.node("asr", "recognizer", ["mode": "streaming", "final-pass": "true", "dict": "\"\(dict)\""])
-        builder.connect("mic", "vad")
-        builder.connect("vad.out", "asr.in")
-        builder.connect("vad.events", "asr.control")
-        let graph = try SpeechGraph(builder)
-        let mic = try graph.input("mic")
-        try graph.start()
-        var events = graph.events(of: "asr").makeAsyncIterator()
-        func nextFinal() async -> (text: String, changed: [CustomEvent]) {
-            var changed: [CustomEvent] = []
-            while let event = await events.next() {
-                if case .custom(let e) = event, e.kind == "modelChanged" { changed.append(e) }
-                if case .result(let t) = event, t.isFinal { return (t.text, changed) }
-            }
-            return ("<end>", changed)
-        }
+        let live = try LiveGraph(["dict": "\"\(dict)\""])
+        let (graph, mic) = (live.graph, live.mic)
+        func nextFinal() async -> (text: String, changed: [CustomEvent]) { await live.nextFinal() }
         mic.push(silence + speech + silence)
         let first = await nextFinal()
         // Nothing changed: both decoders kept, none loaded.
