@@ -116,6 +116,12 @@ extension RecognizerNode {
                 stream: try f(stream), whole: try whole.map(f), reference: try reference.map(f),
                 rejection: try rejection.map(f), phases: try phases.map(f))
         }
+
+        /// The set with every role filled, or nil when one is missing.
+        func unwrapped<W>() -> DecoderSet<W>? where D == W? {
+            guard all.allSatisfy({ $0 != nil }) else { return nil }
+            return map { $0! }
+        }
     }
 
     typealias Decoders = DecoderSet<SphinxDecoder>
@@ -124,7 +130,7 @@ extension RecognizerNode {
     /// model, its files unchanged), which it keeps.
     enum Pending {
         case loaded(SphinxDecoder)
-        case kept(SphinxModel, streaming: Bool, stamps: [FileStamp])
+        case kept(Held)
     }
 
     /// Decoders for a set of models, loaded on another thread after a reload request.
@@ -138,10 +144,17 @@ extension RecognizerNode {
         var loadSeconds: Double
     }
 
-    /// What a recognizer's decoders were loaded from, for reloads to tell which they can keep.
-    struct Held: Sendable {
+    /// What a recognizer's decoder was loaded from (its model, use and files), for reloads to tell which they
+    /// can keep: equal means still current.
+    struct Held: Sendable, Equatable {
         var model: SphinxModel
         var streaming: Bool
         var stamps: [FileStamp]
+
+        init(model: SphinxModel, streaming: Bool, stamps: [FileStamp]) {
+            (self.model, self.streaming, self.stamps) = (model, streaming, stamps)
+        }
+
+        init(_ d: SphinxDecoder) { self.init(model: d.model, streaming: d.isStreaming, stamps: d.stamps) }
     }
 }

@@ -202,7 +202,6 @@ public final class RecognizerNode: GraphNode {
     private let wholeUtterances: Bool
     /// Streaming mode with `final-pass`: the held utterance is decoded again, whole, for the final result.
     private let finalPass: Bool
-    /// Whole-utterance decodings per utterance, at shifted frame phases.
     private var wholeDecoder: SphinxDecoder?
     /// With `phases` above 1: a whole-utterance decoder for each phase after the first, decoding beside it.
     private var phaseDecoders: [SphinxDecoder] = []
@@ -692,13 +691,9 @@ public final class RecognizerNode: GraphNode {
         let samples: UnsafeBufferPointer<Int16>
     }
 
-    /// Decodes the held utterance whole with `d`, from `skip` samples on.
-    private func decodeHeld(_ d: SphinxDecoder, skip: Int = 0, newStream: Bool) throws {
-        try d.startUtterance(newStream: newStream)
-        try held.withUnsafeBufferPointer {
-            try d.process(UnsafeBufferPointer(rebasing: $0[skip...]), wholeUtterance: true)
-        }
-        try d.endUtterance()
+    /// Decodes the held utterance whole with `d`.
+    private func decodeHeld(_ d: SphinxDecoder, newStream: Bool) throws {
+        try held.withUnsafeBufferPointer { try Self.decodeAtOnce([d], $0, skips: [0], newStream: newStream) }
     }
 
     /// Emitted when new models take over after a reload request, or could not be loaded.
@@ -716,12 +711,10 @@ public final class RecognizerNode: GraphNode {
             // are loaded anew, not taken from the pool (its idle decoders can be older than the files).
             var keep = slot.held.withLock { $0 }
             let decoders = try models.decoders { model, streaming -> Pending in
-                let stamps = model.fileStamps()
-                if let i = keep.firstIndex(where: { $0.model == model && $0.streaming == streaming }),
-                    keep[i].stamps == stamps
-                {
+                let current = Held(model: model, streaming: streaming, stamps: model.fileStamps())
+                if let i = keep.firstIndex(of: current) {
                     keep.remove(at: i)
-                    return .kept(model, streaming: streaming, stamps: stamps)
+                    return .kept(current)
                 }
                 let d = try SphinxDecoder(model: model)
                 d.isStreaming = streaming
@@ -758,15 +751,14 @@ public final class RecognizerNode: GraphNode {
             var chosen = new.decoders.map { pending -> SphinxDecoder? in
                 switch pending {
                 case .loaded(let d): return d
-                case .kept(let model, let streaming, let stamps):
+                case .kept(let wanted):
                     // The one checked then: an earlier reload taken since may have replaced it.
-                    let i = old.firstIndex { $0.model == model && $0.isStreaming == streaming && $0.stamps == stamps }
-                    guard let i else { return nil }
+                    guard let i = old.firstIndex(where: { Held($0) == wanted }) else { return nil }
                     kept += 1
                     return old.remove(at: i)
                 }
             }
-            guard let stream = chosen.stream, chosen.all.allSatisfy({ $0 != nil }) else {
+            guard let d = chosen.unwrapped() else {
                 // Never load on this thread: the old models stay, and the same request loads again beside the
                 // audio (what it would have kept is gone); its outcome comes at a later utterance boundary.
                 let (config, control, slot) = (new.config, controlConnected, slot)
@@ -779,19 +771,14 @@ public final class RecognizerNode: GraphNode {
                 }
                 return
             }
-            let d = Decoders(
-                stream: stream, whole: chosen.whole ?? nil, reference: chosen.reference ?? nil,
-                rejection: chosen.rejection ?? nil, phases: chosen.phases.compactMap { $0 })
-            (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (nil, nil, nil, nil)
-            phaseDecoders = []
+            (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)
+            phaseDecoders = d.phases
+            slot.note(d)
             // The others are not pooled (their files may be stale); they are freed on another thread, which holds
             // the last reference (emptying the box there).
             let box = DecoderBox(old)
             old.removeAll()
             Thread.detachNewThread { box.release() }
-            (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)
-            phaseDecoders = d.phases
-            slot.note(d)
             models = new.models
             streamBegins = true
             try output.emit(
@@ -849,7 +836,7 @@ public final class RecognizerNode: GraphNode {
 
         /// Notes the decoders the recognizer now holds (on its own thread, when it takes them).
         func note(_ d: Decoders) {
-            let now = d.all.map { Held(model: $0.model, streaming: $0.isStreaming, stamps: $0.stamps) }
+            let now = d.all.map(Held.init)
             held.withLock { $0 = now }
         }
     }
