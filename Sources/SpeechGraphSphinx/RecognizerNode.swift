@@ -368,7 +368,9 @@ public final class RecognizerNode: GraphNode {
                 if pending.count >= (lookingAhead ? lookaheadSamples : batchSamples) {
                     // Urgent when an utterance's end already waits behind this audio.
                     let urgent = backlog.hasEvents
-                    try gate.run(urgent: urgent, deadline: batchArrival) {
+                    // Or once an end comes behind it while it waits.
+                    let endCame = { [backlog] in backlog.hasEvents }
+                    try gate.run(urgent: urgent, deadline: batchArrival, becomesUrgent: endCame) {
                         try decodePending(yielding: !urgent)
                     }
                 }

@@ -58,6 +58,51 @@ import Testing
         #expect(gate.waitingCount == 0)
     }
 
+    /// Work that waits as not urgent goes ahead of earlier deadlines once it becomes urgent (a stream's last batch
+    /// when its end came while the batch waited), and keeps its place when it does not.
+    @Test(arguments: [true, false]) func waitingWorkThatBecomesUrgentGoesFirst(becomes: Bool) {
+        let gate = ComputeGate(slots: 1)
+        let order = Mutex<[String]>([])
+        let ended = Atomic<Bool>(false)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        func spawn(_ body: @escaping @Sendable () -> Void) {
+            done.enter()
+            Thread {
+                body()
+                done.leave()
+            }.start()
+        }
+        spawn {
+            gate.run(urgent: false) {
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        spawn { gate.run(urgent: false, deadline: 1) { order.withLock { $0.append("early") } } }
+        while gate.waitingCount < 1 { usleep(1000) }
+        spawn {
+            let endCame = { ended.load(ordering: .relaxed) }
+            gate.run(urgent: false, deadline: 5, becomesUrgent: endCame) { order.withLock { $0.append("ended") } }
+        }
+        while gate.waitingCount < 2 { usleep(1000) }
+        #expect(!gate.urgentWorkWaits)
+        if becomes {
+            ended.store(true, ordering: .relaxed)
+            // The promotion is observable (running work yields to it) before the slot is freed.
+            let giveUp = Date(timeIntervalSinceNow: 30)
+            while !gate.urgentWorkWaits && Date() < giveUp { usleep(1000) }
+            #expect(gate.urgentWorkWaits)
+        }
+        release.signal()
+        done.wait()
+        #expect(order.withLock { $0 } == (becomes ? ["ended", "early"] : ["early", "ended"]))
+        #expect(!gate.urgentWorkWaits)
+        #expect(gate.waitingCount == 0)
+    }
+
     /// A long batch that yields between its pieces lets urgent work (another graph's end of utterance) run
     /// before its next piece; one that does not yield keeps the slot to its end.
     @Test(arguments: [true, false]) func urgentWorkRunsBetweenTheBatchPieces(yields: Bool) {

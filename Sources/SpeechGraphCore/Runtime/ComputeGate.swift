@@ -53,8 +53,14 @@ public final class ComputeGate: @unchecked Sendable {
     /// Runs `body` once a slot is free and no waiting work comes before it: urgent work first, then the work
     /// whose `deadline` (when its input arrived, on any clock all users of the gate share) is earliest, then
     /// in the order asked.
-    public func run<T>(urgent: Bool, deadline: Double = 0, _ body: () throws -> T) rethrows -> T {
-        acquire(urgent: urgent, deadline: deadline)
+    ///
+    /// `becomesUrgent`, for work that is not urgent yet: asked while it waits (every few milliseconds), and once it
+    /// answers true the work waits as urgent work does (a stream's last batches when its end has come meanwhile:
+    /// someone now waits for them).
+    public func run<T>(
+        urgent: Bool, deadline: Double = 0, becomesUrgent: (() -> Bool)? = nil, _ body: () throws -> T
+    ) rethrows -> T {
+        acquire(urgent: urgent, deadline: deadline, becomesUrgent: urgent ? nil : becomesUrgent)
         defer { release() }
         return try body()
     }
@@ -94,15 +100,29 @@ public final class ComputeGate: @unchecked Sendable {
     /// Whether urgent work waits for a slot now (a hint: it may change at once).
     public var urgentWorkWaits: Bool { urgentWaiting.load(ordering: .relaxed) > 0 }
 
-    private func acquire(urgent: Bool, deadline: Double) {
+    /// How often waiting work that may become urgent asks whether it has.
+    private static let urgencyCheckInterval = 0.005
+
+    private func acquire(urgent: Bool, deadline: Double, becomesUrgent: (() -> Bool)? = nil) {
         condition.lock()
-        let claim = Claim(urgent: urgent, deadline: deadline, ticket: nextTicket)
+        var claim = Claim(urgent: urgent, deadline: deadline, ticket: nextTicket)
         nextTicket += 1
         waiting.append(claim)
         if urgent { urgentWaiting.add(1, ordering: .relaxed) }
-        while free == 0 || waiting.contains(where: { $0 < claim }) { condition.wait() }
+        while free == 0 || waiting.contains(where: { $0 < claim }) {
+            guard let becomesUrgent, !claim.urgent else {
+                condition.wait()
+                continue
+            }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Self.urgencyCheckInterval))
+            if becomesUrgent() {
+                claim.urgent = true
+                if let i = waiting.firstIndex(where: { $0.ticket == claim.ticket }) { waiting[i].urgent = true }
+                urgentWaiting.add(1, ordering: .relaxed)
+            }
+        }
         waiting.removeAll { $0.ticket == claim.ticket }
-        if urgent { urgentWaiting.subtract(1, ordering: .relaxed) }
+        if claim.urgent { urgentWaiting.subtract(1, ordering: .relaxed) }
         free -= 1
         // Another waiter may be able to go too (a slot is still free, and it now comes first).
         condition.broadcast()
