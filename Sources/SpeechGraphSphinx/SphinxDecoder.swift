@@ -24,6 +24,10 @@ public struct SphinxModel: Hashable, Sendable {
     /// (about 4% of the utterance's duration); a streaming recognizer runs it only with `second-pass`, on features
     /// renormalised with the utterance's mean (`SphinxDecoder.renormaliseForSecondPass`).
     public var secondPass = true
+    /// PocketSphinx's `-fwdflatsfwin` when set: the second pass tries a word at a frame only if the first pass
+    /// found it starting within this many frames (10 ms each) of it; PocketSphinx's default (25) when nil. Fewer
+    /// words to try make the pass cheaper (see `RecognizerModels`).
+    public var secondPassWordWindow: Int?
     /// A domain language model that replaces the general one (`weight` 1) or is interpolated with it.
     public var domain: DomainModel?
     /// With a grammar built from a spec: the dictionary of its words.
@@ -208,6 +212,7 @@ public struct SphinxModel: Hashable, Sendable {
             "-remove_silence", removesSilence ? "yes" : "no", "-maxhmmpf", String(maxHMMs),
             "-fwdflat", secondPass ? "yes" : "no",
         ]
+        if secondPass, let window = secondPassWordWindow { args += ["-fwdflatsfwin", String(window)] }
         if let jsgf {
             args += ["-jsgf", jsgf]
             if let words = grammarDict { args[args.firstIndex(of: "-dict")! + 1] = words }
