@@ -141,7 +141,7 @@ public final class RecognizerNode: GraphNode {
                 + "words its first pass found, over the utterance's features normalised with the mean of the whole "
                 + "utterance, as utterance mode normalises them (the first pass could only use the mean of what it "
                 + "had heard). Most of utterance mode's accuracy for about 30% more CPU than streaming alone: "
-                + "the final result waits for the second pass, about 3.5% of the utterance's duration (final-pass "
+                + "the final result waits for the second pass, about 3% of the utterance's duration (final-pass "
                 + "decodes it all again). Turns PocketSphinx's silence removal off. Ignored with final-pass and "
                 + "with results: fast; with a grammar it changes nothing (the grammar search has no second pass)."),
         .integer(
