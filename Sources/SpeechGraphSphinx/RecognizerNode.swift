@@ -368,8 +368,9 @@ public final class RecognizerNode: GraphNode {
                 if pending.count >= (lookingAhead ? lookaheadSamples : batchSamples) {
                     // Urgent when an utterance's end already waits behind this audio.
                     let urgent = backlog.hasEvents
-                    // Or once an end comes behind it while it waits.
-                    let endCame = { [backlog] in backlog.hasEvents }
+                    // Or once an end comes behind it while it waits (on a worker thread: on the graph thread
+                    // nothing comes behind it).
+                    let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
                     try gate.run(urgent: urgent, deadline: batchArrival, becomesUrgent: endCame) {
                         try decodePending(yielding: !urgent)
                     }
@@ -497,7 +498,8 @@ public final class RecognizerNode: GraphNode {
             // result depends on the audio alone, not on how it arrived.
             var start = 0
             while start < all.count {
-                if start > 0 && yielding { gate.yieldToUrgentWork(deadline: batchArrival) }
+                // A batch whose end has come meanwhile is urgent itself: it keeps its slot.
+                if start > 0 && yielding && !backlog.hasEvents { gate.yieldToUrgentWork(deadline: batchArrival) }
                 var end = yielding ? min(all.count, start + yieldSamples) : all.count
                 if lookaheadSamples > 0 {
                     end = min(end, start + meanUpdateSamples - decodedSamples % meanUpdateSamples)

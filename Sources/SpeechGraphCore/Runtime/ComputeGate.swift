@@ -54,9 +54,9 @@ public final class ComputeGate: @unchecked Sendable {
     /// whose `deadline` (when its input arrived, on any clock all users of the gate share) is earliest, then
     /// in the order asked.
     ///
-    /// `becomesUrgent`, for work that is not urgent yet: asked while it waits (every few milliseconds), and once it
-    /// answers true the work waits as urgent work does (a stream's last batches when its end has come meanwhile:
-    /// someone now waits for them).
+    /// `becomesUrgent`, for work that is not urgent yet: asked while it waits (every few milliseconds, with the gate
+    /// locked: it must be quick and must not use the gate), and once it answers true the work waits as urgent work
+    /// does (a stream's last batches when its end has come meanwhile: someone now waits for them).
     public func run<T>(
         urgent: Bool, deadline: Double = 0, becomesUrgent: (() -> Bool)? = nil, _ body: () throws -> T
     ) rethrows -> T {

@@ -7,6 +7,7 @@ import Synchronization
 public final class WorkerBacklog: Sendable {
     private let events = Atomic<Int>(0)
     private let arrivalBits = Atomic<UInt64>(0)
+    private let worker = Atomic<Bool>(false)
 
     public init() {}
 
@@ -18,6 +19,12 @@ public final class WorkerBacklog: Sendable {
 
     /// Whether an event waits behind the current input (always false for a node on the graph thread).
     public var hasEvents: Bool { events.load(ordering: .relaxed) > 0 }
+
+    /// Whether the node runs on a worker thread of its own (set before its first input): only then can an event
+    /// come behind its input while it works.
+    public var isOnWorker: Bool { worker.load(ordering: .relaxed) }
+
+    func runsOnWorker() { worker.store(true, ordering: .relaxed) }
 
     func queued() { events.add(1, ordering: .relaxed) }
     func taken() { events.subtract(1, ordering: .relaxed) }
@@ -78,6 +85,7 @@ final class WorkerNode: GraphNode {
         self.format = format
         graphWake = wake
         self.backlog = backlog
+        backlog.runsOnWorker()
         samples = AudioRing(minimumCapacity: maxQueuedFrames * format.channelCount)
         scratch = .allocate(capacity: samples.capacity)
         scratch.initialize(repeating: 0)
