@@ -84,7 +84,7 @@ extension RecognizerNode {
                 // tries each word within 10 frames of where the first pass found it start, not PocketSphinx's 25.
                 // The pass costs 20% less on AN4's training utterances and 25% less on synthesised sentences, with
                 // the same WER there decoded whole (40.43%, 18.42%); through the Wyoming server AN4 gives 42.83%
-                // against 42.23% and pairs of synthesised sentences 42.81% against 42.98% (docs/wyoming.md).
+                // against 42.23% and pairs of synthesised sentences 42.81% against 42.98% (docs/endpointing.md).
                 // Whole utterances keep pocketsphinx_batch's setting.
                 if streamSecondPass { model.secondPassWordWindow = 10 }
             }

@@ -372,7 +372,7 @@ public final class RecognizerNode: GraphNode {
                     // nothing comes behind it).
                     let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
                     try gate.run(urgent: urgent, deadline: batchArrival, becomesUrgent: endCame) {
-                        try decodePending(yielding: !urgent)
+                        try decodePending(yielding: true)
                     }
                 }
             }
@@ -498,7 +498,7 @@ public final class RecognizerNode: GraphNode {
             // result depends on the audio alone, not on how it arrived.
             var start = 0
             while start < all.count {
-                // A batch whose end has come meanwhile is urgent itself: it keeps its slot.
+                // A batch whose end has come (before it started or meanwhile) is urgent itself: it keeps its slot.
                 if start > 0 && yielding && !backlog.hasEvents { gate.yieldToUrgentWork(deadline: batchArrival) }
                 var end = yielding ? min(all.count, start + yieldSamples) : all.count
                 if lookaheadSamples > 0 {

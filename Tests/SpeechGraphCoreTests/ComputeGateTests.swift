@@ -27,33 +27,16 @@ import Testing
     /// With the only slot taken, three pieces of work queue up; when it is freed they run urgent first, then
     /// earliest deadline first, whatever the order they asked in.
     @Test func urgentWorkThenEarliestDeadlineGoFirst() {
-        let gate = ComputeGate(slots: 1)
+        let held = HeldGate()
+        let gate = held.gate
         let order = Mutex<[String]>([])
-        let holding = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        func spawn(_ body: @escaping @Sendable () -> Void) {
-            done.enter()
-            Thread {
-                body()
-                done.leave()
-            }.start()
-        }
-        spawn {
-            gate.run(urgent: false) {
-                holding.signal()
-                release.wait()
-            }
-        }
-        holding.wait()
         let claims: [(String, Bool, Double)] = [("late", false, 5), ("early", false, 1), ("urgent", true, 9)]
         for (k, claim) in claims.enumerated() {
-            spawn { gate.run(urgent: claim.1, deadline: claim.2) { order.withLock { $0.append(claim.0) } } }
+            held.spawn { gate.run(urgent: claim.1, deadline: claim.2) { order.withLock { $0.append(claim.0) } } }
             // Each asks only after the one before is waiting: their order of asking is known.
             while gate.waitingCount < k + 1 { usleep(1000) }
         }
-        release.signal()
-        done.wait()
+        held.releaseAndWait()
         #expect(order.withLock { $0 } == ["urgent", "early", "late"])
         #expect(gate.waitingCount == 0)
     }
@@ -61,29 +44,13 @@ import Testing
     /// Work that waits as not urgent goes ahead of earlier deadlines once it becomes urgent (a stream's last batch
     /// when its end came while the batch waited), and keeps its place when it does not.
     @Test(arguments: [true, false]) func waitingWorkThatBecomesUrgentGoesFirst(becomes: Bool) {
-        let gate = ComputeGate(slots: 1)
+        let held = HeldGate()
+        let gate = held.gate
         let order = Mutex<[String]>([])
         let ended = Atomic<Bool>(false)
-        let holding = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        func spawn(_ body: @escaping @Sendable () -> Void) {
-            done.enter()
-            Thread {
-                body()
-                done.leave()
-            }.start()
-        }
-        spawn {
-            gate.run(urgent: false) {
-                holding.signal()
-                release.wait()
-            }
-        }
-        holding.wait()
-        spawn { gate.run(urgent: false, deadline: 1) { order.withLock { $0.append("early") } } }
+        held.spawn { gate.run(urgent: false, deadline: 1) { order.withLock { $0.append("early") } } }
         while gate.waitingCount < 1 { usleep(1000) }
-        spawn {
+        held.spawn {
             let endCame = { ended.load(ordering: .relaxed) }
             gate.run(urgent: false, deadline: 5, becomesUrgent: endCame) { order.withLock { $0.append("ended") } }
         }
@@ -96,8 +63,7 @@ import Testing
             while !gate.urgentWorkWaits && Date() < giveUp { usleep(1000) }
             #expect(gate.urgentWorkWaits)
         }
-        release.signal()
-        done.wait()
+        held.releaseAndWait()
         #expect(order.withLock { $0 } == (becomes ? ["ended", "early"] : ["early", "ended"]))
         #expect(!gate.urgentWorkWaits)
         #expect(gate.waitingCount == 0)
@@ -151,5 +117,38 @@ import Testing
         #expect(most.load(ordering: .relaxed) <= 2)
         #expect(most.load(ordering: .relaxed) >= 1)
         #expect(gate.waitingCount == 0)
+    }
+}
+
+/// A gate of one slot that a thread holds until `releaseAndWait`: work spawned meanwhile queues up for it.
+final class HeldGate: Sendable {
+    let gate = ComputeGate(slots: 1)
+    private let release = DispatchSemaphore(value: 0)
+    private let done = DispatchGroup()
+
+    init() {
+        let holding = DispatchSemaphore(value: 0)
+        spawn { [gate, release] in
+            gate.run(urgent: false) {
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+    }
+
+    /// Runs `body` on a thread of its own.
+    func spawn(_ body: @escaping @Sendable () -> Void) {
+        done.enter()
+        Thread { [done] in
+            body()
+            done.leave()
+        }.start()
+    }
+
+    /// Frees the slot, then waits until all the spawned work has run.
+    func releaseAndWait() {
+        release.signal()
+        done.wait()
     }
 }
