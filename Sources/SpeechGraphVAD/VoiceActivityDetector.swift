@@ -276,13 +276,15 @@ public final class VoiceActivityDetector {
         }
     }
 
-    /// Ends the stream: decides the last frames and closes a region still open at the last sample.
+    /// Ends the stream: decides the last frames and closes a region still open at the last sample, or, when a
+    /// pause was reported and the speech has not resumed, where that pause began (as the pause going on would
+    /// have closed it: a recognizer may already have finished the region there).
     public func finish(_ handler: (VADEvent) throws -> Void) rethrows {
         guard !isFinished else { return }
         isFinished = true
         let h = Self.smoothing / 2
         for _ in 0..<h { try pushFrame(score: 0, snr: 0, handler) }
-        if regionOpen { try closeRegion(at: samplesConsumed, handler) }
+        if regionOpen { try closeRegion(at: pauseReported ? nil : samplesConsumed, handler) }
     }
 
     // MARK: - Analysis

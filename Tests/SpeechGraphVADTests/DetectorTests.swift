@@ -81,6 +81,9 @@ import Testing
         #expect(abs(seconds(r1) - 1.8) <= 0.04, "resumed at \(seconds(r1)) for a burst starting at 1.8")
         #expect(abs(seconds(p2) - 2.7) <= 0.08, "paused at \(seconds(p2)) for a burst ending at 2.7")
         #expect(p2 == e, "the region ends where its last pause began")
+        // The stream ending inside that pause (0.3 s after the last burst) ends the region there too.
+        let cut = DetectorRun(Array(x[..<Int(3.0 * 16000)]), settings: settings)
+        #expect(cut.events.suffix(2) == [.paused(sample: p2), .ended(sample: p2)], "\(cut.events)")
         for block in [32, 64, 256, 1021] {
             #expect(DetectorRun(x, settings: settings, block: block).events == run.events, "block \(block)")
         }
