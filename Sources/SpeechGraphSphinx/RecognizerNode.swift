@@ -258,8 +258,27 @@ public final class RecognizerNode: GraphNode {
     private var utteranceAudio: [Int16] = []
     /// The final result worked out at speechPaused (the decoder's utterance ended there); `nil` when none.
     private var atPause: Transcription?
+    /// How the utterance's decoding stood when its result was worked out at a pause: what the speech resuming
+    /// restores.
+    private struct PauseState {
+        /// The decoder's calls made before the pause (`feeds`), and the samples still waiting in `pending`.
+        var feeds: Int
+        var pending: Int
+        var lookingAhead: Bool
+        var decodedSinceCheck: Bool
+        var batchArrival: Double
+    }
+    private var pauseState: PauseState?
+    /// With the second pass at pauses: the samples each of the decoder's calls took in this utterance, in order,
+    /// and the live mean's state before the utterance began, to decode it again exactly as it was.
+    private var feeds: [Int] = []
+    private var meanBefore: SphinxDecoder.MeanState?
+    /// Audio came while a result waited at a pause: this recognizer's audio does not come through the vad (which
+    /// holds a pause's audio back), so pauses no longer work out results here.
+    private var audioDuringPauses = false
     /// Samples of this utterance decoded again after pauses: the next pause works out its result only while this is
-    /// at most half the utterance so far, so that long speech with many pauses is never decoded more than 2.5 times.
+    /// at most half the utterance so far, so that an utterance's first pass, however many pauses it has, costs at
+    /// most 2.5 times what it costs without.
     private var decodedAgainSamples = 0
     /// Final results worked out at a pause, and utterances decoded again because the speech resumed.
     private(set) var resultsAtPauses = 0
@@ -350,9 +369,16 @@ public final class RecognizerNode: GraphNode {
         guard !paused else { return }
         if !inUtterance { try takeNewModels(output: output) }
         guard let decoder else { return }
+        if atPause != nil {
+            // Audio while a result waits at a pause: it does not come through the vad. Decoded as if the utterance
+            // had not ended, and no more results at pauses.
+            audioDuringPauses = true
+            try resumeAfterPause()
+        }
         if !inUtterance {
+            feeds.removeAll(keepingCapacity: true)
             if !wholeUtterances {
-                if lookaheadSamples > 0 { lookingAhead = true } else { try decoder.startUtterance() }
+                if lookaheadSamples > 0 { lookingAhead = true } else { try beginDecoding(decoder, head: nil) }
             }
             inUtterance = true
             utterance += 1
@@ -453,7 +479,11 @@ public final class RecognizerNode: GraphNode {
             // Most pauses this long end speech: the final result is worked out now, from the audio the end of
             // speech would give it (the vad passes none in between), and goes out at speechEnded.
             if let decoder {
+                let state = PauseState(
+                    feeds: feeds.count, pending: pending.count, lookingAhead: lookingAhead,
+                    decodedSinceCheck: decodedSinceCheck, batchArrival: batchArrival)
                 atPause = try gate.run(urgent: true) { try finalResult(decoder) }
+                pauseState = state
                 resultsAtPauses += 1
             }
         case .speechResumed where atPause != nil:
@@ -517,16 +547,10 @@ public final class RecognizerNode: GraphNode {
     private func decodePending(yielding: Bool = false) throws {
         guard let decoder else { return }
         if lookingAhead {
-            // The utterance's start is here: its mean normalises the utterance from its first frame (counted as one
-            // frame, so that from then on the mean is that of the frames decoded, these first).
             lookingAhead = false
-            decodedSamples = 0
             // Exactly the lookahead (however the audio was cut into blocks): the same audio, the same mean.
             let head = min(pending.count, lookaheadSamples)
-            if let mean = pending.withUnsafeBufferPointer({ decoder.cepstralMean(of: .init(rebasing: $0[..<head])) }) {
-                decoder.setCepstralMean(mean)
-            }
-            try decoder.startUtterance()
+            try pending.withUnsafeBufferPointer { try beginDecoding(decoder, head: .init(rebasing: $0[..<head])) }
         }
         guard !pending.isEmpty else { return }
         try pending.withUnsafeBufferPointer { all in
@@ -541,18 +565,33 @@ public final class RecognizerNode: GraphNode {
                 if lookaheadSamples > 0 {
                     end = min(end, start + meanUpdateSamples - decodedSamples % meanUpdateSamples)
                 }
-                try decoder.process(UnsafeBufferPointer(rebasing: all[start..<end]))
-                decodedSamples += end - start
-                // Past the lookahead, the mean follows the utterance: the mean of its frames decoded so far.
-                if lookaheadSamples > 0 && decodedSamples > lookaheadSamples && decodedSamples % meanUpdateSamples == 0
-                {
-                    decoder.updateCepstralMean()
-                }
+                try feed(decoder, UnsafeBufferPointer(rebasing: all[start..<end]))
                 start = end
             }
         }
         pending.removeAll(keepingCapacity: true)
         decodedSinceCheck = true
+    }
+
+    /// Starts the decoder's utterance. With a lookahead, `head` (its first samples): their mean normalises the
+    /// utterance from its first frame (counted as one frame, so that from then on the mean is that of the frames
+    /// decoded, these first).
+    private func beginDecoding(_ decoder: SphinxDecoder, head: UnsafeBufferPointer<Int16>?) throws {
+        if speculates { meanBefore = decoder.meanState }
+        decodedSamples = 0
+        if let head, let mean = decoder.cepstralMean(of: head) { decoder.setCepstralMean(mean) }
+        try decoder.startUtterance()
+    }
+
+    /// One call of the decoder: the samples decoded and, past the lookahead, the mean moved on to that of the
+    /// utterance's frames decoded so far, every `meanUpdateSamples`. With the second pass at pauses, its size noted.
+    private func feed(_ decoder: SphinxDecoder, _ samples: UnsafeBufferPointer<Int16>) throws {
+        try decoder.process(samples)
+        decodedSamples += samples.count
+        if lookaheadSamples > 0 && decodedSamples > lookaheadSamples && decodedSamples % meanUpdateSamples == 0 {
+            decoder.updateCepstralMean()
+        }
+        if speculates { feeds.append(samples.count) }
     }
 
     private func endUtterance(output: NodeOutput) throws {
@@ -561,6 +600,7 @@ public final class RecognizerNode: GraphNode {
         if var result = atPause {
             // Worked out at the pause; the utterance's end is now known.
             atPause = nil
+            pauseState = nil
             result.range = TimeRange(start: result.range.start, end: max(result.range.end, utteranceEnd))
             try output.emit(.result(result))
             return
@@ -573,25 +613,49 @@ public final class RecognizerNode: GraphNode {
     /// Whether the final result is worked out at speechPaused: `second-pass-at-pause`, in streaming mode, when the
     /// stream's decoder has the second pass to do (there is little to gain without it).
     private var speculates: Bool {
-        secondPassAtPause && !wholeUtterances && !finalPass && models.stream.secondPass && models.stream.jsgf == nil
+        secondPassAtPause && !audioDuringPauses && !wholeUtterances && !finalPass && models.stream.secondPass
+            && models.stream.jsgf == nil
     }
 
     /// The speech went on after a pause whose final result was worked out: the decoder starts the utterance over
-    /// and decodes its audio so far as it first did (the same lookahead, the mean updated at the same samples), so
-    /// that what follows decodes exactly as if the utterance had not ended.
+    /// from the live mean it began with, and makes the calls it made before the pause again, on the same samples
+    /// (the same lookahead, the mean moved at the same samples); the samples that waited then wait again. What
+    /// follows decodes exactly as if the utterance had not ended.
     private func resumeAfterPause() throws {
-        guard let decoder else { return }
+        guard let decoder, let state = pauseState else { return }
         atPause = nil
+        pauseState = nil
         decodedAgain += 1
-        decodedAgainSamples += utteranceAudio.count
+        if let meanBefore { decoder.restore(meanBefore) }
+        let calls = feeds.prefix(state.feeds)
+        feeds.removeAll(keepingCapacity: true)
         pending.removeAll(keepingCapacity: true)
-        pending.append(contentsOf: utteranceAudio)
-        decodedSamples = 0
-        decodedSinceCheck = false
-        if lookaheadSamples > 0 { lookingAhead = true } else { try decoder.startUtterance() }
-        guard pending.count >= (lookingAhead ? lookaheadSamples : batchSamples) else { return }
-        batchArrival = backlog.arrival
-        try gate.run(urgent: false, deadline: batchArrival) { try decodePending(yielding: true) }
+        lookingAhead = state.lookingAhead
+        if lookingAhead {
+            // The decoder had not started: the utterance's audio gathers for its lookahead again.
+            pending.append(contentsOf: utteranceAudio)
+        } else {
+            let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
+            let decoded = try gate.run(urgent: backlog.hasEvents, deadline: backlog.arrival, becomesUrgent: endCame) {
+                try utteranceAudio.withUnsafeBufferPointer { all -> Int in
+                    let head =
+                        lookaheadSamples > 0
+                        ? UnsafeBufferPointer(rebasing: all[..<min(all.count, lookaheadSamples)]) : nil
+                    try beginDecoding(decoder, head: head)
+                    var start = 0
+                    for n in calls {
+                        if start > 0 && !backlog.hasEvents { gate.yieldToUrgentWork(deadline: backlog.arrival) }
+                        try feed(decoder, UnsafeBufferPointer(rebasing: all[start..<(start + n)]))
+                        start += n
+                    }
+                    return start
+                }
+            }
+            decodedAgainSamples += decoded
+            pending.append(contentsOf: utteranceAudio[decoded...])
+        }
+        decodedSinceCheck = state.decodedSinceCheck
+        batchArrival = state.batchArrival
     }
 
     /// The rest of the utterance decoded, and its final result.
@@ -918,6 +982,7 @@ public final class RecognizerNode: GraphNode {
         if inUtterance && !wholeUtterances && atPause == nil { try? decoder.endUtterance() }
         inUtterance = false
         atPause = nil
+        pauseState = nil
         utteranceAudio.removeAll()
         held.removeAll()
         pending.removeAll()

@@ -392,6 +392,34 @@ public final class SphinxDecoder: @unchecked Sendable {
         noteMean()
     }
 
+    /// The live cepstral mean's whole state: the mean, the sum it comes from and that sum's frame count.
+    public struct MeanState: Sendable {
+        let mean: [Float]
+        let sum: [Float]
+        let frames: Int32
+    }
+
+    /// The live cepstral mean's state now (to `restore` it).
+    public var meanState: MeanState {
+        let cmn = Self.cmn(ps)
+        let n = Int(cmn.pointee.veclen)
+        return MeanState(
+            mean: Array(UnsafeBufferPointer(start: cmn.pointee.cmn_mean, count: n)),
+            sum: Array(UnsafeBufferPointer(start: cmn.pointee.sum, count: n)), frames: cmn.pointee.nframe)
+    }
+
+    /// Puts the live cepstral mean back as `meanState` found it.
+    public func restore(_ state: MeanState) {
+        let cmn = Self.cmn(ps)
+        guard state.mean.count == Int(cmn.pointee.veclen) else { return }
+        for i in state.mean.indices {
+            cmn.pointee.cmn_mean[i] = state.mean[i]
+            cmn.pointee.sum[i] = state.sum[i]
+        }
+        cmn.pointee.nframe = state.frames
+        noteMean()
+    }
+
     /// With the second pass: the live means this utterance's frames were normalised with, each from `frame` on.
     private var meanHistory: [(frame: Int, mean: [Float])] = []
     /// Samples of this utterance fed so far.

@@ -179,25 +179,21 @@ extension Decoding {
 
         /// With the second pass, the final result is worked out at the vad's speechPaused: the pause that ends
         /// speech finds it ready, and speech that resumes after a shorter pause is decoded again from the start of
-        /// its utterance. Either way every result, volatile and final, is the one it is without. The same when the
-        /// stream ends inside the last pause (0.3 s after the speech: the vad ends speech where the pause began).
-        @Test(arguments: [1.5, 0.3])
-        func theSecondPassAtAPauseChangesNoResult(trailingSilence: Double) throws {
-            let a = dir.path("a.wav")
-            let b = dir.path("b.wav")
-            let both = dir.path("pause.wav")
-            try TestSpeech.synthesize(Sentences.call, to: a)
-            try TestSpeech.synthesize(Sentences.weather, to: b)
-            // Two sentences 0.4 s apart: one utterance (the vad holds pauses of 1 s), paused and resumed between.
-            try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "0.4"])
-            try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "\(trailingSilence)"])
+        /// its utterance. Either way every result, volatile and final, is the one it is without: with a lookahead
+        /// or without one (the live mean carried from before), whatever the blocks, and when the stream ends inside
+        /// the last pause (0.3 s after the speech: the vad ends speech where the pause began).
+        @Test(arguments: [
+            (1.5, "lookahead: 1000 ms", 1024), (0.3, "lookahead: 1000 ms", 333), (1.5, "lookahead: 0 ms", 777),
+        ])
+        func theSecondPassAtAPauseChangesNoResult(trailingSilence: Double, lookahead: String, block: Int) throws {
+            let both = try pausedSpeech(trailingSilence: trailingSilence)
             func run(_ atPause: Bool) throws -> (events: [GraphEvent], node: RecognizerNode) {
                 let (events, runner) = try Harness.run(
                     """
-                    node src = file.input { path: "\(both)" }
+                    node src = file.input { path: "\(both)", block: \(block) }
                     node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
                     node asr = recognizer {
-                        mode: streaming, lookahead: 1000 ms, second-pass: true, second-pass-at-pause: \(atPause)
+                        mode: streaming, \(lookahead), second-pass: true, second-pass-at-pause: \(atPause)
                     }
                     node out = collect
                     src -> vad -> asr -> out
@@ -207,9 +203,6 @@ extension Decoding {
             }
             let on = try run(true)
             let off = try run(false)
-            func results(_ events: [GraphEvent]) -> [Transcription] {
-                events.compactMap { if case .result(let t) = $0 { t } else { nil } }
-            }
             let pauses = on.events.filter { if case .speechPaused = $0 { true } else { false } }
             let resumes = on.events.filter { if case .speechResumed = $0 { true } else { false } }
             #expect(pauses.count == 2 && resumes.count == 1, "\(pauses.count) pauses, \(resumes.count) resumed")
@@ -219,11 +212,55 @@ extension Decoding {
             #expect(off.node.resultsAtPauses == 0 && off.node.decodedAgain == 0)
             let finals = results(on.events).filter(\.isFinal)
             try #require(finals.count == 1)
-            let both2 = Sentences.call + " " + Sentences.weather
-            #expect(wordErrorRate(reference: both2, hypothesis: finals[0].text) <= 0.25, "\(finals[0].text)")
+            let said = Sentences.call + " " + Sentences.weather
+            #expect(wordErrorRate(reference: said, hypothesis: finals[0].text) <= 0.25, "\(finals[0].text)")
             #expect(!finals[0].words.isEmpty)
             #expect(results(on.events) == results(off.events))
             #expect(results(on.events).filter { !$0.isFinal }.count >= 3)
+        }
+
+        /// Audio that does not come through the vad (its events alone on 'control') goes on during a pause: the
+        /// first such pause's result is dropped and the utterance decoded again, and later pauses work out nothing.
+        /// The results are still the ones without.
+        @Test func audioBesideTheVadEndsResultsAtPauses() throws {
+            let both = try pausedSpeech(trailingSilence: 1.5)
+            func run(_ atPause: Bool) throws -> (events: [GraphEvent], node: RecognizerNode) {
+                let (events, runner) = try Harness.run(
+                    """
+                    node src = file.input { path: "\(both)" }
+                    node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
+                    node asr = recognizer {
+                        mode: streaming, lookahead: 1000 ms, second-pass: true, second-pass-at-pause: \(atPause)
+                    }
+                    node out = collect
+                    src -> vad
+                    src -> asr -> out
+                    vad.events -> asr.control
+                    """)
+                return (events, try #require(runner.node(named: "asr") as? RecognizerNode))
+            }
+            let on = try run(true)
+            let off = try run(false)
+            #expect(on.node.resultsAtPauses == 1 && on.node.decodedAgain == 1)
+            #expect(results(on.events).contains { $0.isFinal })
+            #expect(results(on.events) == results(off.events))
+        }
+
+        /// Two synthesised sentences 0.4 s apart (a pause inside one utterance when the vad holds pauses of 1 s),
+        /// 1 s of silence before, `trailingSilence` after.
+        func pausedSpeech(trailingSilence: Double) throws -> String {
+            let a = dir.path("a.wav")
+            let b = dir.path("b.wav")
+            let both = dir.path("pause.wav")
+            try TestSpeech.synthesize(Sentences.call, to: a)
+            try TestSpeech.synthesize(Sentences.weather, to: b)
+            try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "0.4"])
+            try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "\(trailingSilence)"])
+            return both
+        }
+
+        func results(_ events: [GraphEvent]) -> [Transcription] {
+            events.compactMap { if case .result(let t) = $0 { t } else { nil } }
         }
 
         @Test func calibrationIsAProbabilityThatRisesWithThePosterior() {
