@@ -152,7 +152,9 @@ public final class RecognizerNode: GraphNode {
                 + "the one the end of speech would give. If the speech resumes (speechResumed), the utterance is "
                 + "decoded again from its start, as it was: the same results as without, for that decoding's "
                 + "CPU (about a tenth of the utterance so far; a pause works out the result only while what was "
-                + "decoded again is at most half the utterance, so nothing is decoded more than 2.5 times)."),
+                + "decoded again is at most half the utterance, so the first pass over an utterance costs at most "
+                + "2.5 times what it costs without). Audio that does not come through the vad (only its events on "
+                + "'control') turns it off at the first pause."),
         .integer(
             "phases", default: 1, range: 1...5,
             doc: "Whole-utterance decoding (mode utterance, final-pass): decode each utterance this many "
