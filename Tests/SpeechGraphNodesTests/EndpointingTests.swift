@@ -9,17 +9,8 @@ extension Decoding {
     @Suite struct EndpointingTests {
         let dir = TemporaryDirectory()
 
-        func twoSentences() throws -> String {
-            let a = dir.path("a.wav")
-            let b = dir.path("b.wav")
-            let both = dir.path("both.wav")
-            try TestSpeech.synthesize(Sentences.call, to: a)
-            try TestSpeech.synthesize(Sentences.weather, to: b)
-            // 1 s of silence, sentence, 1.5 s of silence, sentence, 1 s of silence.
-            try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "1.5"])
-            try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "1.0"])
-            return both
-        }
+        /// 1 s of silence, sentence, 1.5 s of silence, sentence, 1 s of silence.
+        func twoSentences() throws -> String { try Sentences.both(in: dir, gap: 1.5, trailing: 1.0) }
 
         @Test func eachSpeechRegionIsOneUtteranceWithVolatileThenFinalResults() throws {
             let wav = try twoSentences()
@@ -90,14 +81,8 @@ extension Decoding {
         /// speech: two sentences 0.4 s apart (0.6 s from voice to voice), with the vad holding pauses of 1 s, are one utterance in
         /// progressive mode and two in fast mode, the first final before the second sentence begins.
         @Test func fastResultsEndTheUtteranceAtAPause() throws {
-            let a = dir.path("a.wav")
-            let b = dir.path("b.wav")
-            let both = dir.path("pause.wav")
-            try TestSpeech.synthesize(Sentences.call, to: a)
-            try TestSpeech.synthesize(Sentences.weather, to: b)
-            try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "0.4"])
-            try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "1.0"])
-            let firstEnd = 1.0 + (try TestSpeech.duration(a))
+            let both = try Sentences.both(in: dir, gap: 0.4, trailing: 1.0)
+            let firstEnd = 1.0 + (try TestSpeech.duration(dir.path("call.wav")))
             func run(_ results: String) throws -> (finals: [Transcription], events: [GraphEvent]) {
                 let (events, _) = try Harness.run(
                     """

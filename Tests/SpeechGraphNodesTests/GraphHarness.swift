@@ -38,4 +38,17 @@ enum Harness {
 enum Sentences {
     static let call = "please call my mother at seven in the evening"
     static let weather = "the weather today is cold and windy with a chance of rain"
+
+    /// A WAV in `dir`: 1 s of silence, `call`, `gap` seconds of silence, `weather`, `trailing` seconds of silence.
+    static func both(in dir: TemporaryDirectory, gap: Double, trailing: Double) throws -> String {
+        let a = dir.path("call.wav")
+        let b = dir.path("weather.wav")
+        let padded = dir.path("call-\(gap).wav")
+        let both = dir.path("both-\(gap)-\(trailing).wav")
+        if !FileManager.default.fileExists(atPath: a) { try TestSpeech.synthesize(call, to: a) }
+        if !FileManager.default.fileExists(atPath: b) { try TestSpeech.synthesize(weather, to: b) }
+        try TestSpeech.sox([a, padded, "pad", "1.0", "\(gap)"])
+        try TestSpeech.sox([padded, b, both, "pad", "0", "\(trailing)"])
+        return both
+    }
 }

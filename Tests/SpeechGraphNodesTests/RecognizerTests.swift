@@ -249,14 +249,7 @@ extension Decoding {
         /// Two synthesised sentences 0.4 s apart (a pause inside one utterance when the vad holds pauses of 1 s),
         /// 1 s of silence before, `trailingSilence` after.
         func pausedSpeech(trailingSilence: Double) throws -> String {
-            let a = dir.path("a.wav")
-            let b = dir.path("b.wav")
-            let both = dir.path("pause.wav")
-            try TestSpeech.synthesize(Sentences.call, to: a)
-            try TestSpeech.synthesize(Sentences.weather, to: b)
-            try TestSpeech.sox([a, dir.path("a1.wav"), "pad", "1.0", "0.4"])
-            try TestSpeech.sox([dir.path("a1.wav"), b, both, "pad", "0", "\(trailingSilence)"])
-            return both
+            try Sentences.both(in: dir, gap: 0.4, trailing: trailingSilence)
         }
 
         func results(_ events: [GraphEvent]) -> [Transcription] {
