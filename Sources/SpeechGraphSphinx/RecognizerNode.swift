@@ -223,7 +223,8 @@ public final class RecognizerNode: GraphNode {
     private let volatileFrames: Int64
     private var framesSinceVolatile: Int64 = 0
     private var lastVolatile = ""
-    /// Utterance mode (and `final-pass`): the samples of the utterance so far.
+    /// Utterance mode, `final-pass` and the second pass at pauses (`speculates`): the samples of the utterance so
+    /// far.
     private var held: [Int16] = []
     /// Streaming mode: samples waiting to be decoded as one batch.
     private var pending: [Int16] = []
@@ -255,14 +256,10 @@ public final class RecognizerNode: GraphNode {
     private var paused = false
     /// `second-pass-at-pause`: the second pass may run at speechPaused (`speculates` says whether it does).
     private let secondPassAtPause: Bool
-    /// Streaming with the second pass at pauses: every sample of the utterance so far, to decode it again from its
-    /// start when the speech resumes after a pause whose final result was already worked out.
-    private var utteranceAudio: [Int16] = []
-    /// The final result worked out at speechPaused (the decoder's utterance ended there); `nil` when none.
-    private var atPause: Transcription?
-    /// How the utterance's decoding stood when its result was worked out at a pause: what the speech resuming
-    /// restores.
+    /// A final result worked out at speechPaused (the decoder's utterance ended there), and how the utterance's
+    /// decoding stood then: what the speech resuming restores.
     private struct PauseState {
+        var result: Transcription
         /// The decoder's calls made before the pause (`feeds`), and the samples still waiting in `pending`.
         var feeds: Int
         var pending: Int
@@ -270,7 +267,8 @@ public final class RecognizerNode: GraphNode {
         var decodedSinceCheck: Bool
         var batchArrival: Double
     }
-    private var pauseState: PauseState?
+    /// `nil` when no result waits at a pause.
+    private var atPause: PauseState?
     /// With the second pass at pauses: the samples each of the decoder's calls took in this utterance, in order,
     /// and the live mean's state before the utterance began, to decode it again exactly as it was.
     private var feeds: [Int] = []
@@ -392,7 +390,8 @@ public final class RecognizerNode: GraphNode {
             chunkSum = 0
             chunkFill = 0
             utteranceSamples = 0
-            utteranceAudio.removeAll(keepingCapacity: true)
+            // Streamed without final-pass, the utterance's samples are held only for pauses (`speculates`).
+            if !wholeUtterances && !finalPass { held.removeAll(keepingCapacity: true) }
             decodedAgainSamples = 0
         }
         var offset = 0
@@ -412,23 +411,15 @@ public final class RecognizerNode: GraphNode {
                 }
             }
             utteranceSamples += n
-            if wholeUtterances || finalPass {
+            if wholeUtterances || finalPass || speculates {
                 held.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
             }
-            if speculates { utteranceAudio.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n])) }
             // After a result at a pause, audio waits for speechResumed (the decoder's utterance has ended).
             if !wholeUtterances && atPause == nil {
                 if pending.isEmpty { batchArrival = backlog.arrival }
                 pending.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
                 if pending.count >= (lookingAhead ? lookaheadSamples : batchSamples) {
-                    // Urgent when an utterance's end already waits behind this audio.
-                    let urgent = backlog.hasEvents
-                    // Or once an end comes behind it while it waits (on a worker thread: on the graph thread
-                    // nothing comes behind it).
-                    let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
-                    try gate.run(urgent: urgent, deadline: batchArrival, becomesUrgent: endCame) {
-                        try decodePending(yielding: true)
-                    }
+                    try runBatch(deadline: batchArrival) { try decodePending(yielding: true) }
                 }
             }
             offset += n
@@ -477,15 +468,15 @@ public final class RecognizerNode: GraphNode {
             // The audio that follows (the pause, then the speech) starts the next utterance.
             paused = false
         case .speechPaused
-        where inUtterance && atPause == nil && speculates && 2 * decodedAgainSamples <= utteranceAudio.count:
+        where inUtterance && atPause == nil && speculates && 2 * decodedAgainSamples <= held.count:
             // Most pauses this long end speech: the final result is worked out now, from the audio the end of
             // speech would give it (the vad passes none in between), and goes out at speechEnded.
             if let decoder {
-                let state = PauseState(
-                    feeds: feeds.count, pending: pending.count, lookingAhead: lookingAhead,
-                    decodedSinceCheck: decodedSinceCheck, batchArrival: batchArrival)
-                atPause = try gate.run(urgent: true) { try finalResult(decoder) }
-                pauseState = state
+                let (calls, waiting, ahead, check) = (feeds.count, pending.count, lookingAhead, decodedSinceCheck)
+                let result = try gate.run(urgent: true) { try finalResult(decoder) }
+                atPause = PauseState(
+                    result: result, feeds: calls, pending: waiting, lookingAhead: ahead, decodedSinceCheck: check,
+                    batchArrival: batchArrival)
                 resultsAtPauses += 1
             }
         case .speechResumed where atPause != nil:
@@ -599,10 +590,9 @@ public final class RecognizerNode: GraphNode {
     private func endUtterance(output: NodeOutput) throws {
         guard inUtterance, let decoder else { return }
         inUtterance = false
-        if var result = atPause {
+        if var result = atPause?.result {
             // Worked out at the pause; the utterance's end is now known.
             atPause = nil
-            pauseState = nil
             result.range = TimeRange(start: result.range.start, end: max(result.range.end, utteranceEnd))
             try output.emit(.result(result))
             return
@@ -610,6 +600,13 @@ public final class RecognizerNode: GraphNode {
         // Someone waits for this result: it goes ahead of other graphs' batches.
         let result = try gate.run(urgent: true) { try finalResult(decoder) }
         try output.emit(.result(result))
+    }
+
+    /// Runs a batch of decoding at the gate: urgent when an utterance's end already waits behind its audio, or once
+    /// an end comes behind it while it waits (on a worker thread: on the graph thread nothing comes behind it).
+    private func runBatch<T>(deadline: Double, _ body: () throws -> T) throws -> T {
+        let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
+        return try gate.run(urgent: backlog.hasEvents, deadline: deadline, becomesUrgent: endCame, body)
     }
 
     /// Whether the final result is worked out at speechPaused: `second-pass-at-pause`, in streaming mode, when the
@@ -624,9 +621,8 @@ public final class RecognizerNode: GraphNode {
     /// (the same lookahead, the mean moved at the same samples); the samples that waited then wait again. What
     /// follows decodes exactly as if the utterance had not ended.
     private func resumeAfterPause() throws {
-        guard let decoder, let state = pauseState else { return }
+        guard let decoder, let state = atPause else { return }
         atPause = nil
-        pauseState = nil
         decodedAgain += 1
         if let meanBefore { decoder.restore(meanBefore) }
         let calls = feeds.prefix(state.feeds)
@@ -635,11 +631,10 @@ public final class RecognizerNode: GraphNode {
         lookingAhead = state.lookingAhead
         if lookingAhead {
             // The decoder had not started: the utterance's audio gathers for its lookahead again.
-            pending.append(contentsOf: utteranceAudio)
+            pending.append(contentsOf: held)
         } else {
-            let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
-            let decoded = try gate.run(urgent: backlog.hasEvents, deadline: backlog.arrival, becomesUrgent: endCame) {
-                try utteranceAudio.withUnsafeBufferPointer { all -> Int in
+            let decoded = try runBatch(deadline: backlog.arrival) {
+                try held.withUnsafeBufferPointer { all -> Int in
                     let head =
                         lookaheadSamples > 0
                         ? UnsafeBufferPointer(rebasing: all[..<min(all.count, lookaheadSamples)]) : nil
@@ -654,7 +649,7 @@ public final class RecognizerNode: GraphNode {
                 }
             }
             decodedAgainSamples += decoded
-            pending.append(contentsOf: utteranceAudio[decoded...])
+            pending.append(contentsOf: held[decoded...])
         }
         decodedSinceCheck = state.decodedSinceCheck
         batchArrival = state.batchArrival
@@ -984,8 +979,6 @@ public final class RecognizerNode: GraphNode {
         if inUtterance && !wholeUtterances && atPause == nil { try? decoder.endUtterance() }
         inUtterance = false
         atPause = nil
-        pauseState = nil
-        utteranceAudio.removeAll()
         held.removeAll()
         pending.removeAll()
         pool.checkin(decoder)
