@@ -50,6 +50,13 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var discarding = false
     private var retryScheduled = false
     private var closeWhenIdle = false
+    /// The connection is closing (`closeGracefully`): what the client still sends is read and dropped.
+    private var closing = false
+    /// The last write handed to the channel, to shut the output down after it.
+    private var lastWrite: EventLoopFuture<Void>?
+
+    /// How long a closing connection goes on reading (and dropping) what the client sends, at most.
+    static let lingerTime = TimeAmount.seconds(2)
 
     init(server: WyomingServer, channel: any Channel) {
         self.server = server
@@ -64,7 +71,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 ? "the server is shutting down"
                 : "the server is busy (\(server.configuration.maxConnections) connections)"
             send(.error(why, code: "busy"))
-            context.close(promise: nil)
+            closeGracefully()
             return
         }
         context.fireChannelActive()
@@ -81,11 +88,17 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !closing else { return }
+        // Framing is lost (or the socket failed): the connection ends, and with it any transcription.
+        if let job { abandon(job) }
+        job = nil
+        dropWaiting()
         if let frame = error as? WyomingFrameError {
             send(.error(frame.description, code: frame.code))
+            closeGracefully()
+        } else {
+            context.close(promise: nil)
         }
-        // Framing is lost (or the socket failed): the connection ends, and with it any transcription.
-        context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -95,8 +108,10 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 stopped = true
                 endInputIfReady(job)
             } else {
-                context.close(promise: nil)
+                closeGracefully()
             }
+        } else if closing {
+            return
         } else if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             // Idle: nothing to read, and not because this side stopped reading (a full buffer), nor because the
             // client waits for the transcript of a stream it has ended.
@@ -106,7 +121,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 send(.error("no event for \(seconds) s", code: "idle"))
                 if let job { abandon(job) }
                 job = nil
-                context.close(promise: nil)
+                dropWaiting()
+                closeGracefully()
             }
         } else {
             context.fireUserInboundEventTriggered(event)
@@ -114,7 +130,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard admitted else { return }
+        guard admitted, !closing else { return }
         let event = unwrapInboundIn(data)
         switch event.type {
         case "describe":
@@ -400,7 +416,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         dropWaiting()
         // Chunks still coming for this stream (after an endpoint) are dropped until its audio-stop.
         discarding = !stopped
-        if closeWhenIdle { channel.close(promise: nil) }
+        if closeWhenIdle { closeGracefully() }
     }
 
     // MARK: - Writing
@@ -408,6 +424,21 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func send(_ event: WyomingEvent) {
         var buffer = channel.allocator.buffer(capacity: 256)
         event.write(into: &buffer)
-        channel.writeAndFlush(buffer, promise: nil)
+        lastWrite = channel.writeAndFlush(buffer)
+    }
+
+    /// Ends the connection without losing what was sent: the output is shut down once the last event is written
+    /// (the client reads every event, then the end of the stream), and what the client still sends is read and
+    /// dropped until it closes its side, or for `lingerTime` at most. Closing the socket at once, with the client's
+    /// audio unread, would make the kernel reset the connection and throw away replies the client had not read yet.
+    private func closeGracefully() {
+        guard !closing else { return }
+        closing = true
+        let channel = self.channel
+        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        (lastWrite ?? channel.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in
+            channel.close(mode: .output, promise: nil)
+        }
+        channel.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
     }
 }

@@ -7,6 +7,9 @@ docs/wyoming.md promise. Raw sockets for what a real client would never send; Py
   wyoming_hostile.py HOST PORT fuzz N SEED         N fuzzed frames, each on its own connection
   wyoming_hostile.py HOST PORT hold N              opens N connections, prints what each got, holds them
                                                    open until standard input closes
+  wyoming_hostile.py HOST PORT drain-probe FILE    streams FILE at real time (then silence) and never stops, printing
+                                                   {"trace": type} for each event, until the server ends the
+                                                   connection; then one case line (for a server being drained)
 """
 import asyncio
 import json
@@ -262,6 +265,76 @@ def hold(host, port, n):
     sys.stdin.read()
 
 
+def parse_events(buffer):
+    """The whole events at the start of `buffer` (payloads skipped), and what is left of it."""
+    events = []
+    while (newline := buffer.find(b"\n")) >= 0:
+        header = json.loads(buffer[:newline])
+        n, p = header.get("data_length") or 0, header.get("payload_length") or 0
+        if len(buffer) < newline + 1 + n + p:
+            break
+        if n:
+            header.setdefault("data", {}).update(json.loads(buffer[newline + 1:newline + 1 + n]))
+        buffer = buffer[newline + 1 + n + p:]
+        events.append(header)
+    return events, buffer
+
+
+def drain_probe(host, port, path):
+    """A satellite that streams without end while the server drains: it must get its transcript, then the end of the
+    stream (FIN, not a reset), and the server must go on reading what it still sends for a while (closing a socket
+    with unread data makes the kernel reset the connection, and a client can lose the replies it had not read)."""
+    import select
+    import wave
+
+    with wave.open(path, "rb") as w:
+        rate, width, channels = w.getframerate(), w.getsampwidth(), w.getnchannels()
+        audio = w.readframes(w.getnframes())
+    fmt = {"rate": rate, "width": width, "channels": channels}
+    step = int(rate * 0.02) * width * channels
+    s = connect(host, port)
+    s.sendall(frame({"type": "transcribe"}, {"language": "en"}) + frame({"type": "audio-start"}, fmt))
+    buffer, types, end = b"", [], "timeout"
+    start = time.monotonic()
+    k = 0
+    while time.monotonic() - start < 60 and end == "timeout":
+        chunk = audio[k * step:(k + 1) * step] or bytes(step)
+        try:
+            s.sendall(frame({"type": "audio-chunk"}, fmt, chunk))
+        except OSError as e:
+            end = f"send failed: {type(e).__name__}"
+            break
+        k += 1
+        while (wait := start + k * 0.02 - time.monotonic()) > 0:
+            if not select.select([s], [], [], wait)[0]:
+                continue
+            try:
+                got = s.recv(65536)
+            except ConnectionResetError:
+                end = "reset"
+                break
+            if not got:
+                end = "fin"
+                break
+            events, buffer = parse_events(buffer + got)
+            for e in events:
+                types.append(e["type"])
+                print(json.dumps({"trace": e["type"]}), flush=True)
+    # After the end of the server's stream, the server still reads: two more chunks, 100 ms apart, go through.
+    after = "not tried"
+    if end == "fin":
+        try:
+            for _ in range(2):
+                s.sendall(frame({"type": "audio-chunk"}, fmt, bytes(step)))
+                time.sleep(0.1)
+            after = "read"
+        except OSError as e:
+            after = type(e).__name__
+    s.close()
+    ok = "transcript" in types and end == "fin" and after == "read"
+    print(json.dumps({"case": "drain-probe", "ok": ok, "detail": {"events": types, "end": end, "after": after}}))
+
+
 OPTIONAL = {"idle": case_idle, "idle-stream": case_idle_stream}
 
 
@@ -271,6 +344,8 @@ def main():
         fuzz(host, port, int(sys.argv[4]), int(sys.argv[5]))
     elif command == "hold":
         hold(host, port, int(sys.argv[4]))
+    elif command == "drain-probe":
+        drain_probe(host, port, sys.argv[4])
     else:
         for name in sys.argv[4:] or list(CASES):
             try:
