@@ -88,7 +88,7 @@ public final class RecordTapNode: GraphNode {
             .audioOutput("out", format: .input("in"), doc: "The same audio, unchanged."),
         ],
         parameters: [
-            .path("path", required: true, doc: "The file to write; .flac writes FLAC, anything else WAV.")
+            .path("path", required: true, writes: true, doc: "The file to write; .flac writes FLAC, anything else WAV.")
         ])
 
     public static let type = NodeType(

@@ -14,7 +14,7 @@ public final class JSONLinesSink: GraphNode {
                     + "and kinds that plugins add.")
         ],
         parameters: [
-            .path("path", default: "-", doc: "File to write; \"-\" is standard output."),
+            .path("path", default: "-", writes: true, doc: "File to write; \"-\" is standard output."),
             .boolean("volatile", default: true, doc: "Also write volatile (not yet final) results."),
             .string(
                 "source", default: nil,

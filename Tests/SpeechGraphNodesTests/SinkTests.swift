@@ -82,6 +82,46 @@ import Testing
         }
     }
 
+    @Test(
+        "a sink that would write over the file an input reads, or two sinks one file: located errors, nothing written")
+    func filesWrittenAreNotFilesRead() throws {
+        let dir = TemporaryDirectory()
+        let wav = dir.path("speech.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "0.1"])
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int)
+        let graph = """
+            node src = file.input { path: "\(wav)" }
+            node vad = vad
+            node rec = tap.record { path: "\(dir.path("sub/../speech.wav"))" }
+            node log = jsonl { path: "\(dir.path("log.jsonl"))" }
+            node two = jsonl { path: "\(dir.path("./log.jsonl"))" }
+            node out = jsonl { path: "/dev/null" }
+            node end = jsonl { path: "/dev/null" }
+            src -> vad.in
+            vad.out -> rec.in
+            vad.events -> log, two, out, end
+            """
+        #expect {
+            _ = try Harness.plan(graph)
+        } throws: { error in
+            let lines = (error as? GraphError)?.diagnostics.map(\.description) ?? []
+            // The writer's own value is located; standard devices (/dev/null) may be shared.
+            return lines.count == 2
+                && lines[0].hasPrefix("test.graph:3:")
+                && lines[0].contains("node 'rec' writes")
+                && lines[0].hasSuffix(
+                    "which node 'src' reads ('path' at line 1): it would be overwritten while it is read")
+                && lines[1].hasPrefix("test.graph:5:")
+                && lines[1].hasSuffix("which node 'log' writes too ('path' at line 4)")
+        }
+        // Nothing ran: the input is whole.
+        #expect(try FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int == size)
+        // Without the clashes, the same graph plans.
+        _ = try Harness.plan(
+            graph.replacingOccurrences(of: "sub/../speech.wav", with: "copy.wav")
+                .replacingOccurrences(of: "./log.jsonl", with: "two.jsonl"))
+    }
+
     @Test func consoleClock() {
         #expect(ConsoleSink.clock(0) == "00:00.000")
         #expect(ConsoleSink.clock(61.2345) == "01:01.235")

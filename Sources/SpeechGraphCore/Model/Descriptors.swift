@@ -288,11 +288,14 @@ public struct ParameterDescriptor: Sendable {
     /// The unit defaults and ranges are shown in.
     public var displayUnit: QuantityUnit?
     public var isRequired: Bool
+    /// A `path` the node writes (a sink's file), not one it reads: `check` refuses a graph in which it names a
+    /// file another path parameter of the graph names too (an input the sink would overwrite while it is read).
+    public var writes: Bool
     public var doc: String
 
     public init(
         _ name: String, kind: ParameterKind, default defaultValue: ParameterValue?, range: ClosedRange<Double>? = nil,
-        displayUnit: QuantityUnit? = nil, required: Bool = false, doc: String
+        displayUnit: QuantityUnit? = nil, required: Bool = false, writes: Bool = false, doc: String
     ) {
         self.name = name
         self.kind = kind
@@ -300,6 +303,7 @@ public struct ParameterDescriptor: Sendable {
         self.range = range
         self.displayUnit = displayUnit
         self.isRequired = required
+        self.writes = writes
         self.doc = doc
     }
 
@@ -332,10 +336,12 @@ public struct ParameterDescriptor: Sendable {
     {
         ParameterDescriptor(name, kind: .string, default: value.map { .string($0) }, required: required, doc: doc)
     }
-    public static func path(_ name: String, default value: String? = nil, required: Bool = false, doc: String)
-        -> ParameterDescriptor
-    {
-        ParameterDescriptor(name, kind: .path, default: value.map { .string($0) }, required: required, doc: doc)
+    /// A file or folder; `writes`: one the node writes (see ``writes``), else one it reads.
+    public static func path(
+        _ name: String, default value: String? = nil, required: Bool = false, writes: Bool = false, doc: String
+    ) -> ParameterDescriptor {
+        ParameterDescriptor(
+            name, kind: .path, default: value.map { .string($0) }, required: required, writes: writes, doc: doc)
     }
     public static func choice(_ name: String, _ options: [String], default value: String, doc: String)
         -> ParameterDescriptor

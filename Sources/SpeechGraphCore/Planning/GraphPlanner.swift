@@ -1,3 +1,5 @@
+import Foundation
+
 /// Turns a parsed graph into a plan: resolves node types and parameters, checks every connection,
 /// finds cycles and unconnected inputs, then fixes formats and inserts converters.
 public struct GraphPlanner {
@@ -154,6 +156,8 @@ public struct GraphPlanner {
             diagnostics.error("the graph declares no nodes", at: SourceLocation(file: spec.file, line: 1, column: 1))
         }
 
+        checkFilesWritten(nodes, &diagnostics)
+
         // Cycles; on success, topological order.
         var order: [Int] = []
         if !diagnostics.hasErrors {
@@ -193,6 +197,62 @@ public struct GraphPlanner {
         -> GraphPlan
     {
         try negotiate(validate(spec, overrides: overrides), resources: resources)
+    }
+
+    /// A file a node writes must not be one that another path parameter names: a sink would overwrite the
+    /// audio file an input reads (while it reads it), or two sinks would write one file over each other.
+    /// Standard output (`-`) may be shared.
+    private func checkFilesWritten(_ nodes: [PlannedNode], _ diagnostics: inout DiagnosticList) {
+        struct Use {
+            var node: String
+            var parameter: String
+            var path: String
+            var writes: Bool
+            var location: SourceLocation?
+        }
+        var uses: [Use] = []
+        for node in nodes {
+            guard let type = registry[node.typeName] else { continue }
+            for p in type.descriptor.parameters where p.kind == .path {
+                var value = node.config.string(p.name)
+                if value == nil, case .string(let d)? = p.defaultValue { value = d }
+                guard let value, !value.isEmpty, value != "-" else { continue }
+                uses.append(
+                    Use(
+                        node: node.name, parameter: p.name, path: value, writes: p.writes,
+                        location: node.config.locations[p.name] ?? node.location))
+            }
+        }
+        let identities = uses.map { Self.fileIdentity($0.path) }
+        for (w, writer) in uses.enumerated() where writer.writes && identities[w] != nil {
+            for (o, other) in uses.enumerated() where o != w && identities[o] == identities[w] {
+                // Two writers: reported once, at the second.
+                if other.writes && o > w { continue }
+                let place = other.location.map {
+                    $0.file == writer.location?.file ? " at line \($0.line)" : " at \($0)"
+                }
+                let at = " ('\(other.parameter)'\(place ?? ""))"
+                let what =
+                    other.writes
+                    ? "which node '\(other.node)' writes too\(at)"
+                    : "which node '\(other.node)' reads\(at): it would be overwritten while it is read"
+                diagnostics.error(
+                    "node '\(writer.node)' writes '\(writer.path)', \(what)", at: writer.location)
+                break
+            }
+        }
+    }
+
+    /// What tells two paths apart: the device and inode of a file or folder that exists, else the absolute path;
+    /// `nil` for a device, pipe or socket (`/dev/null`, `/dev/stdout`: any number of nodes may share one).
+    private static func fileIdentity(_ path: String) -> String? {
+        let standard = URL(fileURLWithPath: path).standardizedFileURL.path
+        var info = stat()
+        // "missing/../file" names an existing file too.
+        guard stat(path, &info) == 0 || stat(standard, &info) == 0 else { return standard }
+        let kind = info.st_mode & S_IFMT
+        guard kind == S_IFREG || kind == S_IFDIR else { return nil }
+        return "\(info.st_dev):\(info.st_ino)"
     }
 
     public func negotiate(_ validated: GraphPlan, resources: GraphResources? = nil) throws -> GraphPlan {
