@@ -20,7 +20,7 @@ public final class ClipsSink: GraphNode {
             .eventInput("results", accepts: .only([.result]), doc: "Results (volatile ones are ignored)."),
         ],
         parameters: [
-            .path("path", required: true, writes: true, doc: "The folder to write into (made when missing)."),
+            .path("path", required: true, doc: "The folder to write into (made when missing)."),
             .quantity(
                 "pad", default: 200, .milliseconds, range: 0...2000, doc: "Audio kept before and after each utterance."),
             .quantity("keep", default: 120, .seconds, range: 10...3600, doc: "Audio held in memory."),

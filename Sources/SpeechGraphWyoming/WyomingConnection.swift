@@ -54,6 +54,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var closing = false
     /// The last write handed to the channel, to shut the output down after it.
     private var lastWrite: EventLoopFuture<Void>?
+    /// The full close of a lingering connection, `lingerTime` after it began closing.
+    private var lingerEnd: Scheduled<Void>?
 
     /// How long a closing connection goes on reading (and dropping) what the client sends, at most.
     static let lingerTime = TimeAmount.seconds(2)
@@ -78,6 +80,11 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if let lingerEnd {
+            lingerEnd.cancel()
+            server.endLingering()
+            self.lingerEnd = nil
+        }
         // The client went away: its graph stops now and gives its decoders back.
         if let job { abandon(job) }
         job = nil
@@ -168,7 +175,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         }
         discarding = true
         guard !closeWhenIdle else {
-            return send(.error("the server is shutting down", code: "busy"))
+            send(.error("the server is shutting down", code: "busy"))
+            return closeGracefully()
         }
         guard let rate = event.data["rate"]?.integer, AudioFormat.supportedRates.contains(rate) else {
             return send(
@@ -431,14 +439,18 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// (the client reads every event, then the end of the stream), and what the client still sends is read and
     /// dropped until it closes its side, or for `lingerTime` at most. Closing the socket at once, with the client's
     /// audio unread, would make the kernel reset the connection and throw away replies the client had not read yet.
+    /// When `WyomingServer.maxLingering` connections linger already, it closes as soon as its last event is written.
     private func closeGracefully() {
         guard !closing else { return }
         closing = true
         let channel = self.channel
-        _ = channel.setOption(ChannelOptions.autoRead, value: true)
-        (lastWrite ?? channel.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in
-            channel.close(mode: .output, promise: nil)
+        let written = lastWrite ?? channel.eventLoop.makeSucceededVoidFuture()
+        guard channel.isActive, server.beginLingering() else {
+            written.whenComplete { _ in channel.close(promise: nil) }
+            return
         }
-        channel.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
+        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        written.whenComplete { _ in channel.close(mode: .output, promise: nil) }
+        lingerEnd = channel.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
     }
 }

@@ -101,6 +101,20 @@ public final class WyomingServer: Sendable {
     private let channel = Mutex<(any Channel)?>(nil)
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
     private let draining = Atomic<Bool>(false)
+    /// Connections that are closing and still read what their client sends (`WyomingConnection.closeGracefully`).
+    private let lingering = Atomic<Int>(0)
+    /// At most this many connections linger at once; beyond it, one closes as soon as its last event is written
+    /// (a flood of refused connections cannot hold sockets open).
+    static let maxLingering = 64
+
+    /// Takes one of the places for a lingering connection; false when they are all taken.
+    func beginLingering() -> Bool {
+        if lingering.add(1, ordering: .relaxed).newValue <= Self.maxLingering { return true }
+        lingering.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    func endLingering() { lingering.subtract(1, ordering: .relaxed) }
     private let allClosed = Mutex<[CheckedContinuation<Void, Never>]>([])
 
     public init(_ configuration: Configuration) {

@@ -297,7 +297,7 @@ def drain_probe(host, port, path):
     buffer, types, end = b"", [], "timeout"
     start = time.monotonic()
     k = 0
-    while time.monotonic() - start < 60 and end == "timeout":
+    while time.monotonic() - start < 300 and end == "timeout":
         chunk = audio[k * step:(k + 1) * step] or bytes(step)
         try:
             s.sendall(frame({"type": "audio-chunk"}, fmt, chunk))
@@ -320,13 +320,14 @@ def drain_probe(host, port, path):
             for e in events:
                 types.append(e["type"])
                 print(json.dumps({"trace": e["type"]}), flush=True)
-    # After the end of the server's stream, the server still reads: two more chunks, 100 ms apart, go through.
+    # After the end of the server's stream, the server still reads: 16 MB of chunks, more than the sockets' buffers
+    # hold, go through within a second (a server that had stopped reading would leave them stuck in the buffers).
     after = "not tried"
     if end == "fin":
+        s.settimeout(1.0)
         try:
-            for _ in range(2):
-                s.sendall(frame({"type": "audio-chunk"}, fmt, bytes(step)))
-                time.sleep(0.1)
+            for _ in range(256):
+                s.sendall(frame({"type": "audio-chunk"}, fmt, bytes(65536)))
             after = "read"
         except OSError as e:
             after = type(e).__name__

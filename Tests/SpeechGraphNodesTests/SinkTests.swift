@@ -89,10 +89,11 @@ import Testing
         let wav = dir.path("speech.wav")
         try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "0.1"])
         let size = try #require(try FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int)
+        try FileManager.default.createSymbolicLink(atPath: dir.path("link.wav"), withDestinationPath: wav)
         let graph = """
             node src = file.input { path: "\(wav)" }
             node vad = vad
-            node rec = tap.record { path: "\(dir.path("sub/../speech.wav"))" }
+            node rec = tap.record { path: "\(dir.path("link.wav"))" }
             node log = jsonl { path: "\(dir.path("log.jsonl"))" }
             node two = jsonl { path: "\(dir.path("./log.jsonl"))" }
             node out = jsonl { path: "/dev/null" }
@@ -105,7 +106,8 @@ import Testing
             _ = try Harness.plan(graph)
         } throws: { error in
             let lines = (error as? GraphError)?.diagnostics.map(\.description) ?? []
-            // The writer's own value is located; standard devices (/dev/null) may be shared.
+            // The writer's own value is located; a link leads to its file, a file still to be written is named
+            // by its folder; standard devices (/dev/null) may be shared.
             return lines.count == 2
                 && lines[0].hasPrefix("test.graph:3:")
                 && lines[0].contains("node 'rec' writes")
@@ -118,7 +120,7 @@ import Testing
         #expect(try FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int == size)
         // Without the clashes, the same graph plans.
         _ = try Harness.plan(
-            graph.replacingOccurrences(of: "sub/../speech.wav", with: "copy.wav")
+            graph.replacingOccurrences(of: "link.wav", with: "copy.wav")
                 .replacingOccurrences(of: "./log.jsonl", with: "two.jsonl"))
     }
 

@@ -297,7 +297,8 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         probe.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: probeOut))
         try probe.run()
         defer { if probe.isRunning { kill(probe.processIdentifier, SIGKILL) } }
-        // Once both transcripts have begun to stream (both utterances are in flight), SIGTERM.
+        // Once both transcripts have begun to stream, SIGTERM (the probe's command may have ended at its pause by
+        // then: its connection is then idle, and ends as cleanly).
         Run.wait(for: client, seconds: 60) {
             Run.lines(of: out).contains { $0.contains("transcript-chunk") }
                 && Run.lines(of: probeOut).contains { $0.contains("transcript-chunk") }

@@ -212,6 +212,7 @@ public struct GraphPlanner {
         }
         var uses: [Use] = []
         for node in nodes {
+            // A value from --set has no location: the node's declaration stands for it.
             guard let type = registry[node.typeName] else { continue }
             for p in type.descriptor.parameters where p.kind == .path {
                 var value = node.config.string(p.name)
@@ -243,16 +244,23 @@ public struct GraphPlanner {
         }
     }
 
-    /// What tells two paths apart: the device and inode of a file or folder that exists, else the absolute path;
-    /// `nil` for a device, pipe or socket (`/dev/null`, `/dev/stdout`: any number of nodes may share one).
+    /// What tells two paths apart: the device and inode of a file or folder that exists; for one that does not
+    /// exist yet, its folder's real path (links followed) and its name. `nil` when neither can be known (its folder
+    /// does not exist either: the sink fails to open it anyway), and for a device, pipe or socket, or a standard
+    /// stream by name (`/dev/null`, `/dev/stdout`, `/dev/fd/1`: any number of nodes may share one, as `-`).
     private static func fileIdentity(_ path: String) -> String? {
-        let standard = URL(fileURLWithPath: path).standardizedFileURL.path
+        if path.hasPrefix("/dev/std") || path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/") { return nil }
         var info = stat()
-        // "missing/../file" names an existing file too.
-        guard stat(path, &info) == 0 || stat(standard, &info) == 0 else { return standard }
-        let kind = info.st_mode & S_IFMT
-        guard kind == S_IFREG || kind == S_IFDIR else { return nil }
-        return "\(info.st_dev):\(info.st_ino)"
+        if stat(path, &info) == 0 {
+            let kind = info.st_mode & S_IFMT
+            guard kind == S_IFREG || kind == S_IFDIR else { return nil }
+            return "\(info.st_dev):\(info.st_ino)"
+        }
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        guard let real = realpath(folder, nil) else { return nil }
+        defer { free(real) }
+        return String(cString: real) + "/" + url.lastPathComponent
     }
 
     public func negotiate(_ validated: GraphPlan, resources: GraphResources? = nil) throws -> GraphPlan {
@@ -436,7 +444,8 @@ public struct GraphPlanner {
             switch p.check(value) {
             case .success(let v):
                 config.values[name] = v
-                if let location { config.locations[name] = location }
+                // A value from --set has no place in the file (nor keeps the one it replaced).
+                config.locations[name] = location
             case .failure(let error):
                 failed.insert(name)
                 diagnostics.error((origin.map { "\($0): " } ?? "") + error.message, at: location)
