@@ -86,9 +86,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             self.lingerEnd = nil
         }
         // The client went away: its graph stops now and gives its decoders back.
-        if let job { abandon(job) }
-        job = nil
-        dropWaiting()
+        dropJob()
         if admitted { server.release(channel) }
         admitted = false
         context.fireChannelInactive()
@@ -97,9 +95,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard !closing else { return }
         // Framing is lost (or the socket failed): the connection ends, and with it any transcription.
-        if let job { abandon(job) }
-        job = nil
-        dropWaiting()
+        dropJob()
         if let frame = error as? WyomingFrameError {
             send(.error(frame.description, code: frame.code))
             closeGracefully()
@@ -126,9 +122,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             if !waitingForUs {
                 let seconds = server.configuration.idleTimeout.nanoseconds / 1_000_000_000
                 send(.error("no event for \(seconds) s", code: "idle"))
-                if let job { abandon(job) }
-                job = nil
-                dropWaiting()
+                dropJob()
                 closeGracefully()
             }
         } else {
@@ -167,12 +161,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: - Audio
 
     private func audioStart(_ event: WyomingEvent) {
-        if let job {
-            // A new stream before the previous one was answered: the previous one is dropped, its graph stopped.
-            abandon(job)
-            self.job = nil
-            dropWaiting()
-        }
+        // A new stream before the previous one was answered: the previous one is dropped, its graph stopped.
+        if job != nil { dropJob() }
         discarding = true
         guard !closeWhenIdle else {
             send(.error("the server is shutting down", code: "busy"))
@@ -264,6 +254,14 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Audio held here at most before the socket stops being read: 8 MB of samples.
     static let maxWaitingSamples = 2 * 1024 * 1024
+
+    /// The current stream, if any, is dropped: its graph stops (giving its decoders back), its replies are not sent,
+    /// and its waiting audio goes.
+    private func dropJob() {
+        if let job { abandon(job) }
+        job = nil
+        dropWaiting()
+    }
 
     private func dropWaiting() {
         waiting = []

@@ -101,6 +101,7 @@ public final class WyomingServer: Sendable {
     private let channel = Mutex<(any Channel)?>(nil)
     private let connections = Mutex<[ObjectIdentifier: any Channel]>([:])
     private let draining = Atomic<Bool>(false)
+    private let allClosed = Mutex<[CheckedContinuation<Void, Never>]>([])
     /// Connections that are closing and still read what their client sends (`WyomingConnection.closeGracefully`).
     private let lingering = Atomic<Int>(0)
     /// At most this many connections linger at once; beyond it, one closes as soon as its last event is written
@@ -115,7 +116,6 @@ public final class WyomingServer: Sendable {
     }
 
     func endLingering() { lingering.subtract(1, ordering: .relaxed) }
-    private let allClosed = Mutex<[CheckedContinuation<Void, Never>]>([])
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration

@@ -28,6 +28,21 @@ def connect(host, port, timeout=10):
     return s
 
 
+def parse_events(buffer):
+    """The whole events at the start of `buffer` (payloads skipped), and what is left of it."""
+    events = []
+    while (newline := buffer.find(b"\n")) >= 0:
+        header = json.loads(buffer[:newline])
+        n, p = header.get("data_length") or 0, header.get("payload_length") or 0
+        if len(buffer) < newline + 1 + n + p:
+            break
+        if n:
+            header.setdefault("data", {}).update(json.loads(buffer[newline + 1:newline + 1 + n]))
+        buffer = buffer[newline + 1 + n + p:]
+        events.append(header)
+    return events, buffer
+
+
 def read_events(s, limit=10):
     """Events the server sends until it closes the connection (or `limit` events, or a timeout)."""
     data = b""
@@ -39,20 +54,8 @@ def read_events(s, limit=10):
             if not chunk:
                 closed = True
                 break
-            data += chunk
-            while b"\n" in data:
-                line, data = data.split(b"\n", 1)
-                header = json.loads(line)
-                n = header.get("data_length") or 0
-                while len(data) < n:
-                    more = s.recv(65536)
-                    if not more:
-                        break
-                    data += more
-                if n:
-                    header.setdefault("data", {}).update(json.loads(data[:n]))
-                    data = data[n:]
-                events.append(header)
+            got, data = parse_events(data + chunk)
+            events += got
     except socket.timeout:
         pass
     except (ConnectionResetError, BrokenPipeError):
@@ -263,21 +266,6 @@ def hold(host, port, n):
         got.append({"codes": [e.get("data", {}).get("code", e["type"]) for e in events], "closed": closed})
     print(json.dumps({"case": "hold", "ok": True, "detail": got}), flush=True)
     sys.stdin.read()
-
-
-def parse_events(buffer):
-    """The whole events at the start of `buffer` (payloads skipped), and what is left of it."""
-    events = []
-    while (newline := buffer.find(b"\n")) >= 0:
-        header = json.loads(buffer[:newline])
-        n, p = header.get("data_length") or 0, header.get("payload_length") or 0
-        if len(buffer) < newline + 1 + n + p:
-            break
-        if n:
-            header.setdefault("data", {}).update(json.loads(buffer[newline + 1:newline + 1 + n]))
-        buffer = buffer[newline + 1 + n + p:]
-        events.append(header)
-    return events, buffer
 
 
 def drain_probe(host, port, path):

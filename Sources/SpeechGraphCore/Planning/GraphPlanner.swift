@@ -212,12 +212,11 @@ public struct GraphPlanner {
         }
         var uses: [Use] = []
         for node in nodes {
-            // A value from --set has no location: the node's declaration stands for it.
             guard let type = registry[node.typeName] else { continue }
+            // Defaults are in the config already.
             for p in type.descriptor.parameters where p.kind == .path {
-                var value = node.config.string(p.name)
-                if value == nil, case .string(let d)? = p.defaultValue { value = d }
-                guard let value, !value.isEmpty, value != "-" else { continue }
+                guard let value = node.config.string(p.name), !value.isEmpty, value != "-" else { continue }
+                // A value from --set has no location: the node's declaration stands for it.
                 uses.append(
                     Use(
                         node: node.name, parameter: p.name, path: value, writes: p.writes,
