@@ -76,11 +76,11 @@ out/demo.wav: scripts/make-demo-audio.sh
 
 ## format: the house style (.swift-format, lines <= 120) on every Swift file; run before each commit
 format:
-	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Fuzz Plugins
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Fuzz Plugins Examples
 
 ## lint: fails when a Swift file is not in the house style (make format fixes it)
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Fuzz Plugins
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Fuzz Plugins Examples
 
 ## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI), after the style check
 test: deps lint $(VENV)/ok

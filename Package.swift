@@ -92,6 +92,12 @@ let package = Package(
         .executableTarget(name: "speechgraph-bench", dependencies: ["SpeechGraph", "CBenchGate"]),
         // The gate example compiled in, for the bench's plugin-against-built-in figure.
         .target(name: "CBenchGate", dependencies: ["CSpeechGraphPlugin"]),
+        // The programs docs/api.md shows, as an app would write them: each depends on the SpeechGraph library
+        // alone (not products: nothing installs them; names no app would take). APIExampleTests runs them.
+        .executableTarget(name: "SpeechGraphExampleHello", dependencies: ["SpeechGraph"], path: "Examples/Hello"),
+        .executableTarget(name: "SpeechGraphExampleSeven", dependencies: ["SpeechGraph"], path: "Examples/Seven"),
+        .executableTarget(
+            name: "SpeechGraphExampleDictation", dependencies: ["SpeechGraph"], path: "Examples/Dictation"),
 
         .testTarget(
             name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],

@@ -1,6 +1,7 @@
 import Foundation
 import SpeechGraphNodes
 import SpeechGraphTestSupport
+import Synchronization
 import Testing
 
 /// The speechgraph binary as a user runs it: exit codes, messages, where output goes.
@@ -349,6 +350,27 @@ struct WERScore {
 /// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
 /// shared scorer wer.py, against Debian's pocketsphinx_batch run in the same test on the same files with the
 /// same model and search width (so the bound follows the peer, not a figure written down once).
+/// `speechgraph transcribe --format jsonl` of the 35 files of ../shared/corpus/real (manifest order), run once in
+/// the test process for the tests that need it (CorpusTests, and WyomingTests' comparison): 107 s of speech
+/// decoded once, not twice. The output of one process: nothing in it depends on which test asked first.
+enum RealSetTranscription {
+    private static let result = Mutex<ProcessResult?>(nil)
+
+    static func jsonl() throws -> ProcessResult {
+        try result.withLock { result in
+            if let result { return result }
+            let corpus = try TestPaths.requireShared().appendingPathComponent("corpus/real")
+            let names = try String(contentsOf: corpus.appendingPathComponent("manifest.tsv"), encoding: .utf8)
+                .split(separator: "\n").dropFirst().compactMap { $0.split(separator: "\t").first.map(String.init) }
+            let run = try Run.speechgraph(
+                ["transcribe", "--format", "jsonl"] + names.map { corpus.appendingPathComponent($0).path },
+                timeout: 900)
+            result = run
+            return run
+        }
+    }
+}
+
 @Suite struct CorpusTests {
     @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
     func realSpeechWordErrorRate() throws {
@@ -359,10 +381,9 @@ struct WERScore {
             .compactMap { $0.split(separator: "\t").first.map(String.init) }
         #expect(names.count == 35)
         let dir = TemporaryDirectory()
-        let files = names.map { corpus.appendingPathComponent($0).path }
         // One decoding for two checks: JSON Lines (word detail on gives the same text as the tsv format) for the
         // word error rate and for the calibrated confidences.
-        let r = try Run.speechgraph(["transcribe", "--format", "jsonl"] + files, timeout: 900)
+        let r = try RealSetTranscription.jsonl()
         #expect(r.status == 0, "\(r.stderr)")
         try r.stdout.write(toFile: dir.path("sg.jsonl"), atomically: true, encoding: .utf8)
         let rows = try Reliability.transcripts(r.stdout)

@@ -97,65 +97,82 @@ import Testing
     }
 }
 
-/// docs/api.md's complete program, built as a separate package that depends on this one by path, run on a
-/// synthesised file.
+/// docs/api.md's programs, as Examples/ holds them: executable targets that depend on the SpeechGraph library
+/// alone, built with the package (`swift build --build-tests`), run on a synthesised file. (Building them as a
+/// separate package compiled the whole package and SwiftNIO a second time: over two minutes of CPU per run.)
 @Suite struct APIExampleTests {
     let dir = TemporaryDirectory()
 
-    @Test("the docs/api.md program builds as a separate package and sees volatile and final results")
+    /// The code block after `heading` (or after the end of the previous block) in docs/api.md.
+    static func block(_ doc: String, after heading: String?, from start: String.Index) throws -> (String, String.Index)
+    {
+        var from = start
+        if let heading { from = try #require(doc[start...].range(of: heading)).upperBound }
+        let open = try #require(doc[from...].range(of: "```swift\n"))
+        let close = try #require(doc[open.upperBound...].range(of: "```"))
+        return (String(doc[open.upperBound..<close.lowerBound]), close.upperBound)
+    }
+
+    @Test("the SpeechGraph product holds the runtime and the nodes, not the CLI; the examples depend on it alone")
+    func libraryProductLeavesOutTheCLI() throws {
+        // The manifest as SwiftPM reads it (a scratch path of its own: `swift test` holds .build's lock).
+        let dump = try Run.process(
+            "/usr/bin/env",
+            ["swift", "package", "--scratch-path", dir.path("scratch"), "dump-package"],
+            currentDirectory: TestPaths.packageRoot, timeout: 300)
+        try #require(dump.status == 0, "\(dump.stderr)")
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        let products = try #require(manifest["products"] as? [[String: Any]])
+        let product = try #require(products.first { $0["name"] as? String == "SpeechGraph" })
+        #expect(product["targets"] as? [String] == ["SpeechGraph"])
+        #expect((product["type"] as? [String: Any])?["library"] != nil, "\(product)")
+        // Each target's dependencies: other targets by name, products as "package:name".
+        var dependencies: [String: [String]] = [:]
+        for target in try #require(manifest["targets"] as? [[String: Any]]) {
+            let name = try #require(target["name"] as? String)
+            dependencies[name] = (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency in
+                if let byName = dependency["byName"] as? [Any] { return byName.first as? String }
+                if let target = dependency["target"] as? [Any] { return target.first as? String }
+                if let product = dependency["product"] as? [Any] {
+                    return "\(product.count > 1 ? product[1] as? String ?? "" : ""):\(product.first as? String ?? "")"
+                }
+                return nil
+            }
+        }
+        var closure: Set<String> = []
+        var next = ["SpeechGraph"]
+        while let name = next.popLast() {
+            if closure.insert(name).inserted { next += dependencies[name] ?? [] }
+        }
+        #expect(closure.contains("SpeechGraphNodes") && closure.contains("SpeechGraphSphinx"), "\(closure.sorted())")
+        #expect(!closure.contains("speechgraph"), "\(closure.sorted())")
+        #expect(!closure.contains { $0.contains("ArgumentParser") }, "\(closure.sorted())")
+        for example in ["Hello", "Seven", "Dictation"] {
+            #expect(dependencies["SpeechGraphExample\(example)"] == ["SpeechGraph"])
+        }
+    }
+
+    @Test("the docs/api.md programs are Examples/ word for word, and see volatile and final results")
     func documentedProgramRuns() throws {
         let doc = try String(
             contentsOf: TestPaths.packageRoot.appendingPathComponent("docs/api.md"), encoding: .utf8)
-        let after = try #require(doc.range(of: "## A complete program"))
-        let rest = doc[after.upperBound...]
-        let open = try #require(rest.range(of: "```swift\n"))
-        let close = try #require(rest[open.upperBound...].range(of: "```"))
-        let program = String(rest[open.upperBound..<close.lowerBound])
-        let package = dir.url.appendingPathComponent("hello")
-        try FileManager.default.createDirectory(
-            at: package.appendingPathComponent("Sources/Hello"), withIntermediateDirectories: true)
-        try program.write(
-            to: package.appendingPathComponent("Sources/Hello/main.swift"), atomically: true, encoding: .utf8)
-        let root = TestPaths.packageRoot.standardizedFileURL
-        try """
-        // swift-tools-version:6.0
-        import PackageDescription
-        let package = Package(
-            name: "Hello",
-            dependencies: [.package(path: "\(root.path)")],
-            targets: [
-                .executableTarget(
-                    name: "Hello",
-                    dependencies: [.product(name: "SpeechGraph", package: "\(root.lastPathComponent.lowercased())")]),
-                .executableTarget(
-                    name: "Seven",
-                    dependencies: [.product(name: "SpeechGraph", package: "\(root.lastPathComponent.lowercased())")]),
-                .executableTarget(
-                    name: "Dictation",
-                    dependencies: [.product(name: "SpeechGraph", package: "\(root.lastPathComponent.lowercased())")]),
-            ]
-        )
-        """.write(to: package.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
-        // Apple's seven steps, as docs/api.md writes them out, beside it in the same package.
-        let apple = try #require(doc.range(of: "## Apple's shape"))
-        let appleOpen = try #require(doc[apple.upperBound...].range(of: "```swift\n"))
-        let appleClose = try #require(doc[appleOpen.upperBound...].range(of: "```"))
-        try FileManager.default.createDirectory(
-            at: package.appendingPathComponent("Sources/Seven"), withIntermediateDirectories: true)
-        try String(doc[appleOpen.upperBound..<appleClose.lowerBound]).write(
-            to: package.appendingPathComponent("Sources/Seven/main.swift"), atomically: true, encoding: .utf8)
-        // The SpokenWord-shaped DictationTranscriber program, the next block.
-        let dictation = try #require(doc[appleClose.upperBound...].range(of: "```swift\n"))
-        let dictationClose = try #require(doc[dictation.upperBound...].range(of: "```"))
-        try FileManager.default.createDirectory(
-            at: package.appendingPathComponent("Sources/Dictation"), withIntermediateDirectories: true)
-        try String(doc[dictation.upperBound..<dictationClose.lowerBound]).write(
-            to: package.appendingPathComponent("Sources/Dictation/main.swift"), atomically: true, encoding: .utf8)
-        let build = try Run.process("/usr/bin/env", ["swift", "build"], currentDirectory: package, timeout: 900)
-        try #require(build.status == 0, "\(build.stdout.suffix(3000)) \(build.stderr.suffix(3000))")
+        let (hello, _) = try Self.block(doc, after: "## A complete program", from: doc.startIndex)
+        let (seven, sevenEnd) = try Self.block(doc, after: "## Apple's shape", from: doc.startIndex)
+        let (dictation, _) = try Self.block(doc, after: nil, from: sevenEnd)
+        var programs: [String: String] = [:]
+        for (name, text) in [("Hello", hello), ("Seven", seven), ("Dictation", dictation)] {
+            let file = TestPaths.packageRoot.appendingPathComponent("Examples/\(name)/main.swift")
+            #expect(try String(contentsOf: file, encoding: .utf8) == text, "docs/api.md and \(file.path) differ")
+            let binary = TestPaths.binary.deletingLastPathComponent().appendingPathComponent(
+                "SpeechGraphExample\(name)")
+            try #require(
+                FileManager.default.isExecutableFile(atPath: binary.path),
+                "\(binary.path): built by swift build --build-tests")
+            programs[name] = binary.path
+        }
         let wav = dir.path("call.wav")
         try TestSpeech.synthesize("please call my mother at seven in the evening", to: wav)
-        let run = try Run.process(package.appendingPathComponent(".build/debug/Hello").path, [wav])
+        let run = try Run.process(try #require(programs["Hello"]), [wav])
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n")
         #expect(lines.contains { $0.hasPrefix("…") }, "volatile results: \(run.stdout)")
@@ -169,14 +186,14 @@ import Testing
         let stereo = dir.path("call44.wav")
         try TestSpeech.sox([wav, "-r", "44100", "-c", "2", stereo])
         for file in [wav, stereo] {
-            let seven = try Run.process(package.appendingPathComponent(".build/debug/Seven").path, [file])
+            let seven = try Run.process(try #require(programs["Seven"]), [file])
             let transcribe = try Run.speechgraph(["transcribe", file])
             #expect(seven.status == 0 && transcribe.status == 0, "\(seven.stderr) \(transcribe.stderr)")
             let text = seven.stdout.split(separator: "\n").joined(separator: " ")
             #expect(text == transcribe.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\(seven.stdout)")
             #expect(text.contains("mother"))
         }
-        let dictated = try Run.process(package.appendingPathComponent(".build/debug/Dictation").path, [wav])
+        let dictated = try Run.process(try #require(programs["Dictation"]), [wav])
         #expect(dictated.status == 0, "\(dictated.stderr)")
         let out = dictated.stdout.split(separator: "\n")
         #expect(out.contains { $0.hasPrefix("volatile: ") }, "\(dictated.stdout)")

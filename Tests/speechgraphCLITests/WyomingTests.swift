@@ -329,12 +329,14 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         let files = try realSet().map(\.file)
         let alone = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "2"]))
         let fastTexts = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "8", "--name", "fast"]))
-        let reference = try Run.speechgraph(["transcribe", "--format", "tsv"] + files)
+        // `speechgraph transcribe` of the same files (run once for this test and CorpusTests).
+        let reference = try RealSetTranscription.jsonl()
+        try #require(reference.status == 0, "\(reference.stderr)")
         var transcribed: [String: String] = [:]
-        for line in reference.stdout.split(separator: "\n") {
-            let f = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
-            transcribed[URL(fileURLWithPath: String(f[0])).lastPathComponent] = f.count > 1 ? String(f[1]) : ""
+        for row in try Reliability.transcripts(reference.stdout) {
+            transcribed[URL(fileURLWithPath: row.file).lastPathComponent] = row.text
         }
+        #expect(transcribed.count == 35)
         #expect(alone.count == 35)
         #expect(fastTexts.count == 35)
         let base = try sharedWER(transcribed, dir: dir)
