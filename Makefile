@@ -86,7 +86,7 @@ lint:
 test: deps lint $(VENV)/ok
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/debug
-	$(SWIFT) test --skip-build 2>&1 | tee out-test.log; status=$${PIPESTATUS[0]}; rm -f out-test.log; exit $$status
+	SWIFT=$(SWIFT) bash scripts/test.sh
 
 ## test-fast: the tests that need no PocketSphinx model, no JACK server and no corpus (the core: language,
 ## planner, runtime, rings; the language-model spec and estimator; the VAD detector; the web sink), in seconds after the build.

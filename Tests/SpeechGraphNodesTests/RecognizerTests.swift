@@ -6,8 +6,9 @@ import Testing
 @testable import SpeechGraphSphinx
 
 /// The tests that decode with the real model. Each graph has decoders of its own, so their results do not
-/// depend on the order; they run one at a time only to keep the machine's two cores for one decoder each.
-@Suite(.serialized) enum Decoding {}
+/// depend on the order, and they run side by side with the rest of the suite (run one at a time, they were the
+/// last tests of `make test` to finish, with one core idle).
+@Suite enum Decoding {}
 
 /// The real PocketSphinx with Debian's en-us model, on speech synthesised by the test.
 extension Decoding {

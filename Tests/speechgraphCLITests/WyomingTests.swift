@@ -145,7 +145,8 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
     return out
 }
 
-@Suite(.serialized) struct WyomingTests {
+/// Not serialized: each test starts servers of its own (on free ports), so they run beside any other test.
+@Suite struct WyomingTests {
     let dir = TemporaryDirectory()
 
     @Test("describe gets info within 1 s: the model, its attribution, streaming, server-side endpointing")
