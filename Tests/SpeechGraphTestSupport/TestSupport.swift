@@ -1,5 +1,6 @@
 import Foundation
 import SpeechGraphCore
+import Synchronization
 
 /// Where things are, seen from the tests.
 public enum TestPaths {
@@ -187,4 +188,22 @@ public func wordErrorRate(reference: String, hypothesis: String) -> Double {
         }
     }
     return Double(d[h.count]) / Double(r.count)
+}
+
+/// A test fixture computed once per test process, by the first test that asks (the others wait for it): for an
+/// expensive result several tests read, such as one decoding of a corpus file, never for anything a test changes.
+public final class ComputedOnce<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
+    private let make: @Sendable () throws -> Value
+
+    public init(_ make: @escaping @Sendable () throws -> Value) { self.make = make }
+
+    public func get() throws -> Value {
+        try value.withLock { value in
+            if let value { return value }
+            let made = try make()
+            value = made
+            return made
+        }
+    }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import SpeechGraphNodes
 import SpeechGraphTestSupport
-import Synchronization
 import Testing
 
 /// The speechgraph binary as a user runs it: exit codes, messages, where output goes.
@@ -347,30 +346,18 @@ struct WERScore {
     var oneWord: Double { 100 / Double(words) }
 }
 
-/// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
-/// shared scorer wer.py, against Debian's pocketsphinx_batch run in the same test on the same files with the
-/// same model and search width (so the bound follows the peer, not a figure written down once).
 /// `speechgraph transcribe --format jsonl` of the 35 files of ../shared/corpus/real (manifest order), run once in
 /// the test process for the tests that need it (CorpusTests, and WyomingTests' comparison): 107 s of speech
 /// decoded once, not twice. The output of one process: nothing in it depends on which test asked first.
 enum RealSetTranscription {
-    private static let result = Mutex<ProcessResult?>(nil)
-
-    static func jsonl() throws -> ProcessResult {
-        try result.withLock { result in
-            if let result { return result }
-            let corpus = try TestPaths.requireShared().appendingPathComponent("corpus/real")
-            let names = try String(contentsOf: corpus.appendingPathComponent("manifest.tsv"), encoding: .utf8)
-                .split(separator: "\n").dropFirst().compactMap { $0.split(separator: "\t").first.map(String.init) }
-            let run = try Run.speechgraph(
-                ["transcribe", "--format", "jsonl"] + names.map { corpus.appendingPathComponent($0).path },
-                timeout: 900)
-            result = run
-            return run
-        }
+    static let jsonl = ComputedOnce {
+        try Run.speechgraph(["transcribe", "--format", "jsonl"] + realSet().map(\.file), timeout: 900)
     }
 }
 
+/// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
+/// shared scorer wer.py, against Debian's pocketsphinx_batch run in the same test on the same files with the
+/// same model and search width (so the bound follows the peer, not a figure written down once).
 @Suite struct CorpusTests {
     @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
     func realSpeechWordErrorRate() throws {
@@ -383,7 +370,7 @@ enum RealSetTranscription {
         let dir = TemporaryDirectory()
         // One decoding for two checks: JSON Lines (word detail on gives the same text as the tsv format) for the
         // word error rate and for the calibrated confidences.
-        let r = try RealSetTranscription.jsonl()
+        let r = try RealSetTranscription.jsonl.get()
         #expect(r.status == 0, "\(r.stderr)")
         try r.stdout.write(toFile: dir.path("sg.jsonl"), atomically: true, encoding: .utf8)
         let rows = try Reliability.transcripts(r.stdout)
@@ -434,7 +421,7 @@ enum RealSetTranscription {
         // long_clean: the decoding SubtitleTests reads too, of the graph transcribe builds (one decoding for both).
         let (status, stdout, stderr): (Int32, String, String)
         if file == "long_clean" {
-            let decoded = try LongCleanDecoding.output()
+            let decoded = try LongCleanDecoding.output.get()
             (status, stdout, stderr) = (decoded.status, decoded.jsonl, decoded.stderr)
         } else {
             let r = try Run.speechgraph(

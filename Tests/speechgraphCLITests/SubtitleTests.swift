@@ -1,7 +1,6 @@
 import Foundation
 import SpeechGraph
 import SpeechGraphTestSupport
-import Synchronization
 import Testing
 
 /// long_clean.wav decoded once in the test process for the tests that read it whole (SubtitleTests, and
@@ -16,34 +15,27 @@ enum LongCleanDecoding {
         var vtt: String
         var jsonl: String
     }
-    private static let decoded = Mutex<Output?>(nil)
-
-    static func output() throws -> Output {
-        try decoded.withLock { decoded in
-            if let decoded { return decoded }
-            let wav = try TestPaths.requireShared().appendingPathComponent("corpus/long/long_clean.wav").path
-            let dir = TemporaryDirectory()
-            let graph = dir.path("long.graph")
-            try """
-            node speech = file.input { path: "\(wav)" }
-            node vad    = vad
-            node asr    = recognizer { mode: utterance }
-            node s      = srt   { path: "\(dir.path("long.srt"))" }
-            node v      = vtt   { path: "\(dir.path("long.vtt"))" }
-            node j      = jsonl { path: "\(dir.path("long.jsonl"))", source: "\(wav)" }
-            speech.out -> vad.in
-            vad.out    -> asr.in
-            vad.events -> asr.control
-            asr        -> s, v, j
-            """.write(toFile: graph, atomically: true, encoding: .utf8)
-            let run = try Run.speechgraph(["run", graph], timeout: 900)
-            func read(_ name: String) -> String { (try? String(contentsOfFile: dir.path(name), encoding: .utf8)) ?? "" }
-            let output = Output(
-                status: run.status, stderr: run.stderr, srt: read("long.srt"), vtt: read("long.vtt"),
-                jsonl: read("long.jsonl"))
-            decoded = output
-            return output
-        }
+    static let output = ComputedOnce {
+        let wav = try TestPaths.requireShared().appendingPathComponent("corpus/long/long_clean.wav").path
+        let dir = TemporaryDirectory()
+        let graph = dir.path("long.graph")
+        try """
+        node speech = file.input { path: "\(wav)" }
+        node vad    = vad
+        node asr    = recognizer { mode: utterance }
+        node s      = srt   { path: "\(dir.path("long.srt"))" }
+        node v      = vtt   { path: "\(dir.path("long.vtt"))" }
+        node j      = jsonl { path: "\(dir.path("long.jsonl"))", source: "\(wav)" }
+        speech.out -> vad.in
+        vad.out    -> asr.in
+        vad.events -> asr.control
+        asr        -> s, v, j
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try Run.speechgraph(["run", graph], timeout: 900)
+        func read(_ name: String) -> String { (try? String(contentsOfFile: dir.path(name), encoding: .utf8)) ?? "" }
+        return Output(
+            status: run.status, stderr: run.stderr, srt: read("long.srt"), vtt: read("long.vtt"),
+            jsonl: read("long.jsonl"))
     }
 }
 
@@ -66,7 +58,7 @@ enum LongCleanDecoding {
     func longCleanSubtitles() throws {
         let shared = try TestPaths.requireShared()
         let wav = shared.appendingPathComponent("corpus/long/long_clean.wav").path
-        let decoded = try LongCleanDecoding.output()
+        let decoded = try LongCleanDecoding.output.get()
         #expect(decoded.status == 0, "\(decoded.stderr)")
         for (name, text) in [("long.srt", decoded.srt), ("long.vtt", decoded.vtt), ("long.jsonl", decoded.jsonl)] {
             try text.write(toFile: dir.path(name), atomically: true, encoding: .utf8)

@@ -331,7 +331,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         let alone = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "2"]))
         let fastTexts = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "8", "--name", "fast"]))
         // `speechgraph transcribe` of the same files (run once for this test and CorpusTests).
-        let reference = try RealSetTranscription.jsonl()
+        let reference = try RealSetTranscription.jsonl.get()
         try #require(reference.status == 0, "\(reference.stderr)")
         var transcribed: [String: String] = [:]
         for row in try Reliability.transcripts(reference.stdout) {
