@@ -115,11 +115,13 @@ import Testing
 
     @Test("the SpeechGraph product holds the runtime and the nodes, not the CLI; the examples depend on it alone")
     func libraryProductLeavesOutTheCLI() throws {
-        // The manifest as SwiftPM reads it (a scratch path of its own: `swift test` holds .build's lock).
+        // The manifest as SwiftPM reads it (a scratch path of its own: `swift test` holds .build's lock). SwiftPM
+        // puts that path's lock files in TMPDIR: this test's directory, so that they go with it.
+        try FileManager.default.createDirectory(atPath: dir.path("tmp"), withIntermediateDirectories: true)
         let dump = try Run.process(
             "/usr/bin/env",
             ["swift", "package", "--scratch-path", dir.path("scratch"), "dump-package"],
-            currentDirectory: TestPaths.packageRoot, timeout: 300)
+            environment: ["TMPDIR": dir.path("tmp")], currentDirectory: TestPaths.packageRoot, timeout: 300)
         try #require(dump.status == 0, "\(dump.stderr)")
         let manifest = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
         let products = try #require(manifest["products"] as? [[String: Any]])
