@@ -3,7 +3,7 @@
 # - the CPU of one real-time stream (long_clean.wav pushed in 10 ms blocks on the wall clock through
 #   push.input -> vad -> recognizer { mode: streaming }, progressive results) against the same graph fed
 #   as fast as it takes the audio (target: within 10%): realtime_stream_cpu, offline_stream_cpu,
-#   realtime_vs_offline_cpu_ratio; each a fresh process, the median of BENCH_CPU_RUNS runs;
+#   realtime_vs_offline_cpu_ratio; each a fresh process, the median of BENCH_CPU_RUNS runs (default 3);
 # - how many such streams, one graph each, one process, this machine holds in real time with the
 #   latency from the push of the audio at a final result's end to that result at p95 <= 400 ms
 #   (target: 8 or more): streams_N_end_to_final_p50/p95 for N = 1, 2, 4, 6, ... up to BENCH_STREAM_MAX,
@@ -28,7 +28,7 @@ fi
 seconds=()
 if [ -n "${BENCH_STREAM_SECONDS:-}" ]; then seconds=(--seconds "$BENCH_STREAM_SECONDS"); fi
 
-"$BENCH_BIN" realtime-cpu "$LONG" "${seconds[@]}" --runs "${BENCH_CPU_RUNS:-1}"
+"$BENCH_BIN" realtime-cpu "$LONG" "${seconds[@]}" --runs "${BENCH_CPU_RUNS:-3}"
 
 # The same real-time stream pinned to one CPU with a spinner at nice 19 on that CPU, which takes almost no
 # time from the stream but keeps the CPU from going idle between its batches: on a virtual machine the same
