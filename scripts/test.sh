@@ -4,9 +4,8 @@
 # Why two processes: the JACK suite is serialized (libjack in one process talks to one server at a time) and
 # spends most of its minute waiting on real-time audio. In one test process with two cores, the runner starts
 # a serialized suite's next test only once the tests queued before it have run, so the JACK suite ran last,
-# with a core idle. Run from the start in a second process, it overlaps the rest. The rest runs at a lower
-# priority (nice 10): the JACK tests' servers and clients are not real-time threads (jackd --no-realtime), and
-# beside decoders at the same priority a dummy server missed periods (xruns) and lost the speech it played.
+# with a core idle. Run from the start in a second process, it overlaps the rest. (The rest is not run at a lower
+# priority: `nice swift test` starts the test process at priority 0 whatever its own.)
 # Exit status: non-zero when either process fails. Ctrl-C or SIGTERM stops both.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +18,7 @@ jack=$!
 stop() { kill -TERM "$jack" 2>/dev/null; wait "$jack" 2>/dev/null; rm -f "$jack_log"; }
 trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
-nice -n 10 "$swift" test --skip-build --skip 'SpeechGraphJACKTests\.' 2>&1 | cat
+"$swift" test --skip-build --skip 'SpeechGraphJACKTests\.' 2>&1 | cat
 main=${PIPESTATUS[0]}
 wait "$jack"
 jack_status=$?
