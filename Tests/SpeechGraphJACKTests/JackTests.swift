@@ -21,6 +21,12 @@ import Testing
 
     var env: [String: String] { ["JACK_DEFAULT_SERVER": server.name] }
 
+    /// The period of the server in the tests that transcribe speech played through it: 1024 frames (21 ms, as
+    /// `make run`'s private server). Its threads are not real-time (`jackd --no-realtime`), and with other tests'
+    /// decoders beside it on two cores, 256-frame (5 ms) periods were missed in bursts (xruns) that lost words.
+    /// The tests of the process callback itself keep the default and smaller periods.
+    static let speechPeriod = 1024
+
     func speech(repeats: Int = 1) throws -> String {
         let one = dir.path("call.wav")
         if !FileManager.default.fileExists(atPath: one) { try TestSpeech.synthesize(sentence, to: one) }
@@ -55,7 +61,7 @@ import Testing
     }
 
     @Test func speechPlayedThroughJackIsTranscribed() throws {
-        try server.start()
+        try server.start(period: Self.speechPeriod)
         let wav = try speech()
         // A second of silence first: a loaded machine's xruns while the clients start fall on it, not on speech.
         try TestSpeech.sox([wav, "-r", "44100", dir.path("call44.wav"), "pad", "1", "0"])
@@ -78,7 +84,7 @@ import Testing
 
     /// graphs/gate.graph: the C example plugin between the JACK input and the vad, in the process callback.
     @Test func gateGraphTranscribesLiveSpeech() throws {
-        try server.start()
+        try server.start(period: Self.speechPeriod)
         let wav = try speech()
         // Speech over a noise floor the gate removes (-70 dBFS), with a second of it first.
         try TestSpeech.sox([
@@ -167,7 +173,7 @@ import Testing
 
     /// graphs/captions.graph as shipped (a free port instead of 8080): what JACK hears is on its page's transcript.
     @Test func captionsGraphServesWhatJackHears() throws {
-        try server.start()
+        try server.start(period: Self.speechPeriod)
         let wav = try speech()
         let out = dir.path("captions.out")
         let p = try Process.launchSpeechgraph(
@@ -394,7 +400,7 @@ import Testing
     /// Any JACK client can write NaN into our port: a player in this process sends speech with NaN and
     /// infinite samples in it (from a source of its own: file.input would clean them first).
     @Test func notANumberFromAJackClientIsConcealedAndTheRunGoesOn() async throws {
-        try server.start()
+        try server.start(period: Self.speechPeriod)
         let wav = try speech()
         let file = try AudioFile(path: wav)
         var speech = [Float](repeating: 0, count: Int(file.frameCount))
