@@ -116,7 +116,7 @@ print(f"{values[min(len(values) - 1, int(0.95 * len(values)))]:.3f}" if values a
 PY
 }
 same_as_alone() { # FILE: whether each transcript equals the one-client, real-time transcript of the same file
-  python3 - "$1" "$work/ours-1.jsonl" <<'PY'
+  python3 - "$1" "$work/ours-1-1.jsonl" <<'PY'
 import json, os, sys
 alone = {os.path.basename(json.loads(l)["file"]): json.loads(l)["text"] for l in open(sys.argv[2])}
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -141,7 +141,6 @@ for n in 1 2 4 8; do
       "/ $(ms "$(p95 "$work/ours-$n-$r.jsonl" eos)") ms, the peer $(ms "$(p95 "$work/peer-$n-$r.jsonl")")" \
       "/ $(ms "$(p95 "$work/peer-$n-$r.jsonl" eos)") ms" >&2
   done
-  cp "$work/ours-$n-1.jsonl" "$work/ours-$n.jsonl"
   ours_p95[$n]=$(for ((r = 1; r <= runs; r++)); do p95 "$work/ours-$n-$r.jsonl"; done | median)
   peer_p95[$n]=$(for ((r = 1; r <= runs; r++)); do p95 "$work/peer-$n-$r.jsonl"; done | median)
   ours_eos[$n]=$(for ((r = 1; r <= runs; r++)); do p95 "$work/ours-$n-$r.jsonl" eos; done | median)
@@ -156,8 +155,8 @@ done
 # graphs/wyoming-fast.graph (no second pass), served beside the default: 8 clients.
 echo "bench: wyoming: 8 clients at real time, graphs/wyoming-fast.graph" >&2
 run_clients "$ours_port" 8 "$work/fast-8.jsonl" --name fast
-echo "wyoming_fast_graph_p95_after_stop_8_clients $(awk -v v="$(p95 "$work/fast-8.jsonl")" 'BEGIN { print v * 1000 }') ms"
-echo "wyoming_fast_graph_p95_after_end_of_speech_8_clients $(awk -v v="$(p95 "$work/fast-8.jsonl" eos)" 'BEGIN { print v * 1000 }') ms"
+echo "wyoming_fast_graph_p95_after_stop_8_clients $(ms "$(p95 "$work/fast-8.jsonl")") ms"
+echo "wyoming_fast_graph_p95_after_end_of_speech_8_clients $(ms "$(p95 "$work/fast-8.jsonl" eos)") ms"
 same=0 total=0
 for ((r = 1; r <= ${BENCH_RUNS:-3}; r++)); do
   read -r s t < <(same_as_alone "$work/ours-8-$r.jsonl")
