@@ -129,22 +129,27 @@ ms() { awk -v v="$1" 'BEGIN { print v * 1000 }'; }
 
 # Each count once, speechgraph then the peer; 8 clients, the issue's figures, BENCH_RUNS times (default 3),
 # alternating, each figure the median of the runs' p95s (the machine is noisy; each run's on stderr).
+eight_runs=${BENCH_RUNS:-3}
 declare -A ours_p95 peer_p95 ours_eos peer_eos
 for n in 1 2 4 8; do
   runs=1
-  (( n == 8 )) && runs=${BENCH_RUNS:-3}
+  (( n == 8 )) && runs=$eight_runs
+  figures=() # per run: ours after stop, ours after end of speech, the peer's two
   for ((r = 1; r <= runs; r++)); do
     echo "bench: wyoming: $n client(s) at real time, speechgraph then the peer (run $r of $runs)" >&2
     run_clients "$ours_port" "$n" "$work/ours-$n-$r.jsonl"
     run_clients "$peer_port" "$n" "$work/peer-$n-$r.jsonl"
-    echo "bench:   p95 after audio-stop / after the end of speech: speechgraph $(ms "$(p95 "$work/ours-$n-$r.jsonl")")" \
-      "/ $(ms "$(p95 "$work/ours-$n-$r.jsonl" eos)") ms, the peer $(ms "$(p95 "$work/peer-$n-$r.jsonl")")" \
-      "/ $(ms "$(p95 "$work/peer-$n-$r.jsonl" eos)") ms" >&2
+    run=("$(p95 "$work/ours-$n-$r.jsonl")" "$(p95 "$work/ours-$n-$r.jsonl" eos)"
+      "$(p95 "$work/peer-$n-$r.jsonl")" "$(p95 "$work/peer-$n-$r.jsonl" eos)")
+    figures+=("${run[@]}")
+    echo "bench:   p95 after audio-stop / after the end of speech: speechgraph $(ms "${run[0]}") / $(ms "${run[1]}")" \
+      "ms, the peer $(ms "${run[2]}") / $(ms "${run[3]}") ms" >&2
   done
-  ours_p95[$n]=$(for ((r = 1; r <= runs; r++)); do p95 "$work/ours-$n-$r.jsonl"; done | median)
-  peer_p95[$n]=$(for ((r = 1; r <= runs; r++)); do p95 "$work/peer-$n-$r.jsonl"; done | median)
-  ours_eos[$n]=$(for ((r = 1; r <= runs; r++)); do p95 "$work/ours-$n-$r.jsonl" eos; done | median)
-  peer_eos[$n]=$(for ((r = 1; r <= runs; r++)); do p95 "$work/peer-$n-$r.jsonl" eos; done | median)
+  column() { for ((i = $1; i < ${#figures[@]}; i += 4)); do echo "${figures[$i]}"; done | median; }
+  ours_p95[$n]=$(column 0)
+  ours_eos[$n]=$(column 1)
+  peer_p95[$n]=$(column 2)
+  peer_eos[$n]=$(column 3)
   echo "wyoming_p95_after_stop_${n}_clients $(ms "${ours_p95[$n]}") ms"
   echo "wyoming_peer_p95_after_stop_${n}_clients $(ms "${peer_p95[$n]}") ms"
 done
@@ -158,7 +163,7 @@ run_clients "$ours_port" 8 "$work/fast-8.jsonl" --name fast
 echo "wyoming_fast_graph_p95_after_stop_8_clients $(ms "$(p95 "$work/fast-8.jsonl")") ms"
 echo "wyoming_fast_graph_p95_after_end_of_speech_8_clients $(ms "$(p95 "$work/fast-8.jsonl" eos)") ms"
 same=0 total=0
-for ((r = 1; r <= ${BENCH_RUNS:-3}; r++)); do
+for ((r = 1; r <= eight_runs; r++)); do
   read -r s t < <(same_as_alone "$work/ours-8-$r.jsonl")
   same=$((same + s)) total=$((total + t))
 done
