@@ -276,8 +276,9 @@ public final class SphinxDecoder: @unchecked Sendable {
     public let model: SphinxModel
     /// Which pool it belongs to: streamed or whole-utterance decoding.
     var isStreaming = true
-    /// The live cepstral mean as loaded (the model's `-cmninit`): `reset` puts it back.
-    private var initialMean: [Float]
+    /// The live cepstral mean's whole state as loaded (the model's `-cmninit` as the mean, no frames counted
+    /// yet): `reset` puts it back.
+    private var initialMean: MeanState
     /// The model's files as they were when loading began (`isCurrent`).
     public let stamps: [FileStamp]
 
@@ -301,9 +302,7 @@ public final class SphinxDecoder: @unchecked Sendable {
                     throw SpeechGraphError("PocketSphinx could not use the language model \(domain.lm): \(reason)")
                 }
             }
-            let cmn = Self.cmn(ps)
-            initialMean = [Float](repeating: 0, count: Int(cmn.pointee.veclen))
-            initialMean.withUnsafeMutableBufferPointer { cmn_live_get(cmn, $0.baseAddress) }
+            initialMean = Self.meanState(ps)
             return
         }
         // Load again with the log captured, to say why.
@@ -330,12 +329,19 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// was loaded.
     public func isCurrent(for model: SphinxModel) -> Bool { model == self.model && model.fileStamps() == stamps }
 
-    /// Forgets what earlier audio taught the decoder: the live cepstral mean goes back to the model's
-    /// initial one, so that a reused decoder decodes exactly as a newly loaded one. (The noise estimate
-    /// and frame count start over with every new stream, see `startUtterance`.)
+    /// Forgets what earlier audio taught the decoder: the live cepstral mean goes back to the state it was
+    /// loaded in, so that a reused decoder decodes exactly as a newly loaded one. The whole state: the mean,
+    /// its running sum and that sum's frame count, which a newly loaded decoder has at 0, so that the first
+    /// update takes the mean of the frames heard alone (`cmn_live_set` would count the initial mean as 500
+    /// frames, and a reused decoder's mean would then follow the speech more slowly). (The noise estimate and
+    /// the front end's frame count start over with every new stream, see `startUtterance`.)
     public func reset() {
         let cmn = Self.cmn(ps)
-        initialMean.withUnsafeBufferPointer { cmn_live_set(cmn, $0.baseAddress) }
+        for i in initialMean.mean.indices {
+            cmn.pointee.cmn_mean[i] = initialMean.mean[i]
+            cmn.pointee.sum[i] = initialMean.sum[i]
+        }
+        cmn.pointee.nframe = initialMean.frames
     }
 
     /// The mean of the cepstra PocketSphinx's front end computes from these samples (silence left out, as the
@@ -393,14 +399,16 @@ public final class SphinxDecoder: @unchecked Sendable {
     }
 
     /// The live cepstral mean's whole state: the mean, the sum it comes from and that sum's frame count.
-    public struct MeanState: Sendable {
+    public struct MeanState: Sendable, Equatable {
         let mean: [Float]
         let sum: [Float]
         let frames: Int32
     }
 
     /// The live cepstral mean's state now (to `restore` it).
-    public var meanState: MeanState {
+    public var meanState: MeanState { Self.meanState(ps) }
+
+    private static func meanState(_ ps: OpaquePointer) -> MeanState {
         let cmn = Self.cmn(ps)
         let n = Int(cmn.pointee.veclen)
         return MeanState(
@@ -650,8 +658,8 @@ public final class SphinxDecoderPool: Sendable {
     /// - Parameter maxIdle: idle decoders kept per model and use (a server bounds what a burst of clients left).
     public init(maxIdle: Int = .max) { self.maxIdle = maxIdle }
 
-    /// An idle decoder for this model, or a newly loaded one. Every utterance starts a fresh front-end
-    /// stream; in streaming mode a reused decoder keeps its live cepstral mean from earlier audio.
+    /// An idle decoder for this model, reset to decode as a newly loaded one (`SphinxDecoder.reset`), or a newly
+    /// loaded one.
     public func checkout(_ model: SphinxModel, streaming: Bool = true) throws -> SphinxDecoder {
         let key = Key(model: model, streaming: streaming)
         while let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[key]?.popLast() }) {

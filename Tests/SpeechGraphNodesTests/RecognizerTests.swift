@@ -367,6 +367,33 @@ extension Decoding {
             #expect(c === a)
         }
 
+        /// A decoder handed out again starts as a newly loaded one: the live cepstral mean's whole state (the mean,
+        /// its sum, the sum's frame count), so the same audio gives the same text, whatever the decoder heard before.
+        @Test func aReusedDecoderStartsAsANewlyLoadedOne() throws {
+            let wav = dir.path("weather.wav")
+            try TestSpeech.synthesize(Sentences.weather, to: wav)
+            let samples = try pcm(wav)
+            let model = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            func decode(_ decoder: SphinxDecoder) throws -> String {
+                try decoder.startUtterance()
+                try samples.withUnsafeBufferPointer { try decoder.process($0) }
+                try decoder.endUtterance()
+                return decoder.hypothesis
+            }
+            let pool = SphinxDecoderPool()
+            let used = try pool.checkout(model)
+            let loaded = used.meanState
+            let first = try decode(used)
+            #expect(used.meanState != loaded, "the audio moved the live mean")
+            pool.checkin(used)
+            let reused = try pool.checkout(model)
+            #expect(reused === used)
+            #expect(reused.meanState == loaded)
+            #expect(try decode(reused) == first)
+            #expect(wordErrorRate(reference: Sentences.weather, hypothesis: first) <= 0.25, "\(first)")
+        }
+
         @Test func aPoolDropsADecoderWhoseFilesChangedSinceItWasLoaded() throws {
             let pool = SphinxDecoderPool()
             var model = try SphinxModel.resolve(

@@ -34,6 +34,25 @@ import Testing
         }
     }
 
+    @Test("one file three times in streaming mode: three times the text of the first (no file learns from another)")
+    func streamingFilesDoNotLearnFromEachOther() throws {
+        let once = try speech()
+        // 20 s: the live cepstral mean moves within the file, so a decoder that kept it would decode the next
+        // file otherwise.
+        let long = dir.path("long.wav")
+        try TestSpeech.sox([once, once, once, long])
+        let r = try Run.speechgraph(["transcribe", "--mode", "streaming", "--format", "tsv", long, long, long])
+        #expect(r.status == 0, "\(r.stderr)")
+        let texts = r.stdout.split(separator: "\n").map { $0.split(separator: "\t", maxSplits: 1).last ?? "" }
+        #expect(texts.count == 3)
+        #expect(Set(texts).count == 1, "\(texts)")
+        let reference = Array(
+            repeating: "please call my mother at seven in the evening "
+                + "the weather today is cold and windy with a chance of rain", count: 3
+        ).joined(separator: " ")
+        #expect(wordErrorRate(reference: reference, hypothesis: String(texts.first ?? "")) <= 0.2)
+    }
+
     @Test("raw s16le on standard input with --rate, and a clear error without it")
     func standardInputRaw() throws {
         let wav = try speech()
