@@ -53,8 +53,13 @@ public final class WAVStreamReader: @unchecked Sendable {
             sampleRate = rate
             channelCount = channels
             encoding = .int(bits: 16)
-            dataBytes = nil
-            pending = []
+            // A regular file's size is known: its duration too (a pipe's is not).
+            var info = stat()
+            let size = fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? Int(info.st_size) : nil
+            dataBytes = size.map { $0 - Int(lseek(fd, 0, SEEK_CUR)) }.flatMap { $0 > 0 ? $0 : nil }
+            // As a WAV stream: nothing at all is an error, not an empty transcript.
+            guard fill(1) else { throw Failure(description: "\(name) is empty") }
+            pending = buffer
             return
         }
         guard fill(12), buffer[0..<4] == [0x52, 0x49, 0x46, 0x46], buffer[8..<12] == [0x57, 0x41, 0x56, 0x45] else {

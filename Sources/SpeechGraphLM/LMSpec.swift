@@ -75,7 +75,11 @@ public struct LMSpec: Sendable, Equatable {
     /// Reads a spec file; errors come as `file:line:col: error:` diagnostics.
     public init(contentsOf path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw GraphError(Diagnostic.error("cannot read language-model spec \(path)", at: nil))
+            var isDirectory: ObjCBool = false
+            let reason =
+                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "it cannot be read"
+            throw GraphError(Diagnostic.error("cannot read language-model spec \(path): \(reason)", at: nil))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw GraphError(

@@ -108,7 +108,13 @@ public enum LMBuilder {
         }
 
         let fm = FileManager.default
-        try fm.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var isDirectory: ObjCBool = false
+        if fm.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw LMBuildError("cannot write the model into \(directory): it is a file, not a directory")
+        }
+        do { try fm.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+            throw LMBuildError("cannot make the directory \(directory): \(error.localizedDescription)")
+        }
         let arpa = directory + "/lm.arpa"
         try write(model.arpa, to: arpa)
         try write(lexicon.text, to: directory + "/words.dict")

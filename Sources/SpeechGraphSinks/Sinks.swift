@@ -67,8 +67,9 @@ public final class ConsoleSink: GraphNode {
         summary: "Prints a human-readable transcript on standard output.",
         doc: "Each final result is one line, with its time range unless 'timestamps' is off. On a terminal the "
             + "volatile text of the utterance in flight is shown dimmed and rewritten in place until its final "
-            + "result replaces it; when standard output is not a terminal only final lines are written. Gaps and "
-            + "changes of availability (and warnings about the input) are shown between the lines.",
+            + "result replaces it (not dimmed when NO_COLOR is set); when standard output is not a terminal only "
+            + "final lines are written. Gaps and changes of availability (and warnings about the input) are shown "
+            + "between the lines.",
         category: .sink,
         ports: [
             .eventInput(
@@ -82,7 +83,7 @@ public final class ConsoleSink: GraphNode {
                 "colour-below", default: 0, range: 0...1,
                 doc: "On a terminal, colour the words of final results whose confidence is below this: red below "
                     + "half of it, yellow above (the confidence is the probability that the word is right, "
-                    + "docs/events.md). 0: no colours. Not a terminal: plain text."),
+                    + "docs/events.md). 0: no colours. Not a terminal, or NO_COLOR set: plain text."),
         ])
 
     public static let type = NodeType(
@@ -101,6 +102,8 @@ public final class ConsoleSink: GraphNode {
     private let live: Bool
     /// Words below this confidence are coloured (terminal only); 0: never.
     private let colourBelow: Double
+    /// Volatile text dimmed and unsure words coloured: on a terminal, unless NO_COLOR is set (no-color.org).
+    private let styled: Bool
     /// A volatile line is on screen (terminal only), to be rewritten.
     private var tailShown = false
 
@@ -109,7 +112,8 @@ public final class ConsoleSink: GraphNode {
         timestamps = config.bool(of: "timestamps")
         source = config.string("source")
         self.live = live ?? out.isTerminal
-        colourBelow = self.live ? config.number(of: "colour-below") : 0
+        styled = self.live && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+        colourBelow = styled ? config.number(of: "colour-below") : 0
     }
 
     /// The final text with its unsure words coloured: red below half the threshold, yellow below it.
@@ -144,7 +148,7 @@ public final class ConsoleSink: GraphNode {
                 guard live else { return }
                 if let source { line = "\(source): " + line }
                 // Dimmed, no newline: the next result rewrites it.
-                out.write("\r\u{1B}[2K\u{1B}[2m" + line + "\u{1B}[0m")
+                out.write(styled ? "\r\u{1B}[2K\u{1B}[2m" + line + "\u{1B}[0m" : "\r\u{1B}[2K" + line)
                 out.flush()
                 tailShown = true
                 return

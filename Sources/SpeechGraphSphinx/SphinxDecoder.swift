@@ -307,7 +307,9 @@ public final class SphinxDecoder: @unchecked Sendable {
         }
         // Load again with the log captured, to say why.
         let reason = SphinxLog.capture { _ = Self.load(model).map { ps_free($0) } }
-        throw SpeechGraphError("PocketSphinx could not load the model (\(model.hmm)): \(reason)")
+        // A grammar's words are checked against the dictionary as it loads: name it, or the acoustic model is blamed.
+        let grammar = model.jsgf.map { ", with the grammar \($0)" } ?? ""
+        throw SpeechGraphError("PocketSphinx could not load the model (\(model.hmm)\(grammar)): \(reason)")
     }
 
     private static func load(_ model: SphinxModel) -> OpaquePointer? {

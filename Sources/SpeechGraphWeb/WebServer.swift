@@ -59,8 +59,10 @@ final class WebServer: Sendable {
             bound = try bootstrap.bind(host: configuration.host, port: configuration.port).wait()
         } catch {
             try? group.syncShutdownGracefully()
+            // The system's words (`Address already in use`), not NIO's (`bind(descriptor:ptr:bytes:): ...`).
+            let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
             throw SpeechGraphError(
-                "cannot listen on \(configuration.host):\(configuration.port): \(error)", parameter: "listen")
+                "cannot listen on \(configuration.host):\(configuration.port): \(reason)", parameter: "listen")
         }
         listener.withLock { $0 = bound }
         return bound.localAddress?.port ?? configuration.port

@@ -166,6 +166,13 @@ public final class WyomingServer: Sendable {
         return bound.localAddress?.port ?? configuration.port
     }
 
+    /// Why listening failed, in the system's words (`Address already in use`), not NIO's
+    /// (`bind(descriptor:ptr:bytes:): Address already in use) (errno: 98)`).
+    public static func listenFailure(_ error: any Error) -> String {
+        guard let io = error as? IOError else { return "\(error)" }
+        return String(cString: strerror(io.errnoCode))
+    }
+
     /// Waits until the server has closed (after `drain`).
     public func wait() async throws {
         guard let bound = channel.withLock({ $0 }) else { return }

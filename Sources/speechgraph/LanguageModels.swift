@@ -55,7 +55,9 @@ extension SpeechgraphCommand {
                             let line = "<s> " + words.joined(separator: " ") + " </s>\n"
                             for _ in 0..<count { text += line }
                         }
-                        try text.write(toFile: corpus, atomically: true, encoding: .utf8)
+                        do { try text.write(toFile: corpus, atomically: true, encoding: .utf8) } catch {
+                            throw LMBuildError("cannot write \(corpus): \(error.localizedDescription)")
+                        }
                     }
                     for (word, phones) in report.guessed {
                         let at = parsed.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location

@@ -64,7 +64,8 @@ extension SpeechgraphCommand {
                 throw ValidationError("--idle-timeout: seconds, above 0 and at most 86400")
             }
             guard Self.endpoint(wyoming) != nil else {
-                throw ValidationError("--wyoming expects tcp://HOST:PORT, got '\(wyoming)'")
+                throw ValidationError(
+                    "--wyoming expects tcp://HOST:PORT with a port from 0 to 65535, got '\(wyoming)'")
             }
         }
 
@@ -179,7 +180,8 @@ extension SpeechgraphCommand {
                     publisher.withLock { $0?.terminate() }
                     outcome.withLock { $0 = Exit.ok }
                 } catch {
-                    printError("speechgraph: error: cannot listen on \(host):\(port): \(error)")
+                    printError(
+                        "speechgraph: error: cannot listen on \(host):\(port): \(WyomingServer.listenFailure(error))")
                     outcome.withLock { $0 = Exit.failure }
                 }
                 done.signal()

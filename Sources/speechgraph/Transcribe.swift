@@ -15,7 +15,8 @@ extension SpeechgraphCommand {
                 '-' reads standard input: a WAV stream (as 'arecord -f S16_LE -r 16000' or 'sox FILE -t wav -' \
                 write it), or raw signed 16-bit little-endian samples with --rate. Results come as the audio \
                 arrives: 'arecord -f S16_LE -r 16000 | speechgraph transcribe --format jsonl -' transcribes live. \
-                A FIFO or /dev/stdin named as a file is read the same way. Rates outside 4 to 384 kHz are refused.
+                A FIFO or /dev/stdin named as a file is read the same way, and with --rate a raw file named on \
+                the command line (one at a time). Rates outside 4 to 384 kHz are refused.
 
                 Formats: text (the transcript; 'file: transcript' for several files), \
                 tsv ('file<TAB>transcript' per file, for wer.py), jsonl (every event, see docs/events.md), \
@@ -61,13 +62,13 @@ extension SpeechgraphCommand {
                 "Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), on, off."
         )
         var vad: VADUse = .auto
-        @Option(help: "VAD preset when the VAD is on: sensitive, normal, strict.") var vadPreset: String?
+        @Option(help: "VAD preset when the VAD is on.") var vadPreset: VADPreset?
         @Option(
             help: ArgumentHelp(
-                "With '-': standard input is raw signed 16-bit little-endian samples at this rate "
-                    + "(Hz), not WAV.", valueName: "hz"))
+                "Raw signed 16-bit little-endian samples at this rate (Hz), not WAV: on standard input ('-'), or "
+                    + "in the one file named.", valueName: "hz"))
         var rate: Int?
-        @Option(help: "With '-' and --rate: channels of the raw samples (interleaved).") var channels = 1
+        @Option(help: "With --rate: channels of the raw samples (interleaved).") var channels = 1
         @Option(
             help: ArgumentHelp(
                 "With --format jsonl: each final result's n-best list of this many readings, with scores, and "
@@ -83,9 +84,13 @@ extension SpeechgraphCommand {
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
+        enum VADPreset: String, ExpressibleByArgument, CaseIterable { case sensitive, normal, strict }
 
-        /// '-', or a file that is read as a stream, once, as it comes: a FIFO, a device, /dev/stdin on a pipe
-        /// (libsndfile cannot read those by name).
+        /// Whether `file` is read as a stream, once, as it comes (not by libsndfile): '-', a FIFO, a device,
+        /// /dev/stdin on a pipe (libsndfile cannot read those by name), or with --rate any file (raw samples).
+        func readsAsStream(_ file: String) -> Bool { rate != nil || Self.isStream(file) }
+
+        /// '-', a FIFO, a device, /dev/stdin on a pipe.
         static func isStream(_ file: String) -> Bool {
             if file == "-" { return true }
             var info = stat()
@@ -111,11 +116,18 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
-            if files.filter(Self.isStream).count > 1 {
+            if files.filter(readsAsStream).count > 1 {
                 throw ValidationError(
-                    "one stream at a time: '-' (standard input), a FIFO or a device can be given once")
+                    rate == nil
+                        ? "one stream at a time: '-' (standard input), a FIFO or a device can be given once"
+                        : "--rate: one raw stream at a time ('-' or one file)")
             }
-            if let rate, AudioFormat.rateProblem(rate) != nil { throw ValidationError("--rate: 4000 to 384000 Hz") }
+            if channels != 1 && rate == nil {
+                throw ValidationError("--channels: only with --rate (a WAV stream's header gives its channels)")
+            }
+            if let rate, AudioFormat.rateProblem(rate) != nil {
+                throw ValidationError("--rate \(rate): a rate from 4000 to 384000 Hz")
+            }
             if !(1...64).contains(channels) { throw ValidationError("--channels: 1 to 64") }
             if !(0...20).contains(alternatives) { throw ValidationError("--alternatives: 0 to 20") }
             if let lmWeight {
@@ -128,6 +140,12 @@ extension SpeechgraphCommand {
             if alternatives > 0 && format != .jsonl {
                 throw ValidationError("--alternatives: only --format jsonl shows them")
             }
+            if confidence != .calibrated && format != .jsonl {
+                throw ValidationError("--confidence: only --format jsonl shows word confidences")
+            }
+            if vadPreset != nil && vad == .off {
+                throw ValidationError("--vad-preset: not with --vad off")
+            }
         }
 
         func run() throws {
@@ -139,7 +157,7 @@ extension SpeechgraphCommand {
             let output = StandardOutput()
             let out = TextOutput.standardOutput(statusLine: status, shared: output)
             var stdin: WAVStreamReader?
-            let stream = files.first(where: Self.isStream)
+            let stream = files.first(where: readsAsStream)
             if let stream {
                 do {
                     var fd: Int32 = 0
@@ -212,7 +230,7 @@ extension SpeechgraphCommand {
                 g.node("out", "collect")
             }
             if usesVAD(file, stdin: stdin) {
-                g.node("vad", "vad", vadPreset.map { [("preset", .word($0))] } ?? [])
+                g.node("vad", "vad", vadPreset.map { [("preset", .word($0.rawValue))] } ?? [])
                 g.edge("src", to: "vad")
                 g.edge("vad", "out", to: "asr", "in")
                 g.edge("vad", "events", to: "asr", "control")

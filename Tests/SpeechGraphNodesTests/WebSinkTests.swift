@@ -514,7 +514,9 @@ struct WebSinkTests {
         let served = try Served(web: "")
         let second = try Self.webOnly("listen: \"127.0.0.1:\(served.port)\"", file: "busy.graph")
         second.start()
-        #expect(throws: (any Error).self) { try second.wait() }
+        let busy = #expect(throws: SpeechGraphError.self) { try second.wait() }
+        #expect(
+            busy?.message.hasSuffix(":\(served.port): Address already in use") == true, "\(String(describing: busy))")
         #expect(try served.health()["status"] as? String == "live")
         served.pusher.end()
         try served.graph.wait()

@@ -180,6 +180,15 @@ import Testing
         let run = try Run.speechgraph(["run", graph])
         #expect(run.status == 2)
         #expect(run.stderr == r.stderr)
+        // A graph file that is not there, or a directory: said so, exit 2.
+        for (path, message) in [
+            (dir.path("nosuch.graph"), "no such file: \(dir.path("nosuch.graph"))"),
+            (dir.url.path, "\(dir.url.path) is a directory, not a graph file"),
+        ] {
+            let r = try Run.speechgraph(["check", path])
+            #expect(r.status == 2)
+            #expect(r.stderr.hasPrefix("error: \(message)\n"), "\(r.stderr)")
+        }
     }
 
     @Test func checkAcceptsEveryShippedGraphAndPlansTheDemo() throws {

@@ -58,4 +58,26 @@ import Testing
         #expect(ConsoleSink.coloured(t, below: 0.8) == "call \u{1B}[33mmy\u{1B}[0m \u{1B}[31mmother\u{1B}[0m")
         #expect(ConsoleSink.coloured(t, below: 0) == "call my mother")
     }
+
+    @Test("on a terminal the console dims volatile text and colours unsure words; NO_COLOR turns both off")
+    func consoleOnATerminalAndNoColor() throws {
+        let wav = dir.path("call.wav")
+        try TestSpeech.synthesize("please call my mother at seven in the evening", to: wav)
+        let graph = dir.path("console.graph")
+        // Every word below a confidence of 1: each final word coloured.
+        try """
+        node src = file.input { path: "\(wav)" }
+        node asr = recognizer { mode: streaming }
+        node screen = console { colour-below: 1 }
+        src -> asr -> screen
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        // script(1) runs speechgraph on a pseudo-terminal and copies what it writes to standard output.
+        let command = "'\(TestPaths.binary.path)' run '\(graph)' 2>/dev/null"
+        let styled = try Run.process("/usr/bin/script", ["-qec", command, "/dev/null"])
+        let plain = try Run.process("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["NO_COLOR": "1"])
+        #expect(styled.status == 0 && plain.status == 0, "\(styled.stderr) \(plain.stderr)")
+        #expect(styled.stdout.contains("\u{1B}[2m") && styled.stdout.contains("\u{1B}[3"), "\(styled.stdout)")
+        #expect(plain.stdout.contains("mother"), "\(plain.stdout)")
+        #expect(!plain.stdout.contains("\u{1B}[2m") && !plain.stdout.contains("\u{1B}[3"), "\(plain.stdout)")
+    }
 }

@@ -39,6 +39,19 @@ import Testing
         #expect(failed.status == 2)
         #expect(failed.stderr.contains("bad.lmspec:1:11: error: template uses class '<piece>', which is not defined"))
         #expect(!FileManager.default.fileExists(atPath: dir.path("bad-lm")))
+
+        // A spec that is not there, and an output in the way: one message each, in words, with the path.
+        let missing = try Run.speechgraph(["lm", "build", dir.path("nosuch.lmspec"), "-o", dir.path("x")])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("nosuch.lmspec: no such file"), "\(missing.stderr)")
+        let file = dir.path("a-file")
+        try "".write(toFile: file, atomically: true, encoding: .utf8)
+        let inTheWay = try Run.speechgraph(["lm", "build", chessSpec, "-o", file])
+        #expect(inTheWay.status == 1)
+        #expect(
+            inTheWay.stderr
+                == "speechgraph: error: cannot write the model into \(file): it is a file, not a directory\n",
+            "\(inTheWay.stderr)")
     }
 
     /// Specs named as `lm` are built into this cache, not the user's.

@@ -75,6 +75,30 @@ import Testing
         #expect(noRate.stderr.split(separator: "\n").count == 1, "\(noRate.stderr)")
     }
 
+    @Test("--rate reads one raw file by name as it reads standard input; options misused are usage errors")
+    func rawFileAndOptionChecks() throws {
+        let wav = try speech()
+        let raw = dir.path("both.raw")
+        try TestSpeech.sox([wav, "-t", "raw", "-e", "signed", "-b", "16", "-c", "1", "-r", "16000", raw])
+        let file = try Run.speechgraph(["transcribe", wav])
+        let named = try Run.speechgraph(["transcribe", "--rate", "16000", raw])
+        #expect(file.status == 0 && named.status == 0, "\(file.stderr) \(named.stderr)")
+        #expect(!file.stdout.isEmpty)
+        #expect(wordErrorRate(reference: file.stdout, hypothesis: named.stdout) <= 0.1)
+        // Nothing at all on standard input is an error in raw as in WAV, not an empty transcript.
+        let bin = TestPaths.binary.path
+        let empty = try Run.process("/bin/bash", ["-c", "'\(bin)' transcribe --rate 16000 - < /dev/null"])
+        #expect(empty.status == 1 && empty.stderr.contains("standard input is empty"), "\(empty.stderr)")
+        for misuse in [
+            ["--rate", "16000", raw, raw], ["--channels", "2", wav], ["--vad-preset", "bogus", wav],
+            ["--confidence", "posterior", wav],
+        ] {
+            let r = try Run.speechgraph(["transcribe"] + misuse)
+            #expect(r.status == 2 && r.stdout.isEmpty, "\(misuse): \(r.stderr)")
+            #expect(r.stderr.contains(misuse[0]), "\(misuse): \(r.stderr)")
+        }
+    }
+
     @Test("check --plan: a recognizer's missing dictionary is a located error, exit 1; check alone does not look")
     func checkPlanFindsMissingDictionary() throws {
         let graph = dir.path("g.graph")

@@ -29,8 +29,15 @@ public struct GraphParser {
         contentsOf path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> GraphSpec {
         guard let data = FileManager.default.contents(atPath: path) else {
-            let reason = FileManager.default.fileExists(atPath: path) ? "cannot read" : "no such file"
-            throw GraphError(.error("\(reason): \(path)", at: nil))
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let message =
+                !exists
+                ? "no such file: \(path)"
+                : isDirectory.boolValue
+                    ? "\(path) is a directory, not a graph file"
+                    : "cannot read: \(path)"
+            throw GraphError(.error(message, at: nil))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw GraphError(.error("\(path) is not UTF-8 text", at: SourceLocation(file: path, line: 1, column: 1)))
