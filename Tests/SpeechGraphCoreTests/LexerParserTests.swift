@@ -326,6 +326,22 @@ struct ParserTests {
             ("a -> ", "t.graph:1:6: error: expected a node name, found end of file"),
             ("a. -> b", "t.graph:1:4: error: expected a port name after 'a.', found '->'"),
             ("= a", "t.graph:1:1: error: expected 'node' or an edge like 'a -> b', found '='"),
+            // Paths without quotes: one error that shows them quoted.
+            (
+                "node a = t { path: demo.wav }",
+                "t.graph:1:24: error: expected ',' or '}' after the value of 'path', found '.' "
+                    + "(a path or text goes in double quotes: \"demo.wav\")"
+            ),
+            (
+                "node a = t { path: /tmp/x.wav, y: 1 }",
+                "t.graph:1:20: error: a path goes in double quotes: \"/tmp/x.wav\""
+            ),
+            (
+                "node a = t { path: out/my-1.wav }",
+                "t.graph:1:20: error: a path goes in double quotes: \"out/my-1.wav\""
+            ),
+            ("node a = t { path: ./x }", "t.graph:1:20: error: a path goes in double quotes: \"./x\""),
+            ("a -> b  // fan out", "t.graph:1:9: error: unexpected '//': comments start with '#'"),
         ])
     func syntaxErrors(text: String, expected: String) {
         #expect(parseErrors(text) == [expected])

@@ -133,6 +133,12 @@ package struct Lexer {
                         advance()
                     }
                     tokens.append(Token(kind: .identifier(s), location: start))
+                } else if c == "/" && peek(1) == "/" {
+                    // A C-style comment: one error, and the rest of the line skipped as a comment would be.
+                    diagnostics.error("unexpected '//': comments start with '#'", at: start)
+                    while let d = peek(), d != "\n" { advance() }
+                } else if c == "/" || c == "~" {
+                    tokens.append(lexBarePath(start, after: &tokens))
                 } else {
                     advance()
                     diagnostics.error("unexpected character '\(Character(c))'", at: start)
@@ -267,6 +273,28 @@ package struct Lexer {
         }
         advance()
         return .variable(name: name, fallback: fallback)
+    }
+
+    /// A path written without quotes (`path: /tmp/x.wav`, `out/demo.wav`), found at its first '/' or '~': one
+    /// error that shows it quoted, and a string token, so that the parser goes on without more errors about it.
+    /// The words and dots lexed just before it on the same line, with nothing between, are part of it.
+    private mutating func lexBarePath(_ at: SourceLocation, after tokens: inout [Token]) -> Token {
+        var first = index
+        while first > 0, isPathCharacter(scalars[first - 1]) { first -= 1 }
+        let startColumn = at.column - (index - first)
+        while let last = tokens.last, last.location.line == at.line, last.location.column >= startColumn {
+            tokens.removeLast()
+        }
+        while let c = peek(), isPathCharacter(c) { advance() }
+        var path = ""
+        path.unicodeScalars.append(contentsOf: scalars[first..<index])
+        let location = SourceLocation(file: file, line: at.line, column: startColumn)
+        diagnostics.error("a path goes in double quotes: \"\(path)\"", at: location)
+        return Token(kind: .string([.literal(path)]), location: location)
+    }
+
+    private func isPathCharacter(_ c: Unicode.Scalar) -> Bool {
+        isIdentifierBody(c) || c == "." || c == "/" || c == "~" || c == "+" || c == "@" || c == "%"
     }
 
     private func isDigit(_ c: Unicode.Scalar) -> Bool { c >= "0" && c <= "9" }

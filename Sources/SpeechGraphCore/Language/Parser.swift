@@ -181,8 +181,13 @@ public struct GraphParser {
                 case .comma, .newline: advance()
                 case .rightBrace: break
                 default:
+                    // A file name without quotes (`path: demo.wav`): show it quoted.
+                    var hint = ""
+                    if case .word(let word) = value.value, case .dot = current.kind {
+                        hint = " (a path or text goes in double quotes: \"\(bareText(after: word))\")"
+                    }
                     diagnostics.error(
-                        "expected ',' or '}' after the value of '\(key.value)', found \(current.display)",
+                        "expected ',' or '}' after the value of '\(key.value)', found \(current.display)\(hint)",
                         at: current.location)
                     return nil
                 }
@@ -190,6 +195,20 @@ public struct GraphParser {
         }
         return NodeDeclaration(
             name: name, type: Located(type, at: first.location), parameters: parameters, location: start)
+    }
+
+    /// A bare word and the dots, words and numbers right after it, as written (`demo.wav`).
+    private func bareText(after word: String) -> String {
+        var text = word
+        for token in tokens[position...] {
+            switch token.kind {
+            case .dot: text += "."
+            case .identifier(let s): text += s
+            case .number(_, let t): text += t
+            default: return text
+            }
+        }
+        return text
     }
 
     private mutating func parseValue() -> Located<ValueLiteral>? {
