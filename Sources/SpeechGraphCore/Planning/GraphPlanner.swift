@@ -74,13 +74,22 @@ public struct GraphPlanner {
 
         // Edges.
         var edges: [PlannedEdge] = []
+        // The nodes of edges that have an error of their own (a port that does not exist): the inputs those
+        // edges were meant for are not reported unconnected as well.
+        var inBrokenEdges: Set<String> = []
         for decl in spec.edges {
             guard let from = resolve(decl.from, nodeIndex, spec, &diagnostics),
                 let to = resolve(decl.to, nodeIndex, spec, &diagnostics)
-            else { continue }
+            else {
+                inBrokenEdges.formUnion([decl.from.node.value, decl.to.node.value])
+                continue
+            }
             let fromType = registry[nodes[from].typeName]!.descriptor
             let toType = registry[nodes[to].typeName]!.descriptor
-            guard let (fromPort, toPort) = choosePorts(decl, fromType, toType, &diagnostics) else { continue }
+            guard let (fromPort, toPort) = choosePorts(decl, fromType, toType, &diagnostics) else {
+                inBrokenEdges.formUnion([decl.from.node.value, decl.to.node.value])
+                continue
+            }
             let kind = fromType.outputs[fromPort].kind
             if edges.contains(where: {
                 $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort
@@ -130,7 +139,8 @@ public struct GraphPlanner {
                 unresolved.contains(e.from.node.value) || unresolved.contains(e.to.node.value)
                     ? [e.from.node.value, e.to.node.value] : []
             })
-        for (i, node) in nodes.enumerated() where !touchesUnresolved.contains(node.name) {
+        for (i, node) in nodes.enumerated()
+        where !touchesUnresolved.contains(node.name) && !inBrokenEdges.contains(node.name) {
             let descriptor = registry[node.typeName]!.descriptor
             for (p, port) in descriptor.inputs.enumerated() where port.isRequired {
                 if !edges.contains(where: { $0.toNode == i && $0.toPort == p }) {
