@@ -337,14 +337,32 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// update takes the mean of the frames heard alone (`cmn_live_set` would count the initial mean as 500
     /// frames, and a reused decoder's mean would then follow the speech more slowly). (The noise estimate and
     /// the front end's frame count start over with every new stream, see `startUtterance`.)
+    ///
+    /// Also the live feature buffer, which gives the first frames of an utterance their delta context when the
+    /// utterance's first samples make no frame (a 20 ms piece): zeros and empty, as loaded, not the last frames
+    /// of the previous utterance. And an utterance left open (a node that failed mid-utterance) is ended, or
+    /// PocketSphinx would refuse to start the next.
     public func reset() {
+        if utteranceOpen {
+            _ = ps_end_utt(ps)
+            utteranceOpen = false
+        }
         let cmn = Self.cmn(ps)
         for i in initialMean.mean.indices {
             cmn.pointee.cmn_mean[i] = initialMean.mean[i]
             cmn.pointee.sum[i] = initialMean.sum[i]
         }
         cmn.pointee.nframe = initialMean.frames
+        let feat = ps_get_feat(ps)!
+        if let rows = feat.pointee.cepbuf {
+            for r in 0..<Int(LIVEBUFBLOCKSIZE) { rows[r]?.update(repeating: 0, count: Int(feat.pointee.cepsize)) }
+        }
+        feat.pointee.bufpos = 0
+        feat.pointee.curpos = 0
     }
+
+    /// Between `startUtterance` and `endUtterance`.
+    private var utteranceOpen = false
 
     /// The mean of the cepstra PocketSphinx's front end computes from these samples (silence left out, as the
     /// front end leaves it out), or `nil` when they hold no frame. Uses the decoder's own front end between
@@ -535,6 +553,7 @@ public final class SphinxDecoder: @unchecked Sendable {
     public func startUtterance(newStream: Bool = true) throws {
         if newStream { _ = ps_start_stream(ps) }
         guard ps_start_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not start an utterance") }
+        utteranceOpen = true
         samplesFed = 0
         meanHistory.removeAll(keepingCapacity: true)
         noteMean()
@@ -554,6 +573,7 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// renormalised features when streamed, see `renormaliseForSecondPass`).
     public func endUtterance() throws {
         if model.secondPass && isStreaming { renormaliseForSecondPass() }
+        utteranceOpen = false
         guard ps_end_utt(ps) == 0 else { throw SpeechGraphError("PocketSphinx could not end the utterance") }
     }
 

@@ -73,7 +73,8 @@ import Testing
         """.write(toFile: graph, atomically: true, encoding: .utf8)
         // script(1) runs speechgraph on a pseudo-terminal and copies what it writes to standard output.
         let command = "'\(TestPaths.binary.path)' run '\(graph)' 2>/dev/null"
-        let styled = try Run.process("/usr/bin/script", ["-qec", command, "/dev/null"])
+        // NO_COLOR empty counts as not set (no-color.org): the test runner may have set it for this process.
+        let styled = try Run.process("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["NO_COLOR": ""])
         let plain = try Run.process("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["NO_COLOR": "1"])
         #expect(styled.status == 0 && plain.status == 0, "\(styled.stderr) \(plain.stderr)")
         #expect(styled.stdout.contains("\u{1B}[2m") && styled.stdout.contains("\u{1B}[3"), "\(styled.stdout)")
