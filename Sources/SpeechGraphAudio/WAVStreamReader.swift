@@ -14,6 +14,8 @@ public final class WAVStreamReader: @unchecked Sendable {
     enum Encoding {
         case int(bits: Int)
         case float32
+        /// G.711, 8 bits a sample (telephony: `arecord -f MU_LAW`, `sox -e u-law`).
+        case muLaw, aLaw
     }
 
     public let sampleRate: Int
@@ -94,10 +96,12 @@ public final class WAVStreamReader: @unchecked Sendable {
         switch (format.tag, format.bits) {
         case (1, 8), (1, 16), (1, 24), (1, 32): encoding = .int(bits: format.bits)
         case (3, 32): encoding = .float32
+        case (6, 8): encoding = .aLaw
+        case (7, 8): encoding = .muLaw
         default:
             throw Failure(
                 description: "\(name): WAV encoding \(format.tag) with \(format.bits) bits is not "
-                    + "supported (16-, 24- or 32-bit PCM, 8-bit PCM, 32-bit float)")
+                    + "supported (16-, 24- or 32-bit PCM, 8-bit PCM, 32-bit float, 8-bit A-law or u-law)")
         }
         if let problem = AudioFormat.rateProblem(format.rate) {
             throw Failure(description: "\(name): \(problem)")
@@ -122,6 +126,7 @@ public final class WAVStreamReader: @unchecked Sendable {
         switch encoding {
         case .int(let bits): return bits / 8
         case .float32: return 4
+        case .muLaw, .aLaw: return 1
         }
     }
 
@@ -172,6 +177,22 @@ public final class WAVStreamReader: @unchecked Sendable {
         }
     }
 
+    /// G.711 u-law to 16-bit linear (ITU-T G.711: the byte is stored inverted).
+    static func muLaw(_ byte: UInt8) -> Int16 {
+        let u = ~byte
+        let magnitude = ((Int(u & 0x0F) << 3) + 0x84) << Int((u & 0x70) >> 4)
+        return Int16(u & 0x80 != 0 ? 0x84 - magnitude : magnitude - 0x84)
+    }
+
+    /// G.711 A-law to 16-bit linear (ITU-T G.711: even bits stored inverted).
+    static func aLaw(_ byte: UInt8) -> Int16 {
+        let a = byte ^ 0x55
+        let exponent = Int((a & 0x70) >> 4)
+        var magnitude = Int(a & 0x0F) << 4 + 8
+        if exponent > 0 { magnitude = (magnitude + 0x100) << (exponent - 1) }
+        return Int16(a & 0x80 != 0 ? magnitude : -magnitude)
+    }
+
     private func convert(_ bytes: ArraySlice<UInt8>, into samples: inout [Float]) {
         samples.removeAll(keepingCapacity: true)
         bytes.withUnsafeBytes { raw in
@@ -196,6 +217,10 @@ public final class WAVStreamReader: @unchecked Sendable {
                 for i in stride(from: 0, to: raw.count, by: 4) {
                     samples.append(raw.loadUnaligned(fromByteOffset: i, as: Float.self))
                 }
+            case .muLaw:
+                for b in raw { samples.append(Float(Self.muLaw(b)) / 32768) }
+            case .aLaw:
+                for b in raw { samples.append(Float(Self.aLaw(b)) / 32768) }
             }
         }
     }

@@ -194,3 +194,29 @@ final class StereoSource: SourceNode {
         return true
     }
 }
+
+/// WAV streams as `speechgraph transcribe -` reads them.
+@Suite struct WAVStreamTests {
+    /// Telephony audio (`arecord -f MU_LAW`, `sox -e u-law`): every one of the 256 codes decodes as sox decodes it.
+    @Test("G.711 u-law and A-law WAV streams decode every code as sox does", arguments: ["u-law", "a-law"])
+    func g711(encoding: String) throws {
+        let dir = TemporaryDirectory()
+        let codes = dir.path("codes.raw")
+        try Data((0...255).map { UInt8($0) }).write(to: URL(fileURLWithPath: codes))
+        let raw = ["-t", encoding == "u-law" ? "ul" : "al", "-r", "8000", "-c", "1", codes]
+        let wav = dir.path("codes.wav")
+        let linear = dir.path("linear.raw")
+        try TestSpeech.sox(raw + ["-e", encoding, wav])
+        try TestSpeech.sox(raw + ["-t", "s16", linear])
+        let expected = try Data(contentsOf: URL(fileURLWithPath: linear)).withUnsafeBytes {
+            Array($0.bindMemory(to: Int16.self))
+        }
+        let file = try #require(FileHandle(forReadingAtPath: wav))
+        defer { try? file.close() }
+        let reader = try WAVStreamReader(rate: nil, channels: 1, fd: file.fileDescriptor, name: "codes.wav")
+        #expect(reader.sampleRate == 8000)
+        let decoded = reader.readAll().map { Int16(($0 * 32768).rounded()) }
+        #expect(expected.count == 256)
+        #expect(decoded == expected)
+    }
+}
