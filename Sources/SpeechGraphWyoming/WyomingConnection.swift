@@ -71,7 +71,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             let why =
                 server.isDraining
                 ? "the server is shutting down"
-                : "the server is busy (\(server.configuration.maxConnections) connections)"
+                : "the server is busy (it takes \(server.configuration.maxConnections) connection"
+                    + (server.configuration.maxConnections == 1 ? ")" : "s at once)")
             send(.error(why, code: "busy"))
             closeGracefully()
             return
@@ -188,14 +189,30 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             return send(
                 .error("no model named '\(modelName ?? "")'; this server offers: \(offered)", code: "no-model"))
         }
+        // A language the model does not speak (its primary subtag: en-US is en) gets an error, not English text
+        // labelled as that language.
+        let asked = request["language"]?.string
+        if let asked, !model.languages.isEmpty, !model.languages.contains(where: { Self.sameLanguage($0, asked) }) {
+            return send(
+                .error(
+                    "model '\(model.name)' speaks \(model.languages.joined(separator: ", ")), not '\(asked)'",
+                    code: "no-model"))
+        }
         discarding = false
         stopped = false
         dropWaiting()
-        let job = WyomingJob(
-            format: (rate, channels), language: request["language"]?.string ?? model.languages.first)
+        let job = WyomingJob(format: (rate, channels), language: asked ?? model.languages.first)
         self.job = job
         make(job, model: model, request: request)
         request = [:]
+    }
+
+    /// Whether two language tags name one language: the same primary subtag (`en`, `en-US`, `en_gb`).
+    static func sameLanguage(_ a: String, _ b: String) -> Bool {
+        func primary(_ tag: String) -> Substring {
+            tag.split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map { Substring($0.lowercased()) } ?? ""
+        }
+        return primary(a) == primary(b)
     }
 
     private func audioChunk(_ event: WyomingEvent) {
@@ -428,6 +445,16 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: - Writing
 
     private func send(_ event: WyomingEvent) {
+        if event.type == "error" {
+            let peer = channel.remoteAddress.map { a in
+                let host = a.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "?"
+                return "\(host):\(a.port ?? 0)"
+            }
+            // The text may quote the client (a model name): its control characters are written as escapes.
+            let text = Diagnostic.printable(event.data["text"]?.string ?? "")
+            server.clientLog.note(
+                "speechgraph: wyoming: \(peer ?? "a client"): \(text) (\(event.data["code"]?.string ?? "error"))")
+        }
         var buffer = channel.allocator.buffer(capacity: 256)
         event.write(into: &buffer)
         lastWrite = channel.writeAndFlush(buffer)

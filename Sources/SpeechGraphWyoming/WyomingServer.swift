@@ -36,13 +36,17 @@ public struct WyomingModel: Sendable {
         self.graph = graph
         let plan = try GraphPlanner(registry: registry).plan(graph)
         let inputs = plan.nodes.filter { $0.typeName == "push.input" }
+        // Graph errors (exit 2 from `serve`), not runtime failures.
         guard inputs.count == 1 else {
-            throw SpeechGraphError(
-                "\(graph.file): a Wyoming graph needs exactly one push.input node (the client's audio); it has "
-                    + "\(inputs.count)")
+            throw GraphError(
+                Diagnostic.error(
+                    "\(graph.file): a Wyoming graph needs exactly one push.input node (the client's audio); it has "
+                        + "\(inputs.count)", at: nil))
         }
         guard plan.nodes.contains(where: { $0.typeName == "wyoming" }) else {
-            throw SpeechGraphError("\(graph.file): a Wyoming graph needs a wyoming sink (the client's transcript)")
+            throw GraphError(
+                Diagnostic.error(
+                    "\(graph.file): a Wyoming graph needs a wyoming sink (the client's transcript)", at: nil))
         }
         input = inputs[0].name
         inputBuffer = inputs[0].config.number("buffer") ?? 2
@@ -66,7 +70,8 @@ public final class WyomingServer: Sendable {
         public var registry: NodeRegistry
         /// Connections served at once; the next gets an `error` event and is closed.
         public var maxConnections = 16
-        /// A connection that sends nothing for this long, with no transcription in flight, is closed.
+        /// A connection that sends nothing for this long is closed (also mid-stream), unless it waits for the
+        /// transcript of audio it has ended.
         public var idleTimeout: TimeAmount = .seconds(60)
         public var limits = WyomingLimits()
         /// A request's `transcript_names` and `transcript_terms` become the recognizers' `phrases` (a model built
@@ -81,6 +86,10 @@ public final class WyomingServer: Sendable {
         public var decoders = 1
         /// Called (on the graph makers' queue) after each transcription's graph has ended: `serve` trims the heap.
         public var afterTranscription: @Sendable () -> Void = {}
+        /// Where the server says what went wrong with a client (each `error` event it sends, with the client's
+        /// address): `serve` writes to standard error. Bounded: at most `ClientErrorLog.linesPer10s` lines in 10 s,
+        /// then how many were left out, so a hostile client cannot flood the journal.
+        public var log: @Sendable (String) -> Void = { _ in }
 
         public init(models: [WyomingModel], registry: NodeRegistry) {
             self.models = models
@@ -93,6 +102,8 @@ public final class WyomingServer: Sendable {
     /// Shared by every connection's graph: loaded decoders are reused, not loaded again per connection.
     public let decoders: SphinxDecoderPool
     let gate = ComputeGate()
+    /// What went wrong with clients, for the server's log.
+    let clientLog: ClientErrorLog
     /// Graphs are planned and made here, one at a time, off the event loop (a spec's model is built while
     /// planning; decoders load on each graph's thread, one at a time, unless the pool has one).
     let makers = DispatchQueue(label: "speechgraph wyoming graphs")
@@ -119,6 +130,7 @@ public final class WyomingServer: Sendable {
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
+        clientLog = ClientErrorLog(configuration.log)
         decoders = SphinxDecoderPool(maxIdle: max(4, configuration.decoders))
         group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
     }
@@ -251,5 +263,44 @@ public final class WyomingServer: Sendable {
             "prefers_auto_gain_enabled": .bool(false), "prefers_noise_reduction_enabled": .bool(false),
         ])
         return WyomingEvent("info", ["asr": .array([program])])
+    }
+}
+
+/// The server's lines about clients' errors, at most `linesPer10s` in 10 s: a client that sends garbage as fast as
+/// it can costs the log one line saying so, then a count, not a line a frame.
+final class ClientErrorLog: Sendable {
+    static let linesPer10s = 20
+    private let write: @Sendable (String) -> Void
+    private struct Window {
+        var start: ContinuousClock.Instant
+        var lines = 0
+        var leftOut = 0
+    }
+    private let window: Mutex<Window>
+
+    init(_ write: @escaping @Sendable (String) -> Void) {
+        self.write = write
+        window = Mutex(Window(start: .now))
+    }
+
+    func note(_ line: String) {
+        let now = ContinuousClock.now
+        let (show, full, leftOut) = window.withLock { w -> (Bool, Bool, Int) in
+            var leftOut = 0
+            if now - w.start >= .seconds(10) {
+                leftOut = w.leftOut
+                w = Window(start: now)
+            }
+            guard w.lines < Self.linesPer10s else {
+                w.leftOut += 1
+                return (false, false, leftOut)
+            }
+            w.lines += 1
+            return (true, w.lines == Self.linesPer10s, leftOut)
+        }
+        if leftOut > 0 { write("speechgraph: wyoming: \(leftOut) more client errors were not shown") }
+        guard show else { return }
+        write(line)
+        if full { write("speechgraph: wyoming: \(Self.linesPer10s) client errors in 10 s: the next ones are counted") }
     }
 }

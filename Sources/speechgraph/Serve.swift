@@ -45,7 +45,8 @@ extension SpeechgraphCommand {
         var decoders = 1
         @Option(
             help: ArgumentHelp(
-                "Close a connection that sends nothing for this long, with no transcription in flight.",
+                "Close a connection that sends nothing for this long (also mid-stream), unless it waits for the "
+                    + "transcript of audio it has ended.",
                 valueName: "seconds"))
         var idleTimeout = 60.0
         @Flag(
@@ -91,9 +92,16 @@ extension SpeechgraphCommand {
                     guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return (m, nil) }
                     return (String(parts[0]), String(parts[1]))
                 }
-            for (modelName, file) in sources {
+            for (index, (modelName, file)) in sources.enumerated() {
                 if file == nil && modelName != name {
                     printError("speechgraph: error: --model expects name=file, got '\(modelName)'")
+                    throw Reported(code: Exit.usage)
+                }
+                // A client chooses by name: two of one name, and the second could never be chosen.
+                if sources[..<index].contains(where: { $0.0 == modelName }) {
+                    printError(
+                        "speechgraph: error: two models named '\(modelName)' (--name is the default graph's, "
+                            + "\(name) unless given; each --model needs a name of its own)")
                     throw Reported(code: Exit.usage)
                 }
                 do {
@@ -109,10 +117,13 @@ extension SpeechgraphCommand {
                             version: file == nil ? "0.8+5prealpha" : nil, graph: spec, registry: registry))
                 } catch let error as GraphError {
                     printDiagnostics(error.diagnostics)
+                    let errors = error.diagnostics.filter { $0.severity == .error }.count
+                    printError("\(errors) error\(errors == 1 ? "" : "s") in \(file ?? "the built-in graph")")
                     throw Reported(code: Exit.usage)
                 } catch let error as SpeechGraphError {
+                    // A resource the graph names (a model, a dictionary) that is missing: a runtime failure, as for run.
                     reportFailure(error, status: nil)
-                    throw Reported(code: Exit.usage)
+                    throw Reported(code: Exit.failure)
                 }
             }
             var configuration = WyomingServer.Configuration(models: offered, registry: registry)
@@ -123,6 +134,7 @@ extension SpeechgraphCommand {
             configuration.phrasesFromRequests = phrasesFromRequests
             configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
             configuration.version = speechgraphVersion
+            configuration.log = { printError($0) }
             // Each transcription allocates its buffers anew, on threads of its own: glibc would keep what they free
             // in one heap per thread (up to 8 per core) and raise its mmap threshold after the first large free, so
             // that a long-running server only ever grows. Two heaps, a fixed threshold (large blocks go back to
@@ -172,7 +184,7 @@ extension SpeechgraphCommand {
                 do {
                     let bound = try await server.start()
                     printError(
-                        "speechgraph: Wyoming server on tcp://\(host):\(bound) (models: "
+                        "speechgraph: Wyoming server on tcp://\(host.contains(":") ? "[\(host)]" : host):\(bound) (models: "
                             + "\(offered.map(\.name).joined(separator: ", ")); \(loaded)); Ctrl-C or SIGTERM stops it")
                     let announced = announce ? Zeroconf.announce(name: zeroconfName, port: bound) : nil
                     publisher.withLock { $0 = announced }

@@ -10,7 +10,7 @@
       came first, at the end of speech), arrived (seconds from the first chunk to the transcript), sent (seconds of
       audio sent before the transcript came), error.
       --clients N sends the files over N connections at once (file k on client k mod N, each client's files
-      one after another); --trace prints {"trace": type} for each event as it comes; --realtime paces the audio like a live microphone; --stop-on-transcript stops
+      one after another); --language L asks for that language (default en); --trace prints {"trace": type} for each event as it comes; --realtime paces the audio like a live microphone; --stop-on-transcript stops
       sending when the transcript comes (a satellite with server-side endpointing).
 """
 import argparse
@@ -52,7 +52,7 @@ async def transcribe_one(uri, path, args):
         async with AsyncTcpClient.from_uri(uri) as client:
             names = args.names.split("|") if args.names else None
             await client.write_event(
-                Transcribe(name=args.name, language="en", vad_sensitivity=args.vad_sensitivity,
+                Transcribe(name=args.name, language=args.language, vad_sensitivity=args.vad_sensitivity,
                            transcript_names=names).event())
             await client.write_event(AudioStart(rate=rate, width=width, channels=channels).event())
             done = asyncio.Event()
@@ -137,6 +137,7 @@ def main():
     p.add_argument("--realtime", action="store_true")
     p.add_argument("--stop-on-transcript", action="store_true")
     p.add_argument("--name")
+    p.add_argument("--language", default="en")
     p.add_argument("--names", help="transcript_names, separated by |")
     p.add_argument("--vad-sensitivity")
     p.add_argument("--timeout", type=float, default=60)

@@ -200,6 +200,45 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(texts(results)["stereo48k.wav"] == texts(results)["ps_librivox_0880.wav"])
     }
 
+    @Test("a language the model does not speak, or a model nobody offers: an error, logged by the server too")
+    func languagesAndModelNames() throws {
+        let server = try WyomingServerProcess()
+        defer { server.stop() }
+        let file = try #require(try realSet().first { $0.file.hasSuffix("ps_goforward.wav") }).file
+        // en-US and en_gb are English: transcribed, the transcript in the language asked for.
+        for language in ["en-US", "en_gb"] {
+            let r = try #require(try Peer.transcribe(server.uri, [file], options: ["--language", language]).first)
+            #expect((r["text"] as? String)?.contains("forward") == true, "\(language): \(r)")
+        }
+        let german = try #require(try Peer.transcribe(server.uri, [file], options: ["--language", "de"]).first)
+        #expect(
+            german["text"] is NSNull && german["error"] as? String == "model 'en-us' speaks en, not 'de'", "\(german)")
+        let unknown = try #require(try Peer.transcribe(server.uri, [file], options: ["--name", "nosuch"]).first)
+        #expect((unknown["error"] as? String)?.hasPrefix("no model named 'nosuch'") == true, "\(unknown)")
+        // Each error is a line on the server's standard error (its journal, under systemd), with the client.
+        let lines = server.stderr.split(separator: "\n").filter { $0.hasPrefix("speechgraph: wyoming: 127.0.0.1:") }
+        #expect(lines.count == 2, "\(server.stderr)")
+        #expect(lines.first?.hasSuffix(": model 'en-us' speaks en, not 'de' (no-model)") == true, "\(lines)")
+        // Two models of one name: a usage error before anything loads.
+        let twice = try Run.speechgraph(
+            ["serve", "--wyoming", "tcp://127.0.0.1:0", "--model", "en-us=graphs/wyoming-fast.graph"])
+        #expect(twice.status == 2 && twice.stderr.contains("two models named 'en-us'"), "\(twice.stderr)")
+        // A graph whose model is missing: a runtime failure (exit 1), as for run; a graph without the protocol's
+        // sink: a graph error (exit 2), with the count.
+        let graph = try String(
+            contentsOf: TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph"), encoding: .utf8)
+        let noModel = dir.path("no-model.graph")
+        try graph.replacingOccurrences(of: "recognizer { ", with: "recognizer { model: \"nosuch\", ").write(
+            toFile: noModel, atomically: true, encoding: .utf8)
+        let missing = try Run.speechgraph(["serve", "--wyoming", "tcp://127.0.0.1:0", "--graph", noModel])
+        #expect(missing.status == 1 && missing.stderr.contains("model 'nosuch' not found"), "\(missing.stderr)")
+        let noSink = dir.path("no-sink.graph")
+        try graph.replacingOccurrences(of: "= wyoming", with: "= console").write(
+            toFile: noSink, atomically: true, encoding: .utf8)
+        let sinkless = try Run.speechgraph(["serve", "--wyoming", "tcp://127.0.0.1:0", "--graph", noSink])
+        #expect(sinkless.status == 2 && sinkless.stderr.hasSuffix("1 error in \(noSink)\n"), "\(sinkless.stderr)")
+    }
+
     @Test("server-side endpointing: the transcript comes at the end of speech, before the client stops sending")
     func endpointing() throws {
         let server = try WyomingServerProcess()
