@@ -116,6 +116,14 @@ import Testing
         #expect(planned.stderr.contains("dictionary not found"))
         let checked = try Run.speechgraph(["check", graph])
         #expect(checked.status == 0, "\(checked.stderr)")
+        // The same missing file given with --set: the error names the override, not a place in the file.
+        let overridden = try Run.speechgraph([
+            "check", "--plan", graph, "--set", "asr.dict=\(dir.path("other.dict"))",
+        ])
+        #expect(overridden.status == 1)
+        #expect(
+            overridden.stderr.hasPrefix("speechgraph: error: --set asr.dict: node 'asr' (recognizer): "),
+            "\(overridden.stderr)")
     }
 
     @Test("check --plan of a JACK graph opens no JACK client: with no server at all it plans, assuming 48 kHz")

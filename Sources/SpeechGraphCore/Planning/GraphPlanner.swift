@@ -339,10 +339,7 @@ public struct GraphPlanner {
                         Diagnostic(.note, at: plan.nodes[i].location, "node '\(plan.nodes[i].name)': \(note)"))
                 }
             } catch let error as SpeechGraphError {
-                let node = plan.nodes[i]
-                throw SpeechGraphError(
-                    "node '\(node.name)' (\(descriptor.typeName)): \(error.message)", parameter: error.parameter,
-                    location: error.parameter.flatMap { node.config.locations[$0] } ?? node.location)
+                throw plan.nodes[i].config.located(error)
             }
             i += 1
         }
@@ -408,6 +405,7 @@ public struct GraphPlanner {
         var name = "\(target.name).\(targetPort)~\(typeName)"
         while plan.index(of: name) != nil { name += "'" }
         config.name = name
+        config.location = edge.location
         let converter = PlannedNode(
             name: name, typeName: typeName, config: config, isInserted: true, location: edge.location)
         // Shift every index at or after `node` by one, put the converter at `node`.
@@ -455,6 +453,7 @@ public struct GraphPlanner {
                 config.values[name] = v
                 // A value from --set has no place in the file (nor keeps the one it replaced).
                 config.locations[name] = location
+                if origin != nil { config.overridden.insert(name) } else { config.overridden.remove(name) }
             case .failure(let error):
                 failed.insert(name)
                 diagnostics.error((origin.map { "\($0): " } ?? "") + error.message, at: location)

@@ -26,6 +26,9 @@ public struct NodeConfig: Sendable {
     public var values: [String: ParameterValue]
     public var locations: [String: SourceLocation]
     public var location: SourceLocation?
+    /// Parameters whose value came from the command line (`--set`), not the file: an error about one names the
+    /// override, not a place in the file.
+    public var overridden: Set<String> = []
 
     public init(
         name: String, typeName: String, values: [String: ParameterValue] = [:],
@@ -36,6 +39,19 @@ public struct NodeConfig: Sendable {
         self.values = values
         self.locations = locations
         self.location = location
+    }
+
+    /// `error` (from this node, about one of its parameters or none) as the node's: its message prefixed with the
+    /// node, located at the parameter's value or the node's declaration, or, for a value from `--set`, naming the
+    /// override (with no place in the file).
+    public func located(_ error: SpeechGraphError) -> SpeechGraphError {
+        let message = "node '\(name)' (\(typeName)): \(error.message)"
+        if let parameter = error.parameter, overridden.contains(parameter) {
+            return SpeechGraphError("--set \(name).\(parameter): " + message, parameter: parameter, location: nil)
+        }
+        return SpeechGraphError(
+            message, parameter: error.parameter,
+            location: error.parameter.flatMap { locations[$0] } ?? location)
     }
 
     public func number(_ key: String) -> Double? {

@@ -94,10 +94,7 @@ final class GraphEngine {
 
     /// A runtime failure of node `index`, located at the parameter or node declaration it came from.
     func located(_ error: SpeechGraphError, node index: Int) -> SpeechGraphError {
-        let planned = plan.nodes[index]
-        return SpeechGraphError(
-            "node '\(planned.name)' (\(planned.typeName)): \(error.message)", parameter: error.parameter,
-            location: error.parameter.flatMap { planned.config.locations[$0] } ?? planned.location)
+        plan.nodes[index].config.located(error)
     }
 
     func prepareAll() throws {
