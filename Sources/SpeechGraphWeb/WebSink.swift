@@ -57,7 +57,7 @@ public final class WebSink: GraphNode {
             .boolean("volatile", default: true, doc: "Send volatile (not yet final) results too."),
         ])
 
-    public static let type = NodeType(descriptor, make: { try WebSink($0) })
+    public static let type = NodeType(descriptor, validate: { try validate($0) }, make: { try WebSink($0) })
 
     private let name: String
     private let configuration: WebServer.Configuration
@@ -74,9 +74,21 @@ public final class WebSink: GraphNode {
     init(_ context: NodeContext) throws {
         let config = context.config
         name = config.name
+        try Self.validate(config)
         let (host, port) = try Self.parseListen(config.string(of: "listen"))
         let token = config.string("token")
-        if let token,
+        configuration = .init(
+            host: host, port: port, token: token, maxViewers: config.integer(of: "max-viewers"),
+            replay: config.integer(of: "replay"), queue: config.integer(of: "queue"),
+            volatile: config.bool(of: "volatile"),
+            page: WebPage(title: config.string(of: "title")))
+        statusLine = context.resources.existing(StatusLine.self)
+    }
+
+    /// What `check` finds wrong in the settings: the address, the token, a replay that does not fit the queue.
+    static func validate(_ config: NodeConfig) throws {
+        _ = try parseListen(config.string(of: "listen"))
+        if let token = config.string("token"),
             token.isEmpty || !token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._~-".contains($0)) })
         {
             throw SpeechGraphError(
@@ -89,12 +101,6 @@ public final class WebSink: GraphNode {
                     + "(\(config.integer(of: "queue"))): a new viewer gets the replay first",
                 parameter: "replay")
         }
-        configuration = .init(
-            host: host, port: port, token: token, maxViewers: config.integer(of: "max-viewers"),
-            replay: config.integer(of: "replay"), queue: config.integer(of: "queue"),
-            volatile: config.bool(of: "volatile"),
-            page: WebPage(title: config.string(of: "title")))
-        statusLine = context.resources.existing(StatusLine.self)
     }
 
     /// `HOST:PORT`, `[IPV6]:PORT`.

@@ -495,20 +495,28 @@ struct WebSinkTests {
         return try RunningGraph(plan: GraphPlanner(registry: registry).plan(spec), registry: registry)
     }
 
-    @Test("a bad listen address, token or replay is an error at the parameter; a port in use names the address")
+    @Test("a bad listen address, token or replay is a graph error at the parameter's value; a port in use names it")
     func badListenAddress() throws {
+        // Graph errors (what `speechgraph check` reports, exit 2), at the value: line 2, after "node page = web { ".
+        func column(of parameter: String, in parameters: String) -> Int {
+            let start = parameters.range(of: parameter + ": ")!.upperBound
+            return "node page = web { ".count + parameters.distance(from: parameters.startIndex, to: start) + 1
+        }
         for bad in ["8080", "localhost", "127.0.0.1:99999", ":80", "::1:80"] {
-            let error = #expect(throws: SpeechGraphError.self) {
-                _ = try Self.webOnly("listen: \"\(bad)\"", file: "bad.graph")
-            }
-            #expect(error.map { "\($0)".contains("bad.graph:2:") && "\($0)".contains("HOST:PORT") } == true, "\(bad)")
+            let parameters = "listen: \"\(bad)\""
+            let error = #expect(throws: GraphError.self) { _ = try Self.webOnly(parameters, file: "bad.graph") }
+            let at = "bad.graph:2:\(column(of: "listen", in: parameters)): error: "
+            #expect(
+                error.map { "\($0)".hasPrefix(at) && "\($0)".contains("HOST:PORT") } == true,
+                "\(bad): \(String(describing: error))")
         }
         // A token that cannot go in an address as it is, and a replay that does not fit a viewer's queue.
         for (bad, parameter) in [
             ("token: \"a b\"", "token"), ("token: \"x&y\"", "token"), ("queue: 50, replay: 49", "replay"),
         ] {
-            let error = #expect(throws: SpeechGraphError.self) { _ = try Self.webOnly(bad, file: "bad.graph") }
-            #expect(error?.parameter == parameter, "\(bad): \(String(describing: error))")
+            let error = #expect(throws: GraphError.self) { _ = try Self.webOnly(bad, file: "bad.graph") }
+            let at = "bad.graph:2:\(column(of: parameter, in: bad)): error: "
+            #expect(error.map { "\($0)".hasPrefix(at) } == true, "\(bad): \(String(describing: error))")
         }
         // Two graphs on one port: the second cannot listen, and says where.
         let served = try Served(web: "")

@@ -79,6 +79,7 @@ public struct DiagnosticList: Sendable {
     public private(set) var all: [Diagnostic] = []
     public init() {}
     public var hasErrors: Bool { all.contains { $0.severity == .error } }
+    public var errorCount: Int { all.reduce(0) { $0 + ($1.severity == .error ? 1 : 0) } }
     public mutating func error(_ message: String, at location: SourceLocation?) {
         all.append(.error(message, at: location))
     }

@@ -58,8 +58,23 @@ public struct GraphPlanner {
                 diagnostics.error(
                     "node type '\(decl.type.value)' breaks the node contract: \(problem)", at: decl.type.location)
             }
+            let errorsBefore = diagnostics.errorCount
             let config = checkParameters(
                 decl, type.descriptor, overrides.filter { $0.node == decl.name.value }, &diagnostics)
+            // The values together, once each is right on its own.
+            if diagnostics.errorCount == errorsBefore, let validate = type.validate {
+                do { try validate(config) } catch let error as SpeechGraphError {
+                    // As a parameter's own error: at its value, or naming the --set that gave it.
+                    if let p = error.parameter, config.overridden.contains(p) {
+                        diagnostics.error("--set \(decl.name.value).\(p): \(error.message)", at: nil)
+                    } else {
+                        diagnostics.error(
+                            error.message, at: error.parameter.flatMap { config.locations[$0] } ?? decl.location)
+                    }
+                } catch {
+                    diagnostics.error("node '\(decl.name.value)': \(error)", at: decl.location)
+                }
+            }
             nodeIndex[decl.name.value] = nodes.count
             nodes.append(
                 PlannedNode(

@@ -185,6 +185,10 @@ public struct NodeType: Sendable {
     /// node will open exists and can be read: a model, a dictionary, a file. Throws a `SpeechGraphError`
     /// naming the parameter, so the error points at it. Must not start or open anything lasting.
     public var resourceCheck: (@Sendable (NodeConfig) throws -> Void)?
+    /// Checks what each parameter's own kind and range cannot: the values together (a replay that must fit a
+    /// queue) or a value's form (an address). Run by `speechgraph check` with the parameters (nothing opened, no
+    /// file read): a `SpeechGraphError` naming the parameter is a graph error at its value.
+    public var validate: (@Sendable (NodeConfig) throws -> Void)?
 
     public init(
         _ descriptor: NodeDescriptor,
@@ -192,8 +196,10 @@ public struct NodeType: Sendable {
         maxOutputFrames: @escaping @Sendable (NodeConfig, [String: AudioFormat], Int) -> Int = { _, _, n in n },
         inputRequirement: (@Sendable (inout PlanContext, String) throws -> AudioRequirement?)? = nil,
         resourceCheck: (@Sendable (NodeConfig) throws -> Void)? = nil,
+        validate: (@Sendable (NodeConfig) throws -> Void)? = nil,
         make: @escaping @Sendable (NodeContext) throws -> any GraphNode
     ) {
+        self.validate = validate
         self.resourceCheck = resourceCheck
         self.inputRequirement = inputRequirement
         self.descriptor = descriptor
