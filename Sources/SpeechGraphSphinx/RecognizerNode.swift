@@ -192,7 +192,7 @@ public final class RecognizerNode: GraphNode {
 
     public static let type = NodeType(
         descriptor, resourceCheck: { c in _ = try SphinxModel.resolve(c, buildSpec: false) },
-        make: { try RecognizerNode($0) })
+        validate: { try SphinxModel.validate($0) }, make: { try RecognizerNode($0) })
 
     /// The `results` presets.
     public enum Results: String, CaseIterable, Sendable {

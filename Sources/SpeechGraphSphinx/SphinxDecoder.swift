@@ -174,24 +174,34 @@ public struct SphinxModel: Hashable, Sendable {
     /// general sentences 23.0% as without; at 0.4, 30.4% (docs/lm.md).
     public static let phrasesWeight = 0.15
 
-    /// Contextual strings (`phrases`): a spec of those phrases, with the spec `lm` names if any, built like any
-    /// spec and mixed with the general model (at `weight` with an `lm`, at `phrasesWeight` alone).
-    private static func resolve(phrases: [String], _ c: NodeConfig, buildSpec: Bool) throws -> SphinxModel {
+    /// The recognizer's settings that do not go together (`speechgraph check`, with nothing read): phrases with a
+    /// grammar, or with an `lm` that is not a spec.
+    public static func validate(_ c: NodeConfig) throws {
+        let phrases = (c.string("phrases") ?? "").split(separator: "|").filter {
+            !LMWords.words(of: String($0)).isEmpty
+        }
+        guard !phrases.isEmpty else { return }
         guard c.string("grammar") ?? c.string("jsgf") == nil else {
             throw SpeechGraphError(
                 "'phrases' and a grammar do not go together: add the phrases to the grammar", parameter: "phrases")
         }
+        if let lm = c.string("lm"), !lm.hasSuffix(".lmspec") {
+            throw SpeechGraphError(
+                "'phrases' go with an 'lm' that is a spec (.lmspec), not \(lm): add them to its spec",
+                parameter: "phrases")
+        }
+    }
+
+    /// Contextual strings (`phrases`): a spec of those phrases, with the spec `lm` names if any, built like any
+    /// spec and mixed with the general model (at `weight` with an `lm`, at `phrasesWeight` alone).
+    private static func resolve(phrases: [String], _ c: NodeConfig, buildSpec: Bool) throws -> SphinxModel {
+        try validate(c)
         var model = try resolve(
             model: c.string(of: "model"), hmm: c.string("hmm"), lm: nil, dict: c.string("dict"), jsgf: nil,
             sampleRate: Int(c.number(of: "rate").rounded()))
         var spec = LMSpec()
         var weight = Self.phrasesWeight
         if let lm = c.string("lm") {
-            guard lm.hasSuffix(".lmspec") else {
-                throw SpeechGraphError(
-                    "'phrases' go with an 'lm' that is a spec (.lmspec), not \(lm): add them to its spec",
-                    parameter: "phrases")
-            }
             guard FileManager.default.isReadableFile(atPath: lm) else {
                 throw SpeechGraphError("language model not found: \(lm)", parameter: "lm")
             }

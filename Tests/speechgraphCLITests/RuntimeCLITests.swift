@@ -124,6 +124,19 @@ import Testing
         #expect(
             overridden.stderr.hasPrefix("speechgraph: error: --set asr.dict: node 'asr' (recognizer): "),
             "\(overridden.stderr)")
+        // Settings that do not go together are found by plain check, at the value, with nothing read.
+        let both = dir.path("both.graph")
+        try """
+        node src = push.input
+        node asr = recognizer { phrases: "call my mother", grammar: "commands.jsgf" }
+        node out = console
+        src -> asr -> out
+        """.write(toFile: both, atomically: true, encoding: .utf8)
+        let clash = try Run.speechgraph(["check", both])
+        #expect(clash.status == 2)
+        #expect(
+            clash.stderr.hasPrefix("\(both):2:34: error: 'phrases' and a grammar do not go together"), "\(clash.stderr)"
+        )
     }
 
     @Test("check --plan of a JACK graph opens no JACK client: with no server at all it plans, assuming 48 kHz")
