@@ -1,8 +1,10 @@
 import Foundation
 import SpeechGraph
 import SpeechGraphTestSupport
-import SpeechGraphWyoming
+import Synchronization
 import Testing
+
+@testable import SpeechGraphWyoming
 
 /// A `speechgraph serve --wyoming` process on a free loopback port, stopped by its PID.
 final class WyomingServerProcess {
@@ -396,6 +398,20 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
 }
 
 /// Two servers behind Debian's haproxy in TCP mode, as docs/wyoming.md shows.
+/// The server's log of clients' errors is bounded: a flood costs a line saying so, then a count.
+@Suite struct ClientErrorLogTests {
+    @Test("at most 20 lines in 10 s, then one line that says the next are counted")
+    func boundedLog() {
+        let lines = Mutex<[String]>([])
+        let log = ClientErrorLog { line in lines.withLock { $0.append(line) } }
+        for i in 0..<100 { log.note("error \(i)") }
+        let written = lines.withLock { $0 }
+        #expect(written.count == ClientErrorLog.linesPer10s + 1, "\(written)")
+        #expect(written.first == "error 0" && written.dropLast().last == "error \(ClientErrorLog.linesPer10s - 1)")
+        #expect(written.last?.hasSuffix("client errors in 10 s: the next ones are counted") == true, "\(written)")
+    }
+}
+
 @Suite(.serialized) struct WyomingLoadBalancerTests {
     let dir = TemporaryDirectory()
 
