@@ -75,10 +75,10 @@ public struct LMSpec: Sendable, Equatable {
     /// Reads a spec file; errors come as `file:line:col: error:` diagnostics.
     public init(contentsOf path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
+            let fm = FileManager.default
             let reason =
-                !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-                ? "no such file" : isDirectory.boolValue ? "it is a directory" : "it cannot be read"
+                !fm.fileExists(atPath: path)
+                ? "no such file" : fm.isDirectory(path) ? "it is a directory" : "it cannot be read"
             throw GraphError(Diagnostic.error("cannot read language-model spec \(path): \(reason)", at: nil))
         }
         guard let text = String(data: data, encoding: .utf8) else {

@@ -108,8 +108,7 @@ public enum LMBuilder {
         }
 
         let fm = FileManager.default
-        var isDirectory: ObjCBool = false
-        if fm.fileExists(atPath: directory, isDirectory: &isDirectory), !isDirectory.boolValue {
+        if fm.fileExists(atPath: directory), !fm.isDirectory(directory) {
             throw LMBuildError("cannot write the model into \(directory): it is a file, not a directory")
         }
         do { try fm.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {

@@ -200,10 +200,3 @@ extension SphinxDecoder {
         return ps_set_lm(ps, "interpolated", set) == 0 && ps_set_search(ps, "interpolated") == 0
     }
 }
-
-extension FileManager {
-    func isDirectory(_ path: String) -> Bool {
-        var d: ObjCBool = false
-        return fileExists(atPath: path, isDirectory: &d) && d.boolValue
-    }
-}

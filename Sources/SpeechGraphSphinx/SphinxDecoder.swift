@@ -357,12 +357,7 @@ public final class SphinxDecoder: @unchecked Sendable {
             _ = ps_end_utt(ps)
             utteranceOpen = false
         }
-        let cmn = Self.cmn(ps)
-        for i in initialMean.mean.indices {
-            cmn.pointee.cmn_mean[i] = initialMean.mean[i]
-            cmn.pointee.sum[i] = initialMean.sum[i]
-        }
-        cmn.pointee.nframe = initialMean.frames
+        setMeanState(initialMean)
         let feat = ps_get_feat(ps)!
         if let rows = feat.pointee.cepbuf {
             for r in 0..<Int(LIVEBUFBLOCKSIZE) { rows[r]?.update(repeating: 0, count: Int(feat.pointee.cepsize)) }
@@ -448,6 +443,11 @@ public final class SphinxDecoder: @unchecked Sendable {
 
     /// Puts the live cepstral mean back as `meanState` found it.
     public func restore(_ state: MeanState) {
+        setMeanState(state)
+        noteMean()
+    }
+
+    private func setMeanState(_ state: MeanState) {
         let cmn = Self.cmn(ps)
         guard state.mean.count == Int(cmn.pointee.veclen) else { return }
         for i in state.mean.indices {
@@ -455,7 +455,6 @@ public final class SphinxDecoder: @unchecked Sendable {
             cmn.pointee.sum[i] = state.sum[i]
         }
         cmn.pointee.nframe = state.frames
-        noteMean()
     }
 
     /// With the second pass: the live means this utterance's frames were normalised with, each from `frame` on.

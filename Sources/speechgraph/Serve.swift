@@ -116,9 +116,7 @@ extension SpeechgraphCommand {
                             languages: [language], attribution: ("CMU Sphinx", "https://cmusphinx.github.io"),
                             version: file == nil ? "0.8+5prealpha" : nil, graph: spec, registry: registry))
                 } catch let error as GraphError {
-                    printDiagnostics(error.diagnostics)
-                    let errors = error.diagnostics.filter { $0.severity == .error }.count
-                    printError("\(errors) error\(errors == 1 ? "" : "s") in \(file ?? "the built-in graph")")
+                    printGraphErrors(error, in: file ?? "the built-in graph")
                     throw Reported(code: Exit.usage)
                 } catch let error as SpeechGraphError {
                     // A resource the graph names (a model, a dictionary) that is missing: a runtime failure, as for run.

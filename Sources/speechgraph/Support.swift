@@ -139,9 +139,7 @@ func loadPlan(
         printDiagnostics(Array(planned.warnings.dropFirst(validated.warnings.count)))
         return planned
     } catch let error as GraphError {
-        printDiagnostics(error.diagnostics)
-        let errors = error.diagnostics.filter { $0.severity == .error }.count
-        printError("\(errors) error\(errors == 1 ? "" : "s") in \(path)")
+        printGraphErrors(error, in: path)
         throw Reported(code: Exit.usage)
     } catch let error as SpeechGraphError {
         reportFailure(error, status: nil)
@@ -222,6 +220,13 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
 let diagnosticLimit = 100
 
 /// Prints diagnostics, one a line, the first `diagnosticLimit` of them, then how many more there were.
+/// A graph file's diagnostics, then how many errors it has: `1 error in FILE`.
+func printGraphErrors(_ error: GraphError, in path: String) {
+    printDiagnostics(error.diagnostics)
+    let errors = error.diagnostics.filter { $0.severity == .error }.count
+    printError("\(errors) error\(errors == 1 ? "" : "s") in \(path)")
+}
+
 func printDiagnostics(_ diagnostics: [Diagnostic]) {
     for d in diagnostics.prefix(diagnosticLimit) { printError(d.description) }
     if diagnostics.count > diagnosticLimit {

@@ -84,7 +84,6 @@ extension SpeechgraphCommand {
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
-        enum VADPreset: String, ExpressibleByArgument, CaseIterable { case sensitive, normal, strict }
 
         /// Whether `file` is read as a stream, once, as it comes (not by libsndfile): '-', a FIFO, a device,
         /// /dev/stdin on a pipe (libsndfile cannot read those by name), or with --rate any file (raw samples).

@@ -29,14 +29,11 @@ public struct GraphParser {
         contentsOf path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> GraphSpec {
         guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let fm = FileManager.default
             let message =
-                !exists
+                !fm.fileExists(atPath: path)
                 ? "no such file: \(path)"
-                : isDirectory.boolValue
-                    ? "\(path) is a directory, not a graph file"
-                    : "cannot read: \(path)"
+                : fm.isDirectory(path) ? "\(path) is a directory, not a graph file" : "cannot read: \(path)"
             throw GraphError(.error(message, at: nil))
         }
         guard let text = String(data: data, encoding: .utf8) else {

@@ -65,12 +65,8 @@ public struct GraphPlanner {
             if diagnostics.errorCount == errorsBefore, let validate = type.validate {
                 do { try validate(config) } catch let error as SpeechGraphError {
                     // As a parameter's own error: at its value, or naming the --set that gave it.
-                    if let p = error.parameter, config.overridden.contains(p) {
-                        diagnostics.error("--set \(decl.name.value).\(p): \(error.message)", at: nil)
-                    } else {
-                        diagnostics.error(
-                            error.message, at: error.parameter.flatMap { config.locations[$0] } ?? decl.location)
-                    }
+                    let (override, at) = config.origin(of: error.parameter)
+                    diagnostics.error((override.map { "\($0): " } ?? "") + error.message, at: at)
                 } catch {
                     diagnostics.error("node '\(decl.name.value)': \(error)", at: decl.location)
                 }

@@ -45,13 +45,17 @@ public struct NodeConfig: Sendable {
     /// node, located at the parameter's value or the node's declaration, or, for a value from `--set`, naming the
     /// override (with no place in the file).
     public func located(_ error: SpeechGraphError) -> SpeechGraphError {
-        let message = "node '\(name)' (\(typeName)): \(error.message)"
-        if let parameter = error.parameter, overridden.contains(parameter) {
-            return SpeechGraphError("--set \(name).\(parameter): " + message, parameter: parameter, location: nil)
-        }
+        let (override, at) = origin(of: error.parameter)
         return SpeechGraphError(
-            message, parameter: error.parameter,
-            location: error.parameter.flatMap { locations[$0] } ?? location)
+            (override.map { "\($0): " } ?? "") + "node '\(name)' (\(typeName)): \(error.message)",
+            parameter: error.parameter, location: at)
+    }
+
+    /// Where an error about `parameter` (or about the node, for `nil`) points: for a value from `--set`, that
+    /// override (`--set node.parameter`) and no place in the file; else the value's place, or the node's.
+    public func origin(of parameter: String?) -> (override: String?, location: SourceLocation?) {
+        if let parameter, overridden.contains(parameter) { return ("--set \(name).\(parameter)", nil) }
+        return (nil, parameter.flatMap { locations[$0] } ?? location)
     }
 
     public func number(_ key: String) -> Double? {
