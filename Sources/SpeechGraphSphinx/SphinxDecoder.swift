@@ -85,7 +85,7 @@ public struct SphinxModel: Hashable, Sendable {
                 }
                 throw SpeechGraphError(
                     "model '\(model)' not found in \(searchPath.joined(separator: ", ")) "
-                        + "(install Debian's pocketsphinx-en-us, or set 'model' to a model directory)",
+                        + "(install Debian's pocketsphinx-en-us, or give a model directory's path)",
                     parameter: "model")
             }
             modelDir = dir
@@ -139,7 +139,8 @@ public struct SphinxModel: Hashable, Sendable {
                 lm, ["\(name).lm.bin", "\(name).lm", "\(name).lm.DMP"], suffixes: [".lm.bin", ".lm", ".lm.DMP"],
                 what: "language model", parameter: "lm")
         } else if let jsgf, !fm.fileExists(atPath: jsgf) {
-            throw SpeechGraphError("grammar not found: \(jsgf)", parameter: "jsgf")
+            // 'grammar', or 'jsgf' (its earlier name) when only that is set: resolve(config) maps the error.
+            throw SpeechGraphError("grammar not found: \(jsgf)", parameter: "grammar")
         } else if lm == nil, let dir = modelDir, isDirectory(dir) {
             // With a grammar, the general model's language model (when the model has one) decodes each utterance
             // too, to reject speech outside the grammar.
@@ -162,10 +163,15 @@ public struct SphinxModel: Hashable, Sendable {
         if !phrases.isEmpty {
             return try resolve(phrases: phrases, c, buildSpec: buildSpec)
         }
-        return try resolve(
-            model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
-            jsgf: c.string("grammar") ?? c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()),
-            weight: c.number("weight") ?? 1, buildSpec: buildSpec)
+        do {
+            return try resolve(
+                model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
+                jsgf: c.string("grammar") ?? c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()),
+                weight: c.number("weight") ?? 1, buildSpec: buildSpec)
+        } catch var error as SpeechGraphError where error.parameter == "grammar" && c.string("grammar") == nil {
+            error.parameter = "jsgf"
+            throw error
+        }
     }
 
     /// The weight of `phrases` alone (no `lm`): a boost for them, general speech unchanged. A handful of

@@ -129,7 +129,8 @@ func loadPlan(
             }
             parsedOverrides.insert(
                 contentsOf: recognizers.map {
-                    GraphPlanner.Override(node: $0.name.value, parameter: "results", value: .word(results))
+                    GraphPlanner.Override(
+                        node: $0.name.value, parameter: "results", value: .word(results), origin: "--results")
                 }, at: 0)
         }
         let validated = try planner.validate(spec, overrides: parsedOverrides)
@@ -151,11 +152,13 @@ func loadPlan(
 /// one is a usage error.
 func parseOverrides(_ texts: [String], node: String? = nil) throws -> [GraphPlanner.Override] {
     try texts.map { text in
-        guard let o = GraphPlanner.Override.parse(node.map { "\($0).\(text)" } ?? text) else {
+        guard var o = GraphPlanner.Override.parse(node.map { "\($0).\(text)" } ?? text) else {
             printError(
                 "speechgraph: error: --set expects \(node == nil ? "node.parameter" : "param")=value, got '\(text)'")
             throw Reported(code: Exit.usage)
         }
+        // Named as typed: `--set threshold` when the command gives the node.
+        if node != nil { o.origin = "--set \(o.parameter)" }
         return o
     }
 }
@@ -171,7 +174,8 @@ func reportFailure(_ error: SpeechGraphError, status: StatusLine?) {
 }
 
 /// A graph made in code by the convenience commands (`transcribe`, `vad`), as if written in a file
-/// named `<command>`: every declaration located at 1:1 of that pseudo-file, so errors say where from.
+/// named `<command>`: every declaration located at 1:1 of that pseudo-file. Its nodes are implicit (messages do
+/// not name them: the user never wrote them), and a parameter that comes from an option names the option.
 struct SyntheticGraph {
     private(set) var spec: GraphSpec
     private let here: SourceLocation
@@ -184,12 +188,17 @@ struct SyntheticGraph {
 
     private func located(_ s: String) -> Located<String> { Located(s, at: here) }
 
-    mutating func node(_ name: String, _ type: String, _ parameters: [(String, ValueLiteral)] = []) {
+    /// `options`: for a parameter set from a command-line option, the option (`"dict": "--dict"`).
+    mutating func node(
+        _ name: String, _ type: String, _ parameters: [(String, ValueLiteral)] = [], options: [String: String] = [:]
+    ) {
         spec.nodes.append(
             NodeDeclaration(
                 name: located(name), type: located(type),
-                parameters: parameters.map { ParameterAssignment(name: located($0.0), value: Located($0.1, at: here)) },
-                location: here))
+                parameters: parameters.map {
+                    ParameterAssignment(name: located($0.0), value: Located($0.1, at: here), origin: options[$0.0])
+                },
+                location: here, isImplicit: true))
     }
 
     /// `from -> to`, with optional port names on either side.

@@ -191,6 +191,12 @@ extension SpeechgraphCommand {
                 })
         }
 
+        /// The recognizer's parameters that options set, each with its option (named in errors about its value).
+        static let recognizerOptions = [
+            "model": "--model", "hmm": "--hmm", "lm": "--lm", "weight": "--lm-weight", "phrases": "--phrases",
+            "dict": "--dict", "grammar": "--grammar", "alternatives": "--alternatives", "confidence": "--confidence",
+        ]
+
         private func graph(for file: String, stdin: WAVStreamReader?) -> GraphSpec {
             // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
             var asr: [(String, ValueLiteral)] = [("mode", .word(mode.rawValue))]
@@ -220,7 +226,7 @@ extension SpeechgraphCommand {
             } else {
                 g.node("src", "file.input", [("path", .string(file))])
             }
-            g.node("asr", "recognizer", asr)
+            g.node("asr", "recognizer", asr, options: Self.recognizerOptions)
             if format == .jsonl {
                 g.node("out", "jsonl", [("source", .string(file))])
             } else if format == .srt || format == .vtt {
@@ -229,7 +235,9 @@ extension SpeechgraphCommand {
                 g.node("out", "collect")
             }
             if usesVAD(file, stdin: stdin) {
-                g.node("vad", "vad", vadPreset.map { [("preset", .word($0.rawValue))] } ?? [])
+                g.node(
+                    "vad", "vad", vadPreset.map { [("preset", .word($0.rawValue))] } ?? [],
+                    options: ["preset": "--vad-preset"])
                 g.edge("src", to: "vad")
                 g.edge("vad", "out", to: "asr", "in")
                 g.edge("vad", "events", to: "asr", "control")

@@ -81,7 +81,7 @@ extension SpeechgraphCommand {
         private func graph(for file: String) -> GraphSpec {
             var g = SyntheticGraph(command: "vad")
             g.node("src", "file.input", [("path", .string(file))])
-            g.node("vad", "vad", preset.map { [("preset", .word($0.rawValue))] } ?? [])
+            g.node("vad", "vad", preset.map { [("preset", .word($0.rawValue))] } ?? [], options: ["preset": "--preset"])
             g.node("out", "collect")
             g.edge("src", to: "vad")
             g.edge("vad", "events", to: "out")

@@ -52,9 +52,13 @@ public enum ValueLiteral: Sendable, Equatable, CustomStringConvertible {
 public struct ParameterAssignment: Sendable {
     public var name: Located<String>
     public var value: Located<ValueLiteral>
-    public init(name: Located<String>, value: Located<ValueLiteral>) {
+    /// The command-line option the value came from, when a command made the graph (`--model` of `transcribe`):
+    /// a message about the value names the option, not a place in a file the user never saw.
+    public var origin: String?
+    public init(name: Located<String>, value: Located<ValueLiteral>, origin: String? = nil) {
         self.name = name
         self.value = value
+        self.origin = origin
     }
 }
 
@@ -63,13 +67,18 @@ public struct NodeDeclaration: Sendable {
     public var type: Located<String>
     public var parameters: [ParameterAssignment]
     public var location: SourceLocation
+    /// A node a command made for the user (`transcribe`'s file input and recognizer), not one the user wrote:
+    /// messages about it do not name it.
+    public var isImplicit: Bool
     public init(
-        name: Located<String>, type: Located<String>, parameters: [ParameterAssignment], location: SourceLocation
+        name: Located<String>, type: Located<String>, parameters: [ParameterAssignment], location: SourceLocation,
+        isImplicit: Bool = false
     ) {
         self.name = name
         self.type = type
         self.parameters = parameters
         self.location = location
+        self.isImplicit = isImplicit
     }
 }
 

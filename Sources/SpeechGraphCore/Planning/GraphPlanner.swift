@@ -12,11 +12,17 @@ public struct GraphPlanner {
         public var node: String
         public var parameter: String
         public var value: ValueLiteral
-        public init(node: String, parameter: String, value: ValueLiteral) {
+        /// How messages name the override: as the user typed it (`--set threshold` for `speechgraph vad`, whose
+        /// overrides are all the vad node's); `--set node.parameter` when nil.
+        public var origin: String?
+        public init(node: String, parameter: String, value: ValueLiteral, origin: String? = nil) {
             self.node = node
             self.parameter = parameter
             self.value = value
+            self.origin = origin
         }
+
+        var label: String { origin ?? "--set \(node).\(parameter)" }
 
         /// Parses `node.param=value`; the value is read as it would be in a graph file.
         public static func parse(_ text: String) -> Override? {
@@ -64,9 +70,9 @@ public struct GraphPlanner {
             // The values together, once each is right on its own.
             if diagnostics.errorCount == errorsBefore, let validate = type.validate {
                 do { try validate(config) } catch let error as SpeechGraphError {
-                    // As a parameter's own error: at its value, or naming the --set that gave it.
-                    let (override, at) = config.origin(of: error.parameter)
-                    diagnostics.error((override.map { "\($0): " } ?? "") + error.message, at: at)
+                    // As a parameter's own error: at its value, or naming the option that gave it.
+                    let (option, at) = config.origin(of: error.parameter)
+                    diagnostics.error((option.map { "\($0): " } ?? "") + error.message, at: at)
                 } catch {
                     diagnostics.error("node '\(decl.name.value)': \(error)", at: decl.location)
                 }
@@ -79,7 +85,7 @@ public struct GraphPlanner {
         }
         for o in overrides where !spec.nodes.contains(where: { $0.name.value == o.node }) {
             diagnostics.error(
-                "--set \(o.node).\(o.parameter): no node named '\(o.node)'"
+                "\(o.label): no node named '\(o.node)'"
                     + didYouMean(o.node, spec.nodes.map(\.name.value)), at: nil)
         }
 
@@ -310,8 +316,7 @@ public struct GraphPlanner {
                 } catch let error as SpeechGraphError {
                     let node = plan.nodes[i]
                     throw SpeechGraphError(
-                        "node '\(node.name)' (\(descriptor.typeName)): \(error.message)",
-                        parameter: error.parameter, location: node.location)
+                        node.config.about(error.message), parameter: error.parameter, location: node.location)
                 }
                 let wantRate: Int?
                 switch requirement.rate {
@@ -442,6 +447,7 @@ public struct GraphPlanner {
         _ diagnostics: inout DiagnosticList
     ) -> NodeConfig {
         var config = NodeConfig(name: decl.name.value, typeName: descriptor.typeName, location: decl.location)
+        config.isImplicit = decl.isImplicit
         var seen: [String: SourceLocation] = [:]
         let names = descriptor.parameters.map(\.name)
         var failed: Set<String> = []
@@ -464,7 +470,7 @@ public struct GraphPlanner {
                 config.values[name] = v
                 // A value from --set has no place in the file (nor keeps the one it replaced).
                 config.locations[name] = location
-                if origin != nil { config.overridden.insert(name) } else { config.overridden.remove(name) }
+                config.origins[name] = origin
             case .failure(let error):
                 failed.insert(name)
                 diagnostics.error((origin.map { "\($0): " } ?? "") + error.message, at: location)
@@ -481,11 +487,11 @@ public struct GraphPlanner {
             seen[assignment.name.value] = assignment.name.location
             apply(
                 assignment.name.value, assignment.value.value, at: assignment.value.location,
-                nameAt: assignment.name.location, from: nil)
+                nameAt: assignment.name.location, from: assignment.origin)
         }
         for o in overrides {
             failed.remove(o.parameter)
-            apply(o.parameter, o.value, at: nil, nameAt: nil, from: "--set \(o.node).\(o.parameter)")
+            apply(o.parameter, o.value, at: nil, nameAt: nil, from: o.label)
             seen[o.parameter] = decl.location
         }
         for p in descriptor.parameters where p.isRequired && config.values[p.name] == nil && !failed.contains(p.name) {

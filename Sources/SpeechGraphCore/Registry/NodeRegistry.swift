@@ -26,9 +26,11 @@ public struct NodeConfig: Sendable {
     public var values: [String: ParameterValue]
     public var locations: [String: SourceLocation]
     public var location: SourceLocation?
-    /// Parameters whose value came from the command line (`--set`), not the file: an error about one names the
-    /// override, not a place in the file.
-    public var overridden: Set<String> = []
+    /// Parameters whose value came from the command line, each with the option that gave it (`--set asr.dict`,
+    /// or `--dict` of a command that made the graph): an error about one names the option, not a place in the file.
+    public var origins: [String: String] = [:]
+    /// A node a command made for the user (see `NodeDeclaration.isImplicit`): messages do not name it.
+    public var isImplicit = false
 
     public init(
         name: String, typeName: String, values: [String: ParameterValue] = [:],
@@ -42,19 +44,25 @@ public struct NodeConfig: Sendable {
     }
 
     /// `error` (from this node, about one of its parameters or none) as the node's: its message prefixed with the
-    /// node, located at the parameter's value or the node's declaration, or, for a value from `--set`, naming the
-    /// override (with no place in the file).
+    /// node, located at the parameter's value or the node's declaration, or, for a value from the command line,
+    /// naming the option (with no place in the file).
     public func located(_ error: SpeechGraphError) -> SpeechGraphError {
-        let (override, at) = origin(of: error.parameter)
+        let (option, at) = origin(of: error.parameter)
         return SpeechGraphError(
-            (override.map { "\($0): " } ?? "") + "node '\(name)' (\(typeName)): \(error.message)",
-            parameter: error.parameter, location: at)
+            (option.map { "\($0): " } ?? "") + about(error.message), parameter: error.parameter, location: at)
     }
 
-    /// Where an error about `parameter` (or about the node, for `nil`) points: for a value from `--set`, that
-    /// override (`--set node.parameter`) and no place in the file; else the value's place, or the node's.
-    public func origin(of parameter: String?) -> (override: String?, location: SourceLocation?) {
-        if let parameter, overridden.contains(parameter) { return ("--set \(name).\(parameter)", nil) }
+    /// A message about this node, as the user should read it: `node 'asr' (recognizer): message`, or the
+    /// message alone for a node the user did not write.
+    public func about(_ message: String) -> String {
+        isImplicit ? message : "node '\(name)' (\(typeName)): \(message)"
+    }
+
+    /// Where an error about `parameter` (or about the node, for `nil`) points: for a value from the command line,
+    /// the option that gave it (`--set node.parameter`, `--dict`) and no place in the file; else the value's
+    /// place, or the node's.
+    public func origin(of parameter: String?) -> (option: String?, location: SourceLocation?) {
+        if let parameter, let option = origins[parameter] { return (option, nil) }
         return (nil, parameter.flatMap { locations[$0] } ?? location)
     }
 

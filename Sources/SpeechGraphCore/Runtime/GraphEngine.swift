@@ -195,7 +195,9 @@ final class GraphEngine {
     }
 
     var warnings: [String] {
-        nodes.indices.flatMap { i in nodes[i].warnings.map { "node '\(plan.nodes[i].name)': \($0)" } }
+        nodes.indices.flatMap { i in
+            nodes[i].warnings.map { plan.nodes[i].config.isImplicit ? $0 : "node '\(plan.nodes[i].name)': \($0)" }
+        }
     }
 
     /// The source nodes that receive audio on their own time (`live`: JACK ports, pushed inputs), or those that
