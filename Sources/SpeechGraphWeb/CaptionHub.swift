@@ -187,6 +187,9 @@ final class CaptionHub: Sendable {
         var replay = CircularBuffer<ViewerMessage>(initialCapacity: 16)
         /// The latest volatile result of each node whose utterance is not final yet.
         var inFlight: [String: ViewerMessage] = [:]
+        /// The latest speech event of each vad node (whether it hears speech now): a page loaded mid-sentence lights
+        /// its speech indicator at once, not at the next utterance.
+        var speech: [String: ViewerMessage] = [:]
         var text = ""
         var srt = SubtitleWriter(format: .srt)
         var vtt = SubtitleWriter(format: .vtt)
@@ -219,6 +222,7 @@ final class CaptionHub: Sendable {
     func publish(_ event: GraphEvent) {
         let key: String?
         var final: Transcription?
+        var speechNode: String?
         switch event {
         case .result(let t) where t.isFinal:
             key = nil
@@ -228,6 +232,10 @@ final class CaptionHub: Sendable {
             key = "result/" + t.node
         case .level(let node, _, _, _):
             key = "level/" + node
+        case .speechStarted(let node, _), .speechEnded(let node, _), .speechPaused(let node, _),
+            .speechResumed(let node, _):
+            key = nil
+            speechNode = node
         default:
             key = nil
         }
@@ -250,6 +258,10 @@ final class CaptionHub: Sendable {
                 }
             } else if case .result(let t) = event {
                 s.inFlight[t.node] = message
+            } else if let speechNode {
+                // For the replay, droppable as a volatile result is: the replay fits a viewer's queue without it.
+                s.speech[speechNode] = ViewerMessage(
+                    kind: .event, json: message.json, supersededBy: "speech/" + speechNode)
             }
             for (id, viewer) in s.viewers where !viewer.enqueue(message) {
                 s.viewers[id] = nil
@@ -268,6 +280,7 @@ final class CaptionHub: Sendable {
             guard !s.ended else { return }
             s.ended = true
             s.inFlight = [:]
+            s.speech = [:]
             for viewer in s.viewers.values { _ = viewer.enqueue(.end) }
         }
         scheduleFlush()
@@ -284,14 +297,15 @@ final class CaptionHub: Sendable {
 
     // MARK: the server's side (on the event loop)
 
-    /// A new viewer: it gets `hello`, the replay (the last final results, then the volatile results in
-    /// flight), and from then on every event. `false` when there are already `limit` viewers.
+    /// A new viewer: it gets `hello`, the replay (the last final results, each vad's latest speech event, then
+    /// the volatile results in flight), and from then on every event. `false` when there are already `limit` viewers.
     func add(_ viewer: Viewer, limit: Int) -> Bool {
         let added = state.withLock { s -> Bool in
             guard s.viewers.count < limit else { return false }
             // The replay fits the queue (WebSink checks `replay` against `queue`); what is in flight is droppable.
             _ = viewer.enqueue(hello)
             for message in s.replay { _ = viewer.enqueue(message) }
+            for node in s.speech.keys.sorted() { _ = viewer.enqueue(s.speech[node]!) }
             for node in s.inFlight.keys.sorted() { _ = viewer.enqueue(s.inFlight[node]!) }
             if s.ended { _ = viewer.enqueue(.end) }
             s.viewers[ObjectIdentifier(viewer)] = viewer

@@ -9,14 +9,17 @@ import Testing
 #endif
 
 /// For these tests: a final result for every 160 frames that begin with a sample of 1 (frames counted from the
-/// start of the stream, so however the audio is cut into blocks), numbered from 1.
+/// start of the stream, so however the audio is cut into blocks), numbered from 1; speechStarted for 160 frames
+/// that begin with 0.5, speechEnded for -0.5 (as node 'vad').
 final class FinalsEmitter: GraphNode {
     static let type = NodeType(
         NodeDescriptor(
             typeName: "test.finals", summary: "Final results on marked audio (tests only).", category: .analysis,
             ports: [
                 .audioInput("in", doc: "Audio; 160 frames beginning with 1.0 make a final result."),
-                .eventOutput("events", emits: .only([.result]), doc: "Final results."),
+                .eventOutput(
+                    "events", emits: .only([.result, .speechStarted, .speechEnded]),
+                    doc: "Final results, speech events."),
             ], parameters: []),
         make: { _ in FinalsEmitter() })
 
@@ -27,9 +30,13 @@ final class FinalsEmitter: GraphNode {
 
     func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
         for i in 0..<block.frameCount {
-            if frame % 160 == 0 && block.samples[i * block.format.channelCount] >= 0.99 {
+            let first = block.samples[i * block.format.channelCount]
+            let t = Double(frame) / 16000
+            if frame % 160 == 0 && abs(first) == 0.5 {
+                try output.emit(first > 0 ? .speechStarted(node: "vad", time: t) : .speechEnded(node: "vad", time: t))
+            }
+            if frame % 160 == 0 && first >= 0.99 {
                 count += 1
-                let t = Double(frame) / 16000
                 try output.emit(
                     .result(
                         Transcription(
@@ -126,6 +133,8 @@ final class TestViewer: @unchecked Sendable {
         var hello = 0
         var finals: [Int] = []
         var lastLevelTime = -1.0
+        /// Speech events, as their type: speechStarted, speechEnded.
+        var speech: [String] = []
         var ended = false
         var closed = false
         var webSocketClose: (code: Int, reason: String)?
@@ -227,6 +236,7 @@ final class TestViewer: @unchecked Sendable {
             case "result":
                 if object["isFinal"] as? Bool == true, let n = object["utterance"] as? Int { s.finals.append(n) }
             case "level": s.lastLevelTime = object["time"] as? Double ?? s.lastLevelTime
+            case let type? where type.hasPrefix("speech"): s.speech.append(type)
             default: break
             }
         }
@@ -305,6 +315,14 @@ struct WebSinkTests {
                 if port == nil { usleep(5000) }
             }
             self.port = try #require(port)
+        }
+
+        /// speechStarted (`true`) or speechEnded, on 10 ms of audio.
+        func push(speech started: Bool) {
+            var audio = [Float](repeating: 0, count: 160)
+            audio[0] = started ? 0.5 : -0.5
+            _ = pusher.write(audio, waitForRoom: true)
+            frames += audio.count
         }
 
         /// `count` final results (10 ms of audio each), then `silence` seconds of audio with levels only.
@@ -468,6 +486,22 @@ struct WebSinkTests {
         try await served.end()
         for viewer in [sse, ws] { #expect(viewer.wait { $0.ended && $0.closed }, "\(viewer.received)") }
         #expect(ws.received.webSocketClose?.code == 1000)
+    }
+
+    @Test("a viewer that comes while speech is heard learns it at once, and one that comes after it, that it ended")
+    func speechStateIsReplayed() async throws {
+        let served = try Served(web: "replay: 5")
+        served.push(finals: 2)
+        served.push(speech: true)
+        _ = try served.waitForHealth { $0["events"] as? Int ?? 0 >= 3 }
+        let during = try TestViewer(port: served.port, webSocket: true)
+        #expect(during.wait { $0.finals == [1, 2] && $0.speech == ["speechStarted"] }, "\(during.received)")
+        served.push(speech: false)
+        #expect(during.wait { $0.speech == ["speechStarted", "speechEnded"] }, "\(during.received)")
+        let after = try TestViewer(port: served.port)
+        #expect(after.wait { $0.finals == [1, 2] && $0.speech == ["speechEnded"] }, "\(after.received)")
+        try await served.end()
+        for viewer in [during, after] { #expect(viewer.wait { $0.ended && $0.closed }, "\(viewer.received)") }
     }
 
     @Test("a replay larger than the connection's buffers arrives whole with nothing published after it")
