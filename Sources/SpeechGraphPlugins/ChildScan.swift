@@ -11,6 +11,8 @@ public enum ChildScan {
     public enum Outcome: Sendable {
         case manifest(PluginManifest)
         case refused(String)
+        /// No answer in time (a plugin that hangs, or a machine too busy): not cached.
+        case hung(String)
     }
 
     /// What the child prints on its standard output: one JSON object.
@@ -53,6 +55,7 @@ public enum ChildScan {
         process.standardOutput = stdout
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
+        process.environment = childEnvironment()
         let done = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in done.signal() }
         do { try process.run() } catch {
@@ -64,7 +67,7 @@ public enum ChildScan {
         if done.wait(timeout: .now() + timeout) == .timedOut {
             kill(process.processIdentifier, SIGKILL)
             done.wait()
-            return .refused(String(format: "it hung while loading (no answer within %.0f s)", timeout))
+            return .hung(String(format: "it hung while loading (no answer within %.0f s)", timeout))
         }
         let out = reports.finish()
         let err = errors.finish()
@@ -80,6 +83,15 @@ public enum ChildScan {
         }
         if let manifest = report.manifest { return .manifest(manifest) }
         return .refused(report.error ?? "its validation gave no reason")
+    }
+
+    /// The environment of a child that loads a plugin: Swift's backtracer off, so that a plugin that crashes the
+    /// child ends it with its signal (which the host reports in one line) instead of a page of backtrace of
+    /// speechgraph, as if speechgraph had crashed; and a crash the backtracer's handler returned from is no pass.
+    public static func childEnvironment() -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        return environment
     }
 
     static func lastLine(_ data: Data) -> String? {

@@ -72,9 +72,12 @@ public struct PluginCatalog: Sendable {
                         let result = Self.validate(path: path, scanner: scanner)
                         entry.manifest = result.manifest
                         entry.problem = result.problem
-                        cache.entries[path] = PluginCache.Record(
-                            stamp: stamp, manifest: result.manifest, problem: result.problem)
-                        changed = true
+                        // A hang may be a busy machine's: not remembered, tried again next time.
+                        if !result.hung {
+                            cache.entries[path] = PluginCache.Record(
+                                stamp: stamp, manifest: result.manifest, problem: result.problem)
+                            changed = true
+                        }
                     }
                 } else {
                     entry.problem = "it cannot be read"
@@ -114,24 +117,26 @@ public struct PluginCatalog: Sendable {
         }
     }
 
-    /// Seconds a plugin may take to load (and make each node once) before it counts as hung.
-    public static let loadTimeout = 2.0
+    /// Seconds a plugin may take to load (and make each node once) before it counts as hung: far above what a
+    /// plugin needs (milliseconds), so that a loaded machine does not make a slow one look hung.
+    public static let loadTimeout = 5.0
 
     /// Why loading `path` would be unsafe (another user could write to it or to a directory above it), or `nil`.
     public static func permissionProblem(path: String) -> String? { PluginPermissions.problem(path: path) }
 
     /// Validates one plugin file: its manifest, or why it is refused.
-    static func validate(path: String, scanner: Scanner) -> (manifest: PluginManifest?, problem: String?) {
+    static func validate(path: String, scanner: Scanner) -> (manifest: PluginManifest?, problem: String?, hung: Bool) {
         switch scanner {
         case .inProcess:
-            do { return (try PluginLibrary(path: path).manifest(), nil) } catch {
-                return (nil, "\(error)")
+            do { return (try PluginLibrary(path: path).manifest(), nil, false) } catch {
+                return (nil, "\(error)", false)
             }
         case .process(let executable):
             let outcome = ChildScan.run(executable: executable, plugin: path, timeout: loadTimeout)
             switch outcome {
-            case .manifest(let m): return (m, nil)
-            case .refused(let why): return (nil, why)
+            case .manifest(let m): return (m, nil, false)
+            case .refused(let why): return (nil, why, false)
+            case .hung(let why): return (nil, why, true)
             }
         }
     }

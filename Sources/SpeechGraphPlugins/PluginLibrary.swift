@@ -24,8 +24,15 @@ final class PluginLibrary: Sendable {
     init(path: String) throws {
         self.path = path
         // Loads its code, and runs its constructors: only ever first in a child process (PluginCatalog).
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+        // A name without a slash would be looked for on the library path, not in the current directory.
+        guard let handle = dlopen(path.contains("/") ? path : "./" + path, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown reason"
+            if reason.contains("undefined symbol: __rtsan_") {
+                // RealtimeSanitizer's runtime is only there when `speechgraph plugin check` preloads it.
+                throw PluginError(
+                    "it was built with -fsanitize=realtime, which is for `speechgraph plugin check` only: build it "
+                        + "again without that flag to use it")
+            }
             throw PluginError("it cannot be loaded: \(reason)")
         }
         guard let abiSymbol = dlsym(handle, SG_PLUGIN_ABI_SYMBOL) else {
@@ -236,7 +243,9 @@ enum DescriptorReader {
                     if !p.min.isFinite || !p.max.isFinite || p.min > p.max {
                         fail("parameter '\(name)' has an empty or infinite range (\(p.min) to \(p.max))")
                     } else if !required && !(p.min...p.max).contains(p.number_default) {
-                        fail("parameter '\(name)''s default \(p.number_default) is outside its range")
+                        fail(
+                            "parameter '\(name)''s default \(p.number_default) is outside its range (\(p.min) to \(p.max))"
+                        )
                     }
                     if type == .integer && p.number_default != p.number_default.rounded() {
                         fail("integer parameter '\(name)' has default \(p.number_default)")

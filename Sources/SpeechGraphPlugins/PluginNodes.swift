@@ -35,7 +35,7 @@ extension NodeManifest {
                 throw SpeechGraphError("plugin \(path) no longer offers node type '\(manifest.typeName)'")
             }
             switch manifest.kind {
-            case .audio: return try PluginAudioNode(cls: cls, realtimeSafe: manifest.realtimeSafe, context: context)
+            case .audio: return try PluginAudioNode(cls: cls, manifest: manifest, context: context)
             case .event: return try PluginEventNode(cls: cls, manifest: manifest, context: context)
             }
         }
@@ -144,7 +144,7 @@ public class PluginNodeBase {
             self.host = nil
             host.deallocate()
             throw SpeechGraphError(
-                "node '\(name)' could not be made: \(Self.sentence(error, or: "its plugin gave no reason"))")
+                "could not be made: \(Self.sentence(error, or: "its plugin gave no reason"))")
         }
         instance = made
     }
@@ -159,7 +159,8 @@ public class PluginNodeBase {
         -> Int32
     { -1 }
 
-    public var warnings: [String] { collected.map { "node '\(name)': \($0)" } }
+    /// The plugin's warnings (the graph names the node).
+    public var warnings: [String] { collected }
 
     public func close() {
         if let instance { cls.pointee.destroy?(instance) }
@@ -201,11 +202,22 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
     private let maxFrames: Int
     /// Its `process` runs on the audio server's real-time thread.
     public private(set) var isHostedInRealtime = false
+    /// What the plugin writes is cleaned as a source's audio is: a NaN from a plugin must not reach the nodes
+    /// after it (in the real-time thread, the jack.input node cleans what the plugin made).
+    private var sampleGuard = SampleGuard()
 
-    init(cls: UnsafePointer<sg_node_class>, realtimeSafe: Bool, context: NodeContext) throws {
-        guard let input = context.inputFormats["in"], let out = context.outputFormats["out"] else {
-            throw SpeechGraphError("node '\(context.config.name)' has no audio input connected")
+    public override var warnings: [String] {
+        super.warnings + (sampleGuard.warning.map { ["its output: \($0)"] } ?? [])
+    }
+
+    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, context: NodeContext) throws {
+        // Its one audio input and one audio output (the manifest checked that), whatever their names.
+        let inName = manifest.ports.first { $0.isAudio && $0.isInput }?.name ?? "in"
+        let outName = manifest.ports.first { $0.isAudio && !$0.isInput }?.name ?? "out"
+        guard let input = context.inputFormats[inName], let out = context.outputFormats[outName] else {
+            throw SpeechGraphError("its audio input '\(inName)' is not connected")
         }
+        let realtimeSafe = manifest.realtimeSafe
         outputFormat = out
         maxFrames = max(1, context.maxBlockFrames)
         output = .allocate(capacity: maxFrames * out.channelCount)
@@ -218,10 +230,10 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         if let prepare = cls.pointee.prepare, prepare(instance, &setup, &error, error.count) != 0 {
             close()
             throw SpeechGraphError(
-                "node '\(name)' could not be prepared: \(Self.sentence(error, or: "its plugin gave no reason"))")
+                "could not be prepared: \(Self.sentence(error, or: "its plugin gave no reason"))")
         }
         if realtimeSafe, input.channelCount == out.channelCount, let process = cls.pointee.process,
-            let source = context.sources["in"], source.consumers == 1,
+            let source = context.sources[inName], source.consumers == 1,
             let host = context.resources.realtimeHost(for: source.node)
         {
             let processor = RealtimeProcessor(
@@ -249,6 +261,9 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         while start < frames {
             let n = min(maxFrames, frames - start)
             process(instance, base + start * inChannels, output, UInt32(n))
+            sampleGuard.clean(
+                UnsafeMutableBufferPointer(start: output, count: n * outputFormat.channelCount),
+                channels: outputFormat.channelCount)
             try next.emit(
                 AudioBlock(
                     samples: UnsafeBufferPointer(start: output, count: n * outputFormat.channelCount),

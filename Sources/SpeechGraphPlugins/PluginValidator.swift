@@ -100,16 +100,34 @@ public struct PluginValidator {
         return out.sorted { $0.key < $1.key }
     }
 
+    /// The host a node is checked with. Its `emit` refuses what the graph's host refuses (PluginEventNode):
+    /// a port that is not one of the node's event outputs, a kind that port does not declare.
     final class TestHost {
         var host = sg_host()
-        var emitted: [String] = []
-        init() {
+        /// The node's event outputs, in order (none for an audio node: it cannot emit).
+        let outputs: [(name: String, kinds: [String]?)]
+        /// What it emitted that a graph would refuse, each as a sentence.
+        var refused: [String] = []
+        init(_ node: NodeManifest) {
+            outputs = node.kind == .event ? node.ports.filter { !$0.isInput }.map { ($0.name, $0.eventKinds) } : []
             host.abi = sg_abi_version(major: UInt32(SG_ABI_MAJOR), minor: UInt32(SG_ABI_MINOR))
             host.warn = { _, _ in }
             host.emit = { context, port, kind, _, _, _ in
-                guard let context, let kind else { return -1 }
+                guard let context else { return -1 }
                 let me = Unmanaged<TestHost>.fromOpaque(context).takeUnretainedValue()
-                me.emitted.append("\(port):\(String(cString: kind))")
+                let k = kind.map { String(cString: $0) } ?? "(no kind)"
+                guard me.outputs.indices.contains(Int(port)) else {
+                    me.refused.append(
+                        "it emitted '\(k)' on port \(port), but has \(me.outputs.count) event output"
+                            + (me.outputs.count == 1 ? "" : "s"))
+                    return -1
+                }
+                let (name, kinds) = me.outputs[Int(port)]
+                if kind == nil || kinds.map({ !$0.contains(k) }) ?? false {
+                    me.refused.append(
+                        "it emitted '\(k)' on '\(name)', which declares only \((kinds ?? []).joined(separator: ", "))")
+                    return -1
+                }
                 return 0
             }
         }
@@ -141,7 +159,7 @@ public struct PluginValidator {
     /// Makes a node with its defaults, prepares it at 16 kHz, runs 1024 frames of silence (or nothing, for an
     /// event node), resets and destroys it. Refusals are not failures here; crashes are (they end the child).
     static func smoke(_ node: NodeManifest, _ cls: UnsafePointer<sg_node_class>) {
-        let host = TestHost()
+        let host = TestHost(node)
         let made = create(cls, node, host, values(node))
         guard let instance = made.instance else { return }
         if node.kind == .audio {
@@ -232,7 +250,7 @@ public struct PluginValidator {
         let outChannels = output.channels > 0 ? output.channels : channels
         let rates = input.rate > 0 ? [input.rate] : Self.rates
         let t = node.typeName
-        let host = TestHost()
+        let host = TestHost(node)
 
         for rate in rates {
             check(
@@ -393,7 +411,7 @@ public struct PluginValidator {
 
     mutating func checkEvent(_ node: NodeManifest, _ cls: UnsafePointer<sg_node_class>) {
         let t = node.typeName
-        let host = TestHost()
+        let host = TestHost(node)
         let inputs = node.ports.filter(\.isInput)
         let samples: [GraphEvent] = [
             .speechStarted(node: "vad", time: 0.5),
@@ -417,12 +435,19 @@ public struct PluginValidator {
                     for event in samples where port.eventKinds.map({ $0.contains(event.kind.rawValue) }) ?? true {
                         var error = [CChar](repeating: 0, count: 512)
                         let status = Self.deliver(cls, instance, port: index, event, &error)
-                        if status != 0 && PluginNodeBase.sentence(error, or: "").isEmpty {
-                            return "handle_event failed on \(event.kind) without a reason"
+                        if let refused = host.refused.first {
+                            return "on \(event.kind): \(refused) (in a graph, that stops it)"
+                        }
+                        if status != 0 {
+                            // In a graph, a failed handle_event stops the graph: an event a node does not want
+                            // is one to ignore (return 0), not a failure.
+                            return "handle_event failed on \(event.kind) (in a graph, that stops it): "
+                                + PluginNodeBase.sentence(error, or: "it gave no reason")
                         }
                     }
                 }
                 cls.pointee.reset?(instance)
+                if let refused = host.refused.first { return "in reset: \(refused) (in a graph, that stops it)" }
                 _ = round
             }
             return nil

@@ -22,6 +22,14 @@ struct PluginOptions: ParsableArguments {
     func registry(_ base: NodeRegistry = BuiltinNodes.registry()) -> NodeRegistry {
         var registry = base
         let environment = ProcessInfo.processInfo.environment
+        // The default directories usually do not exist; one the user typed should.
+        for dir in pluginPath.flatMap({ $0.split(separator: ":").map(String.init) })
+        where !FileManager.default.isDirectory(dir) {
+            let what =
+                FileManager.default.fileExists(atPath: dir)
+                ? "is a file, not a directory (give the directory that holds the plugin)" : "no such directory"
+            printError("speechgraph: warning: --plugin-path \(dir): \(what)")
+        }
         var catalog = PluginCatalog(
             directories: PluginCatalog.searchPath(extra: pluginPath, environment: environment),
             scanner: .process(executable: selfExecutable()),
@@ -138,7 +146,7 @@ enum PluginCheckRun {
         process.standardOutput = pipe
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ChildScan.childEnvironment()
         var outcome = Outcome()
         let sanitized = RealtimeSanitizer.isInstrumented(plugin)
         if sanitized {
@@ -148,7 +156,8 @@ enum PluginCheckRun {
             } else {
                 outcome.failure =
                     "the plugin was built with -fsanitize=realtime, and the RealtimeSanitizer runtime "
-                    + "(libspeechgraph-rtsan.so, made by `make`) is not next to speechgraph"
+                    + "(libspeechgraph-rtsan.so, made by `make` or scripts/build-rtsan.sh) is not next to speechgraph "
+                    + "nor where SPEECHGRAPH_RTSAN_RUNTIME says"
                 return outcome
             }
         } else {

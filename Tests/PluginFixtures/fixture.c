@@ -2,7 +2,10 @@
 // each chosen with one -D flag: ABI_MAJOR/ABI_MINOR, NO_ENTRY, BAD_DEFAULT, CLASH, CRASH_IN_CONSTRUCTOR,
 // CRASH_IN_ENTRY, CRASH_IN_CREATE, HANG_IN_ENTRY, MALLOC_IN_PROCESS, FIXTURE_TYPE (another type name; make
 // bench builds 20), LOAD_LOG (appends a line to the file named
-// by $FIXTURE_LOAD_LOG each time the library is loaded).
+// by $FIXTURE_LOAD_LOG each time the library is loaded), PORT_NAMES (audio ports named 'audio' and
+// 'processed'), NAN_OUTPUT (writes NaN), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
+// for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
+// does not have, with FAIL_EVENT it fails on every final result).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +74,26 @@ static void pass_process(void *node, const float *input, float *output, uint32_t
     for (uint32_t i = 0; i < frames * p->channels; i++) {
         float x = input[i] * p->gain;
         output[i] = x == x && x < 1e30f && x > -1e30f ? x : 0;
+#ifdef NAN_OUTPUT
+        output[i] = __builtin_nanf("");
+#endif
     }
 }
 
 static void pass_destroy(void *node) { free(node); }
 
+#ifdef PORT_NAMES
+static const sg_port_descriptor ports[] = {
+    {.name = "audio", .direction = SG_PORT_INPUT, .kind = SG_PORT_AUDIO, .required = 1, .doc = "Audio."},
+    {.name = "processed", .direction = SG_PORT_OUTPUT, .kind = SG_PORT_AUDIO, .format_of = "audio",
+     .doc = "The same audio."},
+};
+#else
 static const sg_port_descriptor ports[] = {
     {.name = "in", .direction = SG_PORT_INPUT, .kind = SG_PORT_AUDIO, .required = 1, .doc = "Audio."},
     {.name = "out", .direction = SG_PORT_OUTPUT, .kind = SG_PORT_AUDIO, .format_of = "in", .doc = "The same audio."},
 };
+#endif
 
 static const sg_param_descriptor params[] = {
 #ifdef BAD_DEFAULT
@@ -116,14 +130,89 @@ static const sg_node_class pass_class = {
     .destroy = pass_destroy,
 };
 
+#ifdef EVENT_NODE
+typedef struct counter {
+    const sg_host *host;
+    double count;
+} counter;
+
+static void *count_create(const sg_host *host, const sg_config *config, char *error, size_t error_size) {
+    (void)config;
+    (void)error;
+    (void)error_size;
+    counter *node = calloc(1, sizeof *node);
+    node->host = host;
+    return node;
+}
+
+static int count_handle(void *node, uint32_t port, const sg_event *event, char *error, size_t error_size) {
+    (void)port;
+    counter *c = node;
+    if (strcmp(event->kind, "result") != 0 || !event->is_final) return 0;
+#ifdef FAIL_EVENT
+    snprintf(error, error_size, "final results are not for me");
+    return -1;
+#else
+    (void)error;
+    (void)error_size;
+#endif
+    c->count += 1;
+    sg_value field = {.name = "count", .type = SG_VALUE_NUMBER, .number = c->count};
+#if defined(BAD_EMIT_KIND)
+    const char *kind = "nope";
+#else
+    const char *kind = "count";
+#endif
+#if defined(BAD_EMIT_PORT)
+    uint32_t out = 3;
+#else
+    uint32_t out = 0;
+#endif
+    if (c->host->emit(c->host->context, out, kind, event->time, &field, 1) != 0) {
+        snprintf(error, error_size, "emit of '%s' on port %u returned -1", kind, out);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *const count_kinds[] = {"count", NULL};
+static const sg_port_descriptor count_ports[] = {
+    {.name = "in", .direction = SG_PORT_INPUT, .kind = SG_PORT_EVENTS, .doc = "Any events."},
+    {.name = "out", .direction = SG_PORT_OUTPUT, .kind = SG_PORT_EVENTS, .event_kinds = count_kinds,
+     .doc = "A count per final result."},
+};
+static const sg_event_kind_descriptor count_kind_docs[] = {{.name = "count", .doc = "Final results so far."}};
+
+static const sg_node_descriptor count_descriptor = {
+    .type_name = "fixture.count",
+    .summary = "Counts final results (a test plugin).",
+    .doc = "",
+    .kind = SG_NODE_EVENT,
+    .category = SG_CATEGORY_ANALYSIS,
+    .ports = count_ports,
+    .port_count = 2,
+    .event_kinds = count_kind_docs,
+    .event_kind_count = 1,
+};
+
+static const sg_node_class count_class = {
+    .descriptor = &count_descriptor,
+    .create = count_create,
+    .handle_event = count_handle,
+    .destroy = pass_destroy,
+};
+
+static const sg_node_class *const classes[] = {&pass_class, &count_class};
+#else
 static const sg_node_class *const classes[] = {&pass_class};
+#endif
 
 static const sg_plugin plugin = {
     .name = "fixture",
     .version = "0.1",
     .description = "A test plugin.",
     .node_classes = classes,
-    .node_class_count = 1,
+    .node_class_count = sizeof classes / sizeof classes[0],
 };
 
 #ifndef NO_ENTRY

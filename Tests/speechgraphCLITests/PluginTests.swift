@@ -194,7 +194,7 @@ import Testing
     @Test("a missing entry point, and a descriptor that does not validate, are refused")
     func badEntryAndDescriptor() throws {
         try expectRefused(["NO_ENTRY"], "exports no entry point 'speechgraph_plugin_entry'")
-        try expectRefused(["BAD_DEFAULT"], "parameter 'gain''s default 5.0 is outside its range")
+        try expectRefused(["BAD_DEFAULT"], "parameter 'gain''s default 5.0 is outside its range (0.0 to 2.0)")
     }
 
     @Test("a plugin that crashes while loading, in its entry point or in a node's constructor, or hangs, is skipped")
@@ -308,5 +308,82 @@ import Testing
         let plain = try compile(Self.fixture, "malloc.so", defines: ["MALLOC_IN_PROCESS"], into: dir.path("rt"))
         let unchecked = try speechgraph(["plugin", "check", plain])
         #expect(unchecked.status == 0 && unchecked.stdout.contains("real-time rules: not checked"))
+        // Built with the sanitizer and put on the path, it is skipped with the reason (its runtime is only there
+        // under `plugin check`), not with a linker's undefined symbol.
+        try FileManager.default.createDirectory(atPath: dir.path("plugins"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: bad, toPath: dir.path("plugins/malloc-rt.so"))
+        let listed = try speechgraph(["nodes"])
+        #expect(
+            listed.stderr.contains(
+                "it was built with -fsanitize=realtime, which is for `speechgraph plugin check` only"),
+            "\(listed.stderr)")
+    }
+
+    @Test("plugin check sees an event node emit what a graph refuses, or fail on an event, before a graph does")
+    func eventNodeChecks() throws {
+        let good = try compile(Self.fixture, "count.so", defines: ["EVENT_NODE"], into: dir.path("ev"))
+        let passed = try speechgraph(["plugin", "check", good])
+        #expect(passed.status == 0 && !passed.stdout.contains("FAIL"), "\(passed.stdout)")
+        for (define, message) in [
+            ("BAD_EMIT_KIND", "it emitted 'nope' on 'out', which declares only count (in a graph, that stops it)"),
+            ("BAD_EMIT_PORT", "it emitted 'count' on port 3, but has 1 event output"),
+            ("FAIL_EVENT", "handle_event failed on result (in a graph, that stops it): final results are not for me"),
+        ] {
+            let bad = try compile(Self.fixture, "\(define).so", defines: ["EVENT_NODE", define], into: dir.path("ev"))
+            let check = try speechgraph(["plugin", "check", bad])
+            #expect(check.status == 1, "\(define): \(check.stdout)")
+            #expect(check.stdout.contains("FAIL fixture.count: ") && check.stdout.contains(message), "\(check.stdout)")
+        }
+    }
+
+    @Test("a plugin's audio ports may have any names; what it writes that is not a number goes no further")
+    func audioPortNamesAndNaN() throws {
+        let speech = dir.path("s.wav")
+        try TestSpeech.synthesize("good morning", to: speech)
+        try compile(Self.fixture, "named.so", defines: ["PORT_NAMES"])
+        let graph = dir.path("named.graph")
+        try """
+        node speech = file.input { path: "\(speech)" }
+        node p = fixture.pass
+        node asr = recognizer { mode: utterance }
+        node screen = console { timestamps: false }
+        speech -> p.audio
+        p.processed -> asr -> screen
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let named = try speechgraph(["run", graph])
+        #expect(named.status == 0 && named.stdout.contains("good morning"), "\(named.stderr)")
+
+        let nanDir = dir.path("nan")
+        try compile(Self.fixture, "nan.so", defines: ["NAN_OUTPUT"], into: nanDir)
+        let plain = dir.path("plain.graph")
+        try """
+        node speech = file.input { path: "\(speech)" }
+        node p = fixture.pass
+        node rec = tap.record { path: "\(dir.path("nan.wav"))" }
+        speech -> p -> rec
+        """.write(toFile: plain, atomically: true, encoding: .utf8)
+        let nan = try speechgraph(["run", "--plugin-path", nanDir, plain])
+        #expect(nan.status == 1)
+        #expect(nan.stderr.contains("warning: node 'p': its output: "), "\(nan.stderr)")
+        #expect(nan.stderr.contains("not a number (NaN or infinite) and were faded out to silence"))
+        let recorded = try AudioFile(path: dir.path("nan.wav"))
+        var samples = [Float](repeating: 0, count: Int(recorded.frameCount) * recorded.channelCount)
+        let read = try samples.withUnsafeMutableBufferPointer {
+            try recorded.read(into: $0.baseAddress!, frames: Int(recorded.frameCount))
+        }
+        #expect(read > 0)
+        #expect(samples.allSatisfy { $0.isFinite })
+    }
+
+    @Test("plugin check of a file named without a directory, and a --plugin-path that is not a directory")
+    func pathsAsTyped() throws {
+        let plugin = try compile(Self.fixture, "here.so", into: dir.path("cwd"))
+        let check = try Run.process(
+            TestPaths.binary.path, ["plugin", "check", "here.so"], environment: environment,
+            currentDirectory: URL(fileURLWithPath: dir.path("cwd")))
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        let listed = try speechgraph(["nodes", "--plugin-path", plugin, "--plugin-path", dir.path("none")])
+        #expect(listed.stderr.contains("--plugin-path \(plugin): is a file, not a directory"), "\(listed.stderr)")
+        #expect(listed.stderr.contains("--plugin-path \(dir.path("none")): no such directory"))
     }
 }

@@ -203,12 +203,13 @@ typedef struct sg_event {
 typedef struct sg_host {
     sg_abi_version abi;    /* the host's ABI version */
     void *context;         /* pass it back to the functions below */
-    /* [graph-thread] Event nodes, during `handle_event` or `finish`: emit an event of `kind` (one the
+    /* [graph-thread] Event nodes, during `handle_event` or `reset`: emit an event of `kind` (one the
        output port declares) on event output `port` (index among the node's outputs), at audio time `time`
        (NaN: none), with `count` fields. Returns 0, or -1 when the kind or the port is refused. */
     int (*emit)(void *context, uint32_t port, const char *kind, double time, const sg_value *fields,
                 uint32_t count);
-    /* [main-thread, graph-thread] Tell the user something that did not stop the node (once per cause). */
+    /* [main-thread, graph-thread] Tell the user something that did not stop the node (once per cause). It is
+       printed when the run ends, after the node's name, and makes the run's exit status 1. */
     void (*warn)(void *context, const char *message);
 } sg_host;
 
