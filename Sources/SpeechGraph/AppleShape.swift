@@ -201,18 +201,33 @@ public class TranscriberCore: @unchecked Sendable {
         return installed().first { $0.language.languageCode?.identifier == language }
     }
 
-    static func installed() -> [Locale] {
+    static func installed() -> [Locale] { models().map(\.locale) }
+
+    /// The models installed, by locale: each the name the recognizer's `model` takes (`en-us`).
+    static func models() -> [(locale: Locale, name: String)] {
         // The directories the recognizer looks model names up in.
-        var out: [Locale] = []
+        var out: [(locale: Locale, name: String)] = []
         for dir in SphinxModel.searchPath {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] {
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted() {
                 let parts = name.split(separator: "-")
                 guard parts.count == 2, parts[0].count == 2, parts[1].count == 2 else { continue }
                 let locale = Locale(identifier: "\(parts[0].lowercased())_\(parts[1].uppercased())")
-                if !out.contains(locale) { out.append(locale) }
+                if !out.contains(where: { $0.locale == locale }) { out.append((locale, name)) }
             }
         }
         return out
+    }
+
+    /// The model for this transcriber's locale (one of the same language), or an error naming those installed.
+    func modelName() throws -> String {
+        let language = locale.language.languageCode?.identifier
+        let models = Self.models()
+        guard let model = models.first(where: { $0.locale.language.languageCode?.identifier == language }) else {
+            let have = models.map(\.locale.identifier).joined(separator: ", ")
+            throw SpeechGraph.Error.failed(
+                "no model for locale \(locale.identifier) (installed: \(have.isEmpty ? "none" : have))")
+        }
+        return model.name
     }
 }
 
@@ -310,12 +325,18 @@ public final class SpeechAnalyzer: Sendable {
         self.modules = modules.compactMap { $0 as? TranscriberCore }
     }
 
-    /// Apple's signature. The sequence is not read here: the analysis starts with `analyzeSequence(_:)`, which
-    /// Apple's seven steps call with this same sequence (an `AsyncStream` takes one reader).
+    /// Starts analysing `inputSequence` at once (Apple's autonomous analysis): finish with
+    /// `finalizeAndFinishThroughEndOfInput()`. Apple's seven steps also call `analyzeSequence(_:)` with this same
+    /// sequence: that call then waits for this analysis and returns its time (an `AsyncStream` takes one reader).
     public convenience init<S: AsyncSequence & Sendable>(inputSequence: S, modules: [any SpeechModule])
     where S.Element == AnalyzerInput {
         self.init(modules: modules)
+        let analysis = Task { try await self.read(inputSequence) }
+        autonomous.withLock { $0 = analysis }
     }
+
+    /// The analysis `init(inputSequence:modules:)` started.
+    private let autonomous = Mutex<Task<CMTime?, any Error>?>(nil)
 
     /// The format the modules take without conversion: 16 kHz mono (any format is converted anyway).
     public static func bestAvailableAudioFormat(compatibleWith modules: [any SpeechModule]) async -> AVAudioFormat? {
@@ -326,6 +347,11 @@ public final class SpeechAnalyzer: Sendable {
     /// The analysis is not finished: call `finalizeAndFinish(through:)`.
     public func analyzeSequence<S: AsyncSequence>(_ inputSequence: S) async throws -> CMTime?
     where S.Element == AnalyzerInput {
+        if let analysis = autonomous.withLock({ $0 }) { return try await analysis.value }
+        return try await read(inputSequence)
+    }
+
+    private func read<S: AsyncSequence>(_ inputSequence: S) async throws -> CMTime? where S.Element == AnalyzerInput {
         for try await input in inputSequence {
             try feed(input.buffer)
         }
@@ -337,7 +363,13 @@ public final class SpeechAnalyzer: Sendable {
             if s.finished { return nil }
             if s.graph == nil {
                 s.rate = buffer.format.sampleRate
-                let graph = try makeGraph(buffer.format)
+                let graph: SpeechGraph
+                do { graph = try makeGraph(buffer.format) } catch {
+                    // The session is finished: the modules' results throw the same error.
+                    s.finished = true
+                    for m in modules { m.continuation.finish(throwing: error) }
+                    throw error
+                }
                 s.input = try graph.input("mic")
                 for (i, module) in modules.enumerated() {
                     let results = graph.results(of: "asr\(i)")
@@ -368,7 +400,10 @@ public final class SpeechAnalyzer: Sendable {
         b.node("vad", "vad")
         b.connect("mic.out", "vad.in")
         for (i, module) in modules.enumerated() {
-            b.node("asr\(i)", "recognizer", module.recognizer)
+            var settings = module.recognizer
+            // The model of the module's locale: another language's would transcribe into the wrong one.
+            settings["model"] = graphQuoted(try module.modelName())
+            b.node("asr\(i)", "recognizer", settings)
             b.connect("vad.out", "asr\(i).in")
             b.connect("vad.events", "asr\(i).control")
         }
@@ -381,8 +416,10 @@ public final class SpeechAnalyzer: Sendable {
         try await finalizeAndFinishThroughEndOfInput()
     }
 
-    /// Ends the input, waits for every result, and ends the modules' result sequences.
+    /// Ends the input (after the input sequence of `init(inputSequence:modules:)` ends), waits for every result,
+    /// and ends the modules' result sequences.
     public func finalizeAndFinishThroughEndOfInput() async throws {
+        if let analysis = autonomous.withLock({ $0 }) { _ = try await analysis.value }
         let (graph, input, forwarders) = state.withLock { s in
             s.finished = true
             return (s.graph, s.input, s.forwarders)

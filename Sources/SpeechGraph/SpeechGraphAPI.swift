@@ -60,9 +60,10 @@ public final class SpeechGraph: Sendable {
         let resources = GraphResources()
         var overrides: [GraphPlanner.Override] = []
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
-            guard let o = GraphPlanner.Override.parse("\(key)=\(value)") else {
+            guard var o = GraphPlanner.Override.parse("\(key)=\(value)") else {
                 throw Error.invalidGraph(["setting '\(key)': expected node.parameter"])
             }
+            o.origin = "setting '\(key)'"
             overrides.append(o)
         }
         let plan: GraphPlan
@@ -120,7 +121,11 @@ public final class SpeechGraph: Sendable {
     /// The results of node `name` (a recognizer), volatile and final, from the graph's start (a sequence asked
     /// for after more than 10,000 events begins with the last 10,000); the sequence ends when the graph ends,
     /// and throws what stopped it.
+    /// A name that is no node of the graph: the sequence throws ``Error/noSuchNode(_:)``.
     public func results(of name: String) -> AsyncThrowingStream<SpeechResult, any Swift.Error> {
+        guard running.plan.index(of: name) != nil else {
+            return AsyncThrowingStream { $0.finish(throwing: Error.noSuchNode("no node named '\(name)' in the graph")) }
+        }
         let events = history.stream()
         let graph = running
         return AsyncThrowingStream { continuation in
@@ -156,21 +161,31 @@ public final class SpeechGraph: Sendable {
         guard let pusher = running.input(named: name) else {
             throw Error.noSuchNode("no push.input node named '\(name)' in the graph")
         }
-        return AudioInput(pusher: pusher)
+        return AudioInput(pusher: pusher, graph: running)
     }
+
+    /// What went wrong without stopping the graph, once it has ended: a truncated file, a sink that could not
+    /// write, samples that were not numbers; each prefixed with its node. `finish()` returns normally with
+    /// them (the results are there); `speechgraph run` prints them and exits 1.
+    public var warnings: [String] { running.warnings }
 }
 
 /// Audio pushed into a graph's `push.input` node, from any thread, in blocks of any size.
 public struct AudioInput: Sendable {
     let pusher: AudioPusher
+    let graph: RunningGraph
 
-    /// Interleaved float samples in -1...1 at the node's rate and channel count. By default it waits while
-    /// the node's buffer is full (a file pushed faster than the graph decodes loses nothing); a live source
-    /// that must never wait passes `waitForRoom: false`, and a chunk that finds no room is then dropped and
-    /// reported as a gap event. Returns whether the chunk was taken.
+    /// Interleaved float samples in -1...1 at the node's rate and channel count (the `push.input` node's `rate`
+    /// and `channels`: nothing converts them), any number of them (a frame left unfinished is completed by the
+    /// next push). By default it waits while the node's buffer is full (a file pushed faster than the graph
+    /// decodes loses nothing); a push that would wait before `start()` starts the graph, which alone makes room.
+    /// A live source that must never wait passes `waitForRoom: false`, and a chunk that finds no room is then
+    /// dropped and reported as a gap event. Returns whether the chunk was taken (`false` also after `end()`,
+    /// `finish()` or `stop()`).
     @discardableResult
     public func push(_ samples: [Float], waitForRoom: Bool = true) -> Bool {
-        pusher.write(samples, waitForRoom: waitForRoom) > 0 || samples.isEmpty
+        if waitForRoom && pusher.freeFrames < samples.count / pusher.format.channelCount + 1 { graph.start() }
+        return samples.withUnsafeBufferPointer { pusher.push($0, waitForRoom: waitForRoom).taken }
     }
 
     /// No more audio: the graph finishes what it holds.

@@ -95,6 +95,90 @@ import Testing
         }
         #expect(throws: SpeechGraph.Error.self) { try graph.input("asr") }
     }
+
+    @Test("what an app stumbled on: pushing before start, odd stereo chunks, a misspelled node, a setting's error")
+    func pushingAsAppsDo() async throws {
+        let wav = dir.path("p.wav")
+        try TestSpeech.synthesize("open the door and turn on the light", to: wav)
+        let file = try AudioFile(path: wav)
+        var mono = [Float](repeating: 0, count: Int(file.frameCount))
+        let read = try mono.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
+        mono.removeLast(mono.count - read)
+        // Stereo, both channels the speech, pushed in chunks of an odd number of samples, all before start():
+        // more than the node's 0.5 s buffer, so a push must start the graph to make room (it used to wait forever).
+        let stereo = mono.flatMap { [$0, $0] }
+        var builder = GraphBuilder()
+        builder.node("mic", "push.input", ["rate": "16 kHz", "channels": "2", "buffer": "0.5 s"])
+        builder.node("asr", "recognizer", ["mode": "utterance"])
+        builder.connect("mic", "asr")
+        let graph = try SpeechGraph(builder)
+        let mic = try graph.input("mic")
+        var at = 0
+        while at < stereo.count {
+            let n = min(1001, stereo.count - at)
+            #expect(mic.push(Array(stereo[at..<at + n])))
+            at += n
+        }
+        mic.end()
+        try graph.start()
+        var text = ""
+        for try await r in graph.results(of: "asr") where r.isFinal { text += r.plainText }
+        #expect(text.contains("door"), "\(text)")
+        #expect(graph.warnings.isEmpty, "\(graph.warnings)")
+
+        // A node that is not there: the sequence says so instead of staying empty.
+        do {
+            for try await _ in graph.results(of: "ASR") {}
+            Issue.record("results(of:) a node that is not there must throw")
+        } catch SpeechGraph.Error.noSuchNode(let message) {
+            #expect(message.contains("'ASR'"))
+        }
+        // A setting's error names the setting, not a command-line option.
+        do {
+            _ = try SpeechGraph(
+                source: "node a = file.input { path: \"\(wav)\" }\nnode b = recognizer\na -> b",
+                settings: ["b.mode": "bogus"])
+            Issue.record("a bad setting must fail")
+        } catch SpeechGraph.Error.invalidGraph(let lines) {
+            #expect(lines.contains { $0.contains("setting 'b.mode': ") } && !lines.contains { $0.contains("--set") })
+        }
+        // What went wrong without stopping the graph is there to read after it: a truncated file.
+        let data = try Data(contentsOf: URL(fileURLWithPath: wav))
+        let cut = dir.path("cut.wav")
+        try data.prefix(data.count / 2).write(to: URL(fileURLWithPath: cut))
+        let truncated = try SpeechGraph(
+            source: "node a = file.input { path: \"\(cut)\" }\nnode b = recognizer { mode: utterance }\na -> b")
+        try truncated.start()
+        try await truncated.finish()
+        #expect(truncated.warnings.contains { $0.contains("file is truncated") }, "\(truncated.warnings)")
+    }
+
+    @Test("Apple's shape: an analyzer made with its input sequence analyses it; a locale with no model is an error")
+    func appleShapeAutonomousAndLocale() async throws {
+        let wav = dir.path("a.wav")
+        try TestSpeech.synthesize("good morning", to: wav)
+        let audio = try AVAudioFile(forReading: URL(fileURLWithPath: wav))
+        let buffer = try #require(AVAudioPCMBuffer(pcmFormat: audio.processingFormat, frameCapacity: 1 << 20))
+        try audio.read(into: buffer)
+        let transcriber = SpeechTranscriber(locale: Locale(identifier: "en_US"), preset: .offlineTranscription)
+        let (sequence, builder) = AsyncStream.makeStream(of: AnalyzerInput.self)
+        let analyzer = SpeechAnalyzer(inputSequence: sequence, modules: [transcriber])
+        builder.yield(AnalyzerInput(buffer: buffer))
+        builder.finish()
+        // No analyzeSequence(_:): the analyzer reads the sequence it was made with.
+        try await analyzer.finalizeAndFinishThroughEndOfInput()
+        var text = ""
+        for try await r in transcriber.results where r.isFinal { text += String(r.text.characters) }
+        #expect(text.contains("good morning"), "\(text)")
+
+        let french = SpeechTranscriber(locale: Locale(identifier: "fr_FR"), preset: .offlineTranscription)
+        let other = SpeechAnalyzer(modules: [french])
+        let (input, feed) = AsyncStream.makeStream(of: AnalyzerInput.self)
+        feed.yield(AnalyzerInput(buffer: buffer))
+        feed.finish()
+        await #expect(throws: SpeechGraph.Error.self) { _ = try await other.analyzeSequence(input) }
+        await #expect(throws: SpeechGraph.Error.self) { for try await _ in french.results {} }
+    }
 }
 
 /// docs/api.md's programs, as Examples/ holds them: executable targets that depend on the SpeechGraph library

@@ -14,8 +14,8 @@ public final class AudioPusher: Sendable {
     public let format: AudioFormat
     let ring: AudioRing
     let gaps = SPSCRing<GapRecord>(minimumCapacity: 256)
-    /// Serialises writers; holds nothing but the right to write.
-    private let writer = Mutex<Void>(())
+    /// Serialises writers; holds the samples of a frame a write left unfinished (the next one completes it).
+    private let writer: Mutex<[Float]>
     private let ended = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
     private let dropped = Atomic<Int>(0)
@@ -28,6 +28,9 @@ public final class AudioPusher: Sendable {
         self.format = format
         ring = AudioRing(minimumCapacity: capacityFrames * format.channelCount)
         self.wake = wake
+        var carry: [Float] = []
+        carry.reserveCapacity(format.channelCount)
+        writer = Mutex(carry)
     }
 
     /// Frames a write can take now without waiting or dropping (a single writer may rely on it). Any thread.
@@ -36,38 +39,72 @@ public final class AudioPusher: Sendable {
     /// Frames dropped because the ring was full (with `waitForRoom: false`). Any thread.
     public var droppedFrames: Int { dropped.load(ordering: .relaxed) }
 
-    /// Writes interleaved samples (a whole number of frames); returns the frames accepted: all of them,
-    /// or none when the chunk was dropped (no room, the input ended, or the graph has stopped).
+    /// Writes interleaved samples, any number of them: a frame the chunk leaves unfinished (a stereo chunk of
+    /// an odd count) is completed by the next write. Returns the frames this write completed: all of them, or
+    /// none when the chunk was dropped (no room, the input ended, or the graph has stopped).
     @discardableResult
     public func write(_ samples: UnsafeBufferPointer<Float>, waitForRoom: Bool = false) -> Int {
+        push(samples, waitForRoom: waitForRoom).frames
+    }
+
+    /// `write`, saying also whether the samples were taken (`false`: dropped, or the input ended or the graph
+    /// stopped; `true` for samples kept to complete a frame).
+    public func push(_ samples: UnsafeBufferPointer<Float>, waitForRoom: Bool) -> (frames: Int, taken: Bool) {
         let channels = format.channelCount
-        precondition(samples.count % channels == 0, "push.input: write whole frames (\(channels) samples each)")
+        guard !samples.isEmpty else { return (0, true) }
+        return writer.withLock { carry -> (frames: Int, taken: Bool) in
+            guard !ended.load(ordering: .acquiring), !closed.load(ordering: .acquiring) else { return (0, false) }
+            var start = 0
+            var frames = 0
+            var taken = true
+            if !carry.isEmpty {
+                start = min(channels - carry.count, samples.count)
+                carry.append(contentsOf: samples[0..<start])
+                if carry.count < channels { return (0, true) }
+                let n = carry.withUnsafeBufferPointer { writeFrames($0, waitForRoom: waitForRoom) }
+                carry.removeAll(keepingCapacity: true)
+                frames = n
+                taken = n > 0
+            }
+            let whole = (samples.count - start) / channels * channels
+            if whole > 0 {
+                let n = writeFrames(
+                    UnsafeBufferPointer(rebasing: samples[start..<(start + whole)]), waitForRoom: waitForRoom)
+                frames += n
+                taken = taken && n == whole / channels
+            }
+            // Kept even after a drop: the next write's first sample is still the next channel's.
+            carry.append(contentsOf: samples[(start + whole)...])
+            return (frames, taken)
+        }
+    }
+
+    /// Whole frames into the ring (the writer lock held); returns the frames written.
+    private func writeFrames(_ samples: UnsafeBufferPointer<Float>, waitForRoom: Bool) -> Int {
+        let channels = format.channelCount
         let frames = samples.count / channels
         guard frames > 0, let base = samples.baseAddress else { return 0 }
-        return writer.withLock { _ -> Int in
-            guard !ended.load(ordering: .acquiring), !closed.load(ordering: .acquiring) else { return 0 }
-            var done = 0
-            while done < samples.count {
-                // A chunk larger than the ring goes in as pieces, each waiting for room.
-                let piece = min(samples.count - done, ring.capacity / channels * channels)
-                if ring.endpoint.availableToWrite >= piece {
-                    _ = ring.endpoint.write(base + done, count: piece)
-                    done += piece
-                    wake.post()
-                } else if waitForRoom {
-                    guard !closed.load(ordering: .acquiring) else { return done / channels }
-                    _ = room.wait(timeout: 0.05)
-                } else {
-                    let lost = (samples.count - done) / channels
-                    dropped.add(lost, ordering: .relaxed)
-                    var record = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
-                    _ = gaps.endpoint.write(&record, count: 1)
-                    wake.post()
-                    return done / channels
-                }
+        var done = 0
+        while done < samples.count {
+            // A chunk larger than the ring goes in as pieces, each waiting for room.
+            let piece = min(samples.count - done, ring.capacity / channels * channels)
+            if ring.endpoint.availableToWrite >= piece {
+                _ = ring.endpoint.write(base + done, count: piece)
+                done += piece
+                wake.post()
+            } else if waitForRoom {
+                guard !closed.load(ordering: .acquiring) else { return done / channels }
+                _ = room.wait(timeout: 0.05)
+            } else {
+                let lost = (samples.count - done) / channels
+                dropped.add(lost, ordering: .relaxed)
+                var record = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
+                _ = gaps.endpoint.write(&record, count: 1)
+                wake.post()
+                return done / channels
             }
-            return frames
         }
+        return frames
     }
 
     @discardableResult
