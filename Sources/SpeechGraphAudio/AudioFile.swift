@@ -83,6 +83,14 @@ public final class AudioFile {
         return Int(n)
     }
 
+    /// The rest of the file's samples (all of them, from the start), interleaved.
+    public func readAll() throws -> [Float] {
+        var samples = [Float](repeating: 0, count: Int(frameCount) * channelCount)
+        let n = try samples.withUnsafeMutableBufferPointer { try read(into: $0.baseAddress!, frames: Int(frameCount)) }
+        samples.removeLast(samples.count - n * channelCount)
+        return samples
+    }
+
     public func rewind() {
         if let handle { _ = sf_seek(handle, 0, SEEK_SET) }
     }

@@ -403,8 +403,7 @@ import Testing
         try server.start(period: Self.speechPeriod)
         let wav = try speech()
         let file = try AudioFile(path: wav)
-        var speech = [Float](repeating: 0, count: Int(file.frameCount))
-        _ = try speech.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
+        let speech = try file.readAll()
         // A second of silence first (a loaded machine's xruns while the clients start fall on it), then the
         // sentence with a lone NaN, a run of them and infinities a third of the way in, then silence.
         var audio = [Float](repeating: 0, count: file.sampleRate) + speech + [Float](repeating: 0, count: 8000)

@@ -96,12 +96,8 @@ import Testing
         let (plain, _, _) = try speech()
         let expected = try Self.run(Self.graph(plain))
         let file = try AudioFile(path: plain)
-        var samples = [Float](repeating: 0, count: Int(file.frameCount) * file.channelCount)
-        let read = try samples.withUnsafeMutableBufferPointer {
-            try file.read(into: $0.baseAddress!, frames: Int(file.frameCount))
-        }
-        #expect(read == Int(file.frameCount) && file.channelCount == 1)
-        let audio = samples
+        let audio = try file.readAll()
+        #expect(audio.count == Int(file.frameCount) && file.channelCount == 1)
         let graph = try RunningGraph(
             plan: Harness.plan(Self.graph(plain, source: "push.input { rate: \(file.sampleRate) Hz }")),
             registry: Harness.registry)
@@ -159,8 +155,7 @@ import Testing
     func pushedNonFiniteSamples() throws {
         let (plain, _, _) = try speech()
         let file = try AudioFile(path: plain)
-        var samples = [Float](repeating: 0, count: Int(file.frameCount))
-        _ = try samples.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
+        let samples = try file.readAll()
         func run(_ audio: [Float]) throws -> (finals: [String], warnings: [GraphEvent], graph: RunningGraph) {
             let graph = try RunningGraph(
                 plan: Harness.plan(

@@ -68,10 +68,8 @@ import Testing
         let a = try AudioFile(path: wav)
         let b = try AudioFile(path: rec)
         #expect(b.sampleRate == a.sampleRate && b.frameCount == a.frameCount)
-        var x = [Float](repeating: 0, count: Int(a.frameCount))
-        var y = x
-        _ = try x.withUnsafeMutableBufferPointer { try a.read(into: $0.baseAddress!, frames: $0.count) }
-        _ = try y.withUnsafeMutableBufferPointer { try b.read(into: $0.baseAddress!, frames: $0.count) }
+        let x = try a.readAll()
+        let y = try b.readAll()
         let maxDifference = zip(x, y).map { abs($0 - $1) }.max() ?? 1
         // WAV holds the floats exactly; FLAC 24-bit holds 16-bit audio exactly too.
         #expect(maxDifference < 1e-6, "\(maxDifference)")

@@ -258,11 +258,7 @@ import Testing
     func speechSamples(_ sentence: String, name: String) throws -> (speech: [Float], silence: [Float]) {
         let wav = dir.path("\(name).wav")
         try TestSpeech.synthesize(sentence, to: wav)
-        let file = try AudioFile(path: wav)
-        var speech = [Float](repeating: 0, count: Int(file.frameCount))
-        let read = try speech.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
-        speech.removeLast(speech.count - read)
-        return (speech, [Float](repeating: 0, count: 16000))
+        return (try AudioFile(path: wav).readAll(), [Float](repeating: 0, count: 16000))
     }
 
     /// A started live graph as graphs/live.graph: pushed audio, the vad, a streaming recognizer with a final pass

@@ -58,11 +58,7 @@ import Testing
     func pushedAudioAndBuilder() async throws {
         let wav = dir.path("w.wav")
         try TestSpeech.synthesize("the weather today is cold and windy", to: wav)
-        let file = try AudioFile(path: wav)
-        var samples = [Float](repeating: 0, count: Int(file.frameCount))
-        let read = try samples.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
-        samples.removeLast(samples.count - read)
-        let audio = samples
+        let audio = try AudioFile(path: wav).readAll()
         var builder = GraphBuilder()
         builder.node("mic", "push.input", ["rate": "16 kHz"])
         builder.node("asr", "recognizer", ["mode": "streaming"])
@@ -100,10 +96,7 @@ import Testing
     func pushingAsAppsDo() async throws {
         let wav = dir.path("p.wav")
         try TestSpeech.synthesize("open the door and turn on the light", to: wav)
-        let file = try AudioFile(path: wav)
-        var mono = [Float](repeating: 0, count: Int(file.frameCount))
-        let read = try mono.withUnsafeMutableBufferPointer { try file.read(into: $0.baseAddress!, frames: $0.count) }
-        mono.removeLast(mono.count - read)
+        let mono = try AudioFile(path: wav).readAll()
         // Stereo, both channels the speech, pushed in chunks of an odd number of samples, all before start():
         // more than the node's 0.5 s buffer, so a push must start the graph to make room (it used to wait forever).
         let stereo = mono.flatMap { [$0, $0] }
