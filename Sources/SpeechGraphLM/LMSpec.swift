@@ -154,6 +154,11 @@ struct LMSpecParser {
     }
 
     private mutating func expectEndOfStatement() {
+        if unclosedBlock {
+            // The block's error said it; the next statement has begun.
+            unclosedBlock = false
+            return
+        }
         switch current.kind {
         case .newline: advance()
         case .end: break
@@ -189,7 +194,7 @@ struct LMSpecParser {
         }
     }
 
-    private mutating func positiveInteger(_ what: String) -> Int? {
+    private mutating func positiveInteger(_ what: String, upTo limit: Int = 100_000_000) -> Int? {
         guard case .number(let v, let t) = current.kind else {
             diagnostics.error("expected \(what) (a whole number), found \(current.display)", at: current.location)
             switch current.kind {
@@ -200,25 +205,44 @@ struct LMSpecParser {
         }
         let location = current.location
         advance()
-        guard v >= 1, v <= 100_000_000, v == v.rounded() else {
-            diagnostics.error("\(what) must be a whole number from 1 to 100000000, not \(t)", at: location)
+        guard v >= 1, v <= Double(limit), v == v.rounded() else {
+            diagnostics.error("\(what) must be a whole number from 1 to \(limit), not \(t)", at: location)
             return nil
         }
         return Int(v)
     }
 
+    /// A block was left unclosed where the next statement begins (its statement needs no end of line).
+    private var unclosedBlock = false
+
+    /// The words that start a statement.
+    static let statements = ["locale", "order", "phrase", "class", "template", "pronounce"]
+
     /// `{ key: value, ... }` after a phrase, template or pronunciation: the keys it allows, each read by `read`.
     private mutating func block(_ allowed: [String], _ read: (inout LMSpecParser, Located<String>) -> Void) {
         guard case .leftBrace = current.kind else { return }
+        let opened = current.location
         advance()
         while true {
-            while case .newline = current.kind { advance() }
+            var newLine = false
+            while case .newline = current.kind {
+                advance()
+                newLine = true
+            }
             switch current.kind {
             case .rightBrace:
                 advance()
                 return
             case .end:
-                diagnostics.error("expected '}' to close the block", at: current.location)
+                diagnostics.error(
+                    "expected '}' to close the block opened at \(opened.line):\(opened.column)", at: current.location)
+                return
+            case .identifier(let key) where newLine && Self.statements.contains(key) && !allowed.contains(key):
+                // A line that starts a statement: the block before it was never closed (one error, not one per
+                // line that follows).
+                diagnostics.error(
+                    "expected '}' to close the block opened at \(opened.line):\(opened.column)", at: current.location)
+                unclosedBlock = true
                 return
             case .identifier(let key):
                 let keyLocation = current.location
@@ -252,7 +276,7 @@ struct LMSpecParser {
         var spec = LMSpec()
         var classLocations: [String: SourceLocation] = [:]
         var localeSeen = false
-        let keywords = ["locale", "order", "phrase", "class", "template", "pronounce"]
+        let keywords = Self.statements
         while true {
             while case .newline = current.kind { advance() }
             guard case .identifier(let keyword) = current.kind else {
@@ -276,13 +300,7 @@ struct LMSpecParser {
                     localeSeen = true
                 }
             case "order":
-                if let n = positiveInteger("an n-gram order") {
-                    if (1...5).contains(n) {
-                        spec.order = n
-                    } else {
-                        diagnostics.error("the n-gram order must be from 1 to 5, not \(n)", at: location)
-                    }
-                }
+                if let n = positiveInteger("an n-gram order", upTo: 5) { spec.order = n }
             case "phrase":
                 guard let t = text("a phrase in quotes") else { break }
                 var count = 1
@@ -445,6 +463,15 @@ struct LMSpecParser {
             }
             if LMTemplate.pieces(of: t.text).isEmpty {
                 diagnostics.error("the template has no words", at: location)
+            }
+            // More combinations than are listed: each of `count` samples is drawn, and held, one by one.
+            if let count = t.count, count > LMTemplate.sampleLimit,
+                LMTemplate.expansionCount(of: t.text, classes: spec.classes) > LMTemplate.enumerationLimit
+            {
+                diagnostics.error(
+                    "the template has more than \(LMTemplate.enumerationLimit) combinations, so its samples are "
+                        + "drawn: at most \(LMTemplate.sampleLimit) of them (a model from a million samples takes "
+                        + "about 10 s to build), not \(count)", at: location)
             }
         }
         for (name, location) in classLocations where !used.contains(name) {

@@ -3,11 +3,14 @@ import SpeechGraphCore
 
 /// How text becomes the words a model and its dictionary hold: lower case; a hyphen splits words
 /// ("Caro-Kann" is "caro kann"); punctuation goes, apostrophes stay ("queen's"); numbers are spoken as
-/// words ("8" is "eight", "1986" is "one thousand nine hundred eighty six").
+/// words ("8" is "eight", "1986" is "one thousand nine hundred eighty six", "1,000" "one thousand", "21.5"
+/// "twenty one point five", "2nd" "second", "50%" "fifty percent", "21°" "twenty one degrees", "-5" "minus
+/// five", "$5" "five dollars").
 public enum LMWords {
     public static func words(of text: String) -> [String] {
         var out: [String] = []
         var word = ""
+        let text = spokenSigns(text)
         func flush() {
             if !word.isEmpty {
                 let w = word.trimmingCharacters(in: CharacterSet(charactersIn: "'"))
@@ -28,6 +31,43 @@ public enum LMWords {
         }
         flush()
         return out
+    }
+
+    /// Numbers written with signs, separators and suffixes, as words the loop above takes as they are.
+    static func spokenSigns(_ text: String) -> String {
+        guard text.contains(where: \.isASCIIDigit) else { return text }
+        var t = text
+        // 1,000 and 12,500,000: the separators go.
+        t = t.replacing(/(^|[^\d.,])(\d{1,3}(?:,\d{3})+)(?![\d])/) {
+            String($0.output.1) + String($0.output.2).filter { $0 != "," }
+        }
+        // $5 and $5.50 (dollars, then the decimals as they come).
+        t = t.replacing(/\$(\d+(?:\.\d+)?)/) { "\($0.output.1) dollars" }
+        t = t.replacing(/(\d)\s?%/) { "\($0.output.1) percent" }
+        t = t.replacing(/(\d)\s?°/) { "\($0.output.1) degrees" }
+        // A minus sign before a number (not a hyphen between words: "x-5" stays two words).
+        t = t.replacing(/(^|[\s(\[])-(?=\d)/) { "\($0.output.1)minus " }
+        // 21.5: "twenty one point five"; the decimals digit by digit.
+        t = t.replacing(/(\d+)\.(\d+)/) { m in
+            "\(m.output.1) point " + m.output.2.map { ones[Int(String($0))!] }.joined(separator: " ")
+        }
+        // 1st, 2nd, 23rd, 4th: ordinals.
+        t = t.replacing(/(\d+)(?:st|nd|rd|th)\b/.ignoresCase()) { m in
+            guard let n = Int(m.output.1) else { return String(m.output.0) }
+            return ordinal(spoken(n)).joined(separator: " ")
+        }
+        return t
+    }
+
+    /// Cardinal words as the ordinal: "twenty one" is "twenty first", "twelve" "twelfth", "forty" "fortieth".
+    static func ordinal(_ words: [String]) -> [String] {
+        guard let last = words.last else { return words }
+        let irregular = [
+            "one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth", "nine": "ninth",
+            "twelve": "twelfth",
+        ]
+        let word = irregular[last] ?? (last.hasSuffix("y") ? String(last.dropLast()) + "ieth" : last + "th")
+        return words.dropLast() + [word]
     }
 
     private static let ones = [
@@ -130,6 +170,8 @@ public enum LMTemplate {
 
     /// Templates with more expansions than this are sampled (their `count`, or this many samples), not listed.
     public static let enumerationLimit = 100_000
+    /// The most samples drawn from a template with more combinations than `enumerationLimit`.
+    public static let sampleLimit = 1_000_000
 
     /// One expansion, each class value drawn with `random`.
     static func sample(_ template: String, classes: [String: [String]], random: () -> UInt64) -> [String] {
@@ -168,11 +210,17 @@ public struct LMCorpus: Sendable, Equatable {
         for t in spec.templates {
             let n = LMTemplate.expansionCount(of: t.text, classes: spec.classes)
             if n > LMTemplate.enumerationLimit {
-                // Too many to list ("<letter> <letter> <letter> <letter> <letter>" has 26^5): draw the samples.
-                for _ in 0..<(t.count ?? LMTemplate.enumerationLimit) {
+                // Too many to list ("<letter> <letter> <letter> <letter> <letter>" has 26^5): draw the samples,
+                // each sentence once with the times it was drawn (in the order first drawn).
+                var drawn: [[String]: Int] = [:]
+                var order: [[String]] = []
+                for _ in 0..<min(t.count ?? LMTemplate.enumerationLimit, LMTemplate.sampleLimit) {
                     let words = LMTemplate.sample(t.text, classes: spec.classes) { random.next() }
-                    if !words.isEmpty { sentences.append((words, 1)) }
+                    guard !words.isEmpty else { continue }
+                    if drawn[words] == nil { order.append(words) }
+                    drawn[words, default: 0] += 1
                 }
+                for words in order { sentences.append((words, drawn[words]!)) }
                 continue
             }
             let expansions = LMTemplate.expansions(of: t.text, classes: spec.classes)

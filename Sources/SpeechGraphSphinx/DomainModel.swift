@@ -43,7 +43,9 @@ public struct DomainModel: Hashable, Sendable {
             let directory = try SphinxLanguageModels.built(spec, dictionary: generalDictionary)
             return try DomainModel(directory: directory, weight: weight)
         }
-        return DomainModel(lm: path, dict: nil, weight: weight)
+        // A model file that `lm build` wrote: the pronunciations of its words are beside it.
+        let words = (path as NSString).deletingLastPathComponent + "/words.dict"
+        return DomainModel(lm: path, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
     }
 
     /// `grammar:` naming a spec or a built model directory: its grammar.jsgf and words.dict (when planning, the

@@ -51,6 +51,13 @@ public struct SphinxModel: Hashable, Sendable {
         model: String, hmm: String?, lm: String?, dict: String?, jsgf: String?,
         sampleRate: Int, weight: Double = 1, buildSpec: Bool = true
     ) throws -> SphinxModel {
+        var jsgf = jsgf
+        // The grammar.jsgf of a directory `lm build` wrote is that directory's grammar, with its words.dict.
+        if let file = jsgf, (file as NSString).lastPathComponent == "grammar.jsgf" {
+            let parent = (file as NSString).deletingLastPathComponent
+            let dir = parent.isEmpty ? "." : parent
+            if FileManager.default.fileExists(atPath: dir + "/words.dict") { jsgf = dir }
+        }
         if let jsgf, jsgf.hasSuffix(".lmspec") || FileManager.default.isDirectory(jsgf) {
             // A grammar from a spec (its phrases and templates), with the dictionary of its words.
             var general = try resolve(

@@ -41,10 +41,18 @@ extension SpeechgraphCommand {
                 let started = Date()
                 let parsed: LMSpec
                 do { parsed = try LMSpec(contentsOf: spec) } catch let error as GraphError {
-                    printError(error.description)
+                    printDiagnostics(error.diagnostics)
                     throw Reported(code: Exit.usage)
                 }
                 for warning in parsed.warnings { printError(warning.description) }
+                // The build writes the spec into the directory as spec.lmspec: never over the spec itself.
+                let copy = URL(fileURLWithPath: output).appendingPathComponent("spec.lmspec").standardizedFileURL
+                if copy.resolvingSymlinksInPath().path == URL(fileURLWithPath: spec).resolvingSymlinksInPath().path {
+                    printError(
+                        "speechgraph: error: -o \(output): the build writes spec.lmspec there, which is the spec "
+                            + "itself: choose another directory")
+                    throw Reported(code: Exit.usage)
+                }
                 do {
                     let general = try SphinxModel.resolve(
                         model: model, hmm: nil, lm: nil, dict: dict, jsgf: nil, sampleRate: 16000)
@@ -60,7 +68,9 @@ extension SpeechgraphCommand {
                         }
                     }
                     for (word, phones) in report.guessed {
-                        let at = parsed.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
+                        let at =
+                            parsed.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
+                            ?? parsed.templates.first { LMWords.words(of: $0.text).contains(word) }?.location
                         let prefix = at.map { "\($0): " } ?? "\(spec): "
                         printError(
                             "\(prefix)warning: '\(word)' is in no dictionary; pronounced \(phones.joined(separator: " ")) "

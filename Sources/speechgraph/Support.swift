@@ -36,8 +36,29 @@ final class SignalHandling {
                 status.clear()
                 printError("speechgraph: SIGHUP: loading the graph's models again (the audio goes on)")
                 // Not under the lock: Ctrl-C and SIGTERM must still reach the graph while models load.
-                let graph = target.running.withLock { $0 }
-                graph?.reloadModels()
+                guard let graph = target.running.withLock({ $0 }) else { return }
+                let recognizers = graph.plan.nodes.filter { $0.typeName == RecognizerNode.descriptor.typeName }.count
+                let events = graph.events()
+                graph.reloadModels()
+                // Each recognizer's answer on the terminal too, not only in a sink's JSON Lines: a spec with a
+                // typo must not fail in silence. (A reload that works answers when the next utterance begins.)
+                Task.detached {
+                    var answers = 0
+                    for await event in events {
+                        guard case .custom(let e) = event, e.kind == RecognizerNode.modelChanged else { continue }
+                        answers += 1
+                        status.clear()
+                        if e.fields["ok"] == .boolean(false) {
+                            let reason = e.fields["reason"].map { "\($0)" } ?? "no reason given"
+                            printError(
+                                "speechgraph: warning: node '\(e.node)': the models could not be loaded again, the "
+                                    + "old ones go on: \(reason)")
+                        } else {
+                            printError("speechgraph: node '\(e.node)': the new models took over")
+                        }
+                        if answers >= recognizers { break }
+                    }
+                }
             }
             source.resume()
             sources.append(source)
@@ -218,7 +239,15 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
         return true
     case let error as GraphError:
         status.clear()
-        for d in error.diagnostics { printError("speechgraph: error: \(d.message)") }
+        for d in error.diagnostics {
+            // A place in a file the user wrote (a spec's line): `file:line:col: error:`; none in the command's
+            // own graph.
+            if let location = d.location, !location.file.hasPrefix("<") {
+                printError(d.description)
+            } else {
+                printError("speechgraph: error: \(d.message)")
+            }
+        }
         return true
     default:
         return false
@@ -237,7 +266,8 @@ func printGraphErrors(_ error: GraphError, in path: String) {
 }
 
 func printDiagnostics(_ diagnostics: [Diagnostic]) {
-    for d in diagnostics.prefix(diagnosticLimit) { printError(d.description) }
+    // A diagnostic with no place in a file is the program's: `speechgraph: error: ...`.
+    for d in diagnostics.prefix(diagnosticLimit) { printError(d.location == nil ? "speechgraph: \(d)" : d.description) }
     if diagnostics.count > diagnosticLimit {
         printError("... and \(diagnostics.count - diagnosticLimit) more (the first \(diagnosticLimit) are shown)")
     }

@@ -51,6 +51,20 @@ import Testing
         #expect(LMWords.words(of: "the Queen's e4") == ["the", "queen's", "e", "four"])
     }
 
+    @Test("numbers written with signs, separators and suffixes are spoken as a thermostat's user says them")
+    func numbersAsSaid() {
+        func said(_ text: String) -> String { LMWords.words(of: text).joined(separator: " ") }
+        #expect(said("set it to 21.5 degrees") == "set it to twenty one point five degrees")
+        #expect(said("1,000 lumens") == "one thousand lumens")
+        #expect(said("12,500,000 people") == "twelve million five hundred thousand people")
+        #expect(said("the 2nd floor, the 21st, 3rd and 40th") == "the second floor the twenty first third and fortieth")
+        #expect(said("dim to 50%") == "dim to fifty percent")
+        #expect(said("it is 21° outside") == "it is twenty one degrees outside")
+        #expect(said("-5 outside, x-5") == "minus five outside x five")
+        #expect(said("costs $5") == "costs five dollars")
+        #expect(said("version 1,2 and e4") == "version one two and e four")
+    }
+
     @Test("X-SAMPA, IPA and CMU pronunciations map to the model's phones; unknown symbols are named")
     func phones() throws {
         #expect(try Phones.fromXSAMPA("\"t{.bl=") == ["T", "AE", "B", "AH", "L"])

@@ -201,7 +201,7 @@ import Testing
         ] {
             let r = try Run.speechgraph(["check", path])
             #expect(r.status == 2)
-            #expect(r.stderr.hasPrefix("error: \(message)\n"), "\(r.stderr)")
+            #expect(r.stderr.hasPrefix("speechgraph: error: \(message)\n"), "\(r.stderr)")
         }
     }
 
@@ -286,6 +286,8 @@ import Testing
         }
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("SIGHUP: loading the graph's models again"), "\(r.stderr)")
+        // The answer on the terminal too (it comes as the event does; the run then still finishes an utterance).
+        #expect(r.stderr.contains("node 'asr': the new models took over"), "\(r.stderr)")
         let lines = Run.lines(of: log)
         let changed = try #require(lines.firstIndex { $0.contains(#""type":"modelChanged""#) })
         #expect(lines[changed].contains(#""ok":true"#), "\(lines[changed])")
