@@ -62,11 +62,12 @@ public final class JackInputNode: SourceNode {
         summary: "Live audio from JACK input ports (or PipeWire's JACK interface).",
         doc: """
             Registers 'channels' input ports named PORT_1, PORT_2, ... on the speechgraph client, connects \
-            them to the ports matching 'connect' at start and whenever such ports appear, and accepts any \
-            connection made from outside (qjackctl, Carla, jack_connect). Audio lost because the graph fell \
-            behind, and JACK xruns, become gap events; when the server stops, the utterance in flight is \
-            finished and availability false is emitted, and when a server returns the ports come back with \
-            their connections and availability true.
+            them to the ports matching 'connect' at start and to matching ports that appear later (a \
+            connection removed in a patchbay stays removed), and accepts any connection made from outside \
+            (qjackctl, Carla, jack_connect). Audio lost because the graph fell behind, and JACK xruns, become \
+            gap events; when the server stops, availability false is emitted and the utterance in flight is \
+            finished with the audio heard, and when a server returns the ports come back, connected again by \
+            their patterns (not the connections made from outside), and availability true.
             """,
         category: .input,
         ports: [
@@ -81,9 +82,10 @@ public final class JackInputNode: SourceNode {
             .string("port", default: "in", doc: "Base name of the ports: in_1, in_2, ..."),
             .string(
                 "connect", default: nil,
-                doc: "Ports to connect to, as shell patterns separated by commas "
-                    + "(\"system:capture_*\"). With as many patterns as channels, pattern N feeds port N; otherwise "
-                    + "every matching port is connected to every port of this node."),
+                doc: "Ports to connect to, as shell patterns (*, ?, [...]) separated by commas "
+                    + "(\"system:capture_*\"; \"in_1\", with no client, is a port of this graph's own client). With "
+                    + "as many patterns as channels, pattern N feeds port N; otherwise every matching port is "
+                    + "connected to every port of this node."),
             .quantity(
                 "buffer", default: 2000, .milliseconds, range: 50...60_000,
                 doc: "Audio held between the JACK thread and the graph before periods are dropped."),
@@ -197,6 +199,26 @@ public final class JackInputNode: SourceNode {
                         node: name, isAvailable: false,
                         reason: "the JACK server came back at \(to) Hz; this graph runs at \(from) Hz: "
                             + "restart speechgraph"), port: 1)
+            case .renamed(let from, let to):
+                try output.emit(
+                    .custom(
+                        CustomEvent(
+                            kind: .warning, node: name, time: time(streamFrame),
+                            fields: [
+                                "reason": .string(
+                                    "another JACK client is called '\(from)': this graph's client is '\(to)' "
+                                        + "(its ports are \(to):...)")
+                            ])), port: 1)
+            case .unmatched(let pattern, let port):
+                try output.emit(
+                    .custom(
+                        CustomEvent(
+                            kind: .warning, node: name, time: time(streamFrame),
+                            fields: [
+                                "reason": .string(
+                                    "'connect' pattern '\(pattern)' matches no JACK port now: \(port) is connected to "
+                                        + "matching ports when they appear (jack_lsp lists the ports)")
+                            ])), port: 1)
             }
         }
         if xrunsPending > 0, Date().timeIntervalSince(lastXrunReport) >= 1 {
@@ -277,7 +299,10 @@ public final class JackOutputNode: GraphNode {
         ports: [.audioInput("in", .any, doc: "The audio to play.")],
         parameters: [
             .string("port", default: "out", doc: "Base name of the ports: out_1, out_2, ..."),
-            .string("connect", default: nil, doc: "Ports to connect to, as shell patterns separated by commas."),
+            .string(
+                "connect", default: nil,
+                doc: "Ports to connect to, as shell patterns (*, ?, [...]) separated by commas (\"in_1\", with no "
+                    + "client, is a port of this graph's own client)."),
             .quantity(
                 "prebuffer", default: 200, .milliseconds, range: 0...10_000,
                 doc: "Audio queued before playback starts (and after an underrun)."),

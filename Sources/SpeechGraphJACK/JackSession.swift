@@ -74,6 +74,10 @@ public final class JackSession: @unchecked Sendable {
         case xruns(Int)
         /// The server came back at another rate than the graph was planned for.
         case rateChanged(from: Int, to: Int)
+        /// A `connect` pattern of our port matched no port when the client opened (said once per pattern).
+        case unmatched(pattern: String, port: String)
+        /// The name was taken: JACK gave the client another.
+        case renamed(from: String, to: String)
     }
 
     struct PortSpec {
@@ -265,14 +269,24 @@ public final class JackSession: @unchecked Sendable {
         JackSession.silenceLibjack()
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
+        if initial, let problem = Self.clientNameProblem(requestedName) { throw SpeechGraphError(problem) }
         guard let c = speechgraph_jack_client_open(requestedName, options, &status, serverName) else {
             if initial {
-                throw SpeechGraphError(Self.noServerMessage(serverName))
+                let failed = JackServerFailed.rawValue | JackServerError.rawValue
+                if status.rawValue & failed != 0 || status.rawValue == 0 {
+                    throw SpeechGraphError(Self.noServerMessage(serverName))
+                }
+                throw SpeechGraphError(
+                    "JACK refused the client '\(requestedName)' (status 0x\(String(status.rawValue, radix: 16)))")
             }
             return
         }
         client = c
         clientName = String(cString: jack_get_client_name(c))
+        if initial && clientName != requestedName {
+            // Another client has the name (a second speechgraph): the user must know where our ports are.
+            changes.append(.renamed(from: requestedName, to: clientName))
+        }
         let rate = Int(jack_get_sample_rate(c))
         if sampleRate == 0 { sampleRate = rate }
         if rate != sampleRate {
@@ -348,7 +362,7 @@ public final class JackSession: @unchecked Sendable {
         }
         isAvailable = true
         xrunsSeen = notifications.pointee.xruns.load(ordering: .relaxed)
-        connectAll()
+        connectAll(onlyNew: false)
     }
 
     static func noServerMessage(_ server: String?) -> String {
@@ -356,31 +370,89 @@ public final class JackSession: @unchecked Sendable {
             + "PipeWire's JACK support, or set JACK_DEFAULT_SERVER)"
     }
 
-    /// Connects every port to the ports matching its `connect` patterns that exist now (again when ports appear).
-    private func connectAll() {
+    /// The ports each (port, pattern) pair matched when the patterns were last applied: when ports appear,
+    /// only the new ones are connected, so a connection the user removed in a patchbay stays removed.
+    private var matched: [Int: Set<String>] = [:]
+
+    /// Connects our ports to the ports matching their `connect` patterns: every match when the client opens
+    /// (`onlyNew` false), then, when ports appear, the matches that are new. A pattern that matches nothing when
+    /// the client opens is said once (a typo would otherwise connect nothing in silence).
+    private func connectAll(onlyNew: Bool) {
         guard let c = client else { return }
+        if !onlyNew { matched = [:] }
+        var key = 0
         for (spec, port) in zip(specs, ports) where !spec.connect.isEmpty {
             guard let port else { continue }
             let mine = String(cString: jack_port_name(port))
-            for pattern in spec.connect {
-                // JACK matches port names with a regular expression; our patterns are shell globs.
-                let regex =
-                    "^"
-                    + NSRegularExpression.escapedPattern(for: pattern)
-                    .replacingOccurrences(of: "\\*", with: ".*").replacingOccurrences(of: "\\?", with: ".") + "$"
+            for given in spec.connect {
+                defer { key += 1 }
+                // A pattern without a client ("in_1") names a port of this graph's own client, whatever JACK
+                // named it ("speechgraph-01" when another speechgraph runs).
+                let pattern = given.contains(":") ? given : "\(clientName):\(given)"
                 let want = UInt(spec.isInput ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
-                guard let names = jack_get_ports(c, regex, JACK_DEFAULT_AUDIO_TYPE, want) else { continue }
-                var i = 0
-                while let name = names[i] {
-                    let other = String(cString: name)
-                    if other != mine {
-                        if spec.isInput { _ = jack_connect(c, other, mine) } else { _ = jack_connect(c, mine, other) }
+                var now = Set<String>()
+                if let names = jack_get_ports(c, Self.regex(forGlob: pattern), JACK_DEFAULT_AUDIO_TYPE, want) {
+                    var i = 0
+                    while let name = names[i] {
+                        now.insert(String(cString: name))
+                        i += 1
                     }
-                    i += 1
+                    jack_free(UnsafeMutableRawPointer(mutating: names))
                 }
-                jack_free(UnsafeMutableRawPointer(mutating: names))
+                now.remove(mine)
+                for other in now.sorted() where !(matched[key]?.contains(other) ?? false) {
+                    if spec.isInput { _ = jack_connect(c, other, mine) } else { _ = jack_connect(c, mine, other) }
+                }
+                if !onlyNew && now.isEmpty && !unmatchedReported.contains(pattern) {
+                    unmatchedReported.insert(pattern)
+                    changes.append(.unmatched(pattern: pattern, port: mine))
+                }
+                matched[key] = now
             }
         }
+    }
+
+    /// Patterns already said to match nothing.
+    private var unmatchedReported = Set<String>()
+
+    /// Why JACK would refuse `name` as a client name, or nil.
+    static func clientNameProblem(_ name: String) -> String? {
+        let limit = Int(jack_client_name_size()) - 1
+        if name.isEmpty { return "a JACK client name cannot be empty" }
+        if name.utf8.count > limit { return "JACK client name '\(name)' is too long: at most \(limit) bytes" }
+        if name.contains(":") {
+            return "JACK client name '\(name)' holds ':', which separates a port's client from its name"
+        }
+        return nil
+    }
+
+    /// A shell glob (`*`, `?`, `[...]`) as the regular expression JACK matches port names with.
+    static func regex(forGlob glob: String) -> String {
+        var out = "^"
+        var inClass = false
+        var classStart = false
+        for ch in glob {
+            if inClass {
+                if classStart && ch == "!" {
+                    out += "^"  // [!a] is the shell's "not a"
+                } else {
+                    if ch == "]" && !classStart { inClass = false }
+                    out += ch == "\\" ? "\\\\" : String(ch)
+                }
+                classStart = false
+                continue
+            }
+            switch ch {
+            case "*": out += ".*"
+            case "?": out += "."
+            case "[" where glob.contains("]"):
+                inClass = true
+                classStart = true
+                out += "["
+            default: out += NSRegularExpression.escapedPattern(for: String(ch))
+            }
+        }
+        return out + "$"
     }
 
     private var changes: [Change] = []
@@ -423,7 +495,9 @@ public final class JackSession: @unchecked Sendable {
                 changes.append(.xruns(xruns - xrunsSeen))
                 xrunsSeen = xruns
             }
-            if notifications.pointee.portsChanged.exchange(false, ordering: .acquiringAndReleasing) { connectAll() }
+            if notifications.pointee.portsChanged.exchange(false, ordering: .acquiringAndReleasing) {
+                connectAll(onlyNew: true)
+            }
             bufferSize = notifications.pointee.bufferSize.load(ordering: .relaxed)
         }
     }

@@ -146,6 +146,9 @@ import Testing
         properties = try Run.process(
             "/usr/bin/jack_property", ["--port", "-l", "sgt:in_1"], environment: env, timeout: 10
         ).stdout
+        // A connection removed in a patchbay stays removed when other ports appear (the patterns connect new
+        // ports only).
+        try Run.process("/usr/bin/jack_disconnect", ["system:capture_1", "sgt:in_1"], environment: env, timeout: 10)
         // A client that appears later: jack-play (jack-tools), whose port is jack-play-PID:out_1.
         let third = Process()
         third.executableURL = URL(fileURLWithPath: "/usr/bin/jack-play")
@@ -162,6 +165,16 @@ import Testing
         // Stop the three processes this test started (SIGTERM: speechgraph finishes and exits 0).
         for p in [first, second, third] where p.isRunning { kill(p.processIdentifier, SIGTERM) }
         for p in [first, second, third] { p.waitUntilExit() }
+        /// The ports `port` is connected to, in a `jack_lsp -c` listing.
+        func connected(_ port: String, in listing: String) -> [Substring] {
+            let lines = listing.split(separator: "\n")
+            guard let at = lines.firstIndex(of: Substring(port)) else { return [] }
+            return Array(lines[(at + 1)...].prefix { $0.hasPrefix("   ") }.map { $0.dropFirst(3) })
+        }
+        #expect(!connected("system:capture_1", in: lateConnections).contains("sgt:in_1"), "\(lateConnections)")
+        // The second instance says which name JACK gave it.
+        let secondOut = (try? String(contentsOfFile: dir.path("second.out"), encoding: .utf8)) ?? ""
+        #expect(secondOut.contains("this graph's client is 'sgt-01'"), "\(secondOut)")
         #expect(listing.contains("sgt:in_1"))
         #expect(listing.contains("sgt-01:in_1"))
         #expect(properties.contains("pretty-name") && properties.contains("mic 1"), "\(properties)")
