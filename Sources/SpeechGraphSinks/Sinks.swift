@@ -142,7 +142,9 @@ public final class ConsoleSink: GraphNode {
         var line: String
         switch event {
         case .result(let t):
-            let text = t.isFinal ? Self.coloured(t, below: colourBelow) : t.text
+            var text = t.isFinal ? Self.coloured(t, below: colourBelow) : t.text
+            // Speech outside a grammar (or a domain-only model): a command a voice-controlled tool must not act on.
+            if t.isFinal && t.rejected { text += " (rejected: outside the grammar or domain model)" }
             line = timestamps ? "[\(Self.clock(t.range.start)) - \(Self.clock(t.range.end))] \(text)" : text
             if !t.isFinal {
                 guard live else { return }

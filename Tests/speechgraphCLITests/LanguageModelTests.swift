@@ -164,6 +164,23 @@ import Testing
         print("chess grammar: \(movesAccepted) accepted, \(sentencesRejected) rejected, moves WER \(grammarWER)")
         #expect(movesAccepted >= 0.95)
         #expect(sentencesRejected >= 0.9)
+
+        // The console says so after the text: a user reading it must not act on a rejected command.
+        let said = try #require(fewer.first { results[$0.file]?.rejected == true })
+        let move = try #require(some.first { results[$0.file]?.rejected == false })
+        for (file, marked) in [(said.file, true), (move.file, false)] {
+            let graph = dir.path("console-\(marked).graph")
+            try """
+            node src = file.input { path: "\(file)" }
+            node asr = recognizer { mode: utterance, grammar: "\(chessSpec)" }
+            node out = console { timestamps: false }
+            src -> asr -> out
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+            let shown = try Run.speechgraph(["run", graph], environment: environment)
+            #expect(shown.status == 0, "\(shown.stderr)")
+            #expect(
+                shown.stdout.contains("(rejected: outside the grammar or domain model)") == marked, "\(shown.stdout)")
+        }
     }
 
     @Test("phrases as a list in a graph file: the phrase the general model gets wrong comes out right")
