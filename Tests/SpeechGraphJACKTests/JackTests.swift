@@ -162,6 +162,14 @@ import Testing
             usleep(100_000)
             lateConnections = try server.lsp(["-c"])
         } while lateConnections.firstMatch(of: /jack-play-\d+:out_1\n   sgt:in_1/) == nil && Date() < deadline
+        // The second instance says which name JACK gave it, once its graph runs (its models loaded).
+        let renamed = Date().addingTimeInterval(60)
+        var secondOut = ""
+        repeat {
+            secondOut = (try? String(contentsOfFile: dir.path("second.out"), encoding: .utf8)) ?? ""
+            if secondOut.contains("this graph's client is 'sgt-01'") { break }
+            usleep(50_000)
+        } while Date() < renamed
         // Stop the three processes this test started (SIGTERM: speechgraph finishes and exits 0).
         for p in [first, second, third] where p.isRunning { kill(p.processIdentifier, SIGTERM) }
         for p in [first, second, third] { p.waitUntilExit() }
@@ -172,8 +180,6 @@ import Testing
             return Array(lines[(at + 1)...].prefix { $0.hasPrefix("   ") }.map { $0.dropFirst(3) })
         }
         #expect(!connected("system:capture_1", in: lateConnections).contains("sgt:in_1"), "\(lateConnections)")
-        // The second instance says which name JACK gave it.
-        let secondOut = (try? String(contentsOfFile: dir.path("second.out"), encoding: .utf8)) ?? ""
         #expect(secondOut.contains("this graph's client is 'sgt-01'"), "\(secondOut)")
         #expect(listing.contains("sgt:in_1"))
         #expect(listing.contains("sgt-01:in_1"))
