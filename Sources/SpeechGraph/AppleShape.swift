@@ -411,15 +411,24 @@ public final class SpeechAnalyzer: Sendable {
     }
 
     /// Ends the input, waits for every result, and ends the modules' result sequences. `time` is taken for
-    /// Apple's signature: all the audio given so far is analysed, also after it.
+    /// Apple's signature: all the audio given so far is analysed, also after it. The reading of the input
+    /// sequence of `init(inputSequence:modules:)` stops here (a live sequence need not end first).
     public func finalizeAndFinish(through time: CMTime) async throws {
-        try await finalizeAndFinishThroughEndOfInput()
+        if let analysis = autonomous.withLock({ $0 }) {
+            analysis.cancel()
+            _ = try? await analysis.value
+        }
+        try await finish()
     }
 
     /// Ends the input (after the input sequence of `init(inputSequence:modules:)` ends), waits for every result,
     /// and ends the modules' result sequences.
     public func finalizeAndFinishThroughEndOfInput() async throws {
         if let analysis = autonomous.withLock({ $0 }) { _ = try await analysis.value }
+        try await finish()
+    }
+
+    private func finish() async throws {
         let (graph, input, forwarders) = state.withLock { s in
             s.finished = true
             return (s.graph, s.input, s.forwarders)

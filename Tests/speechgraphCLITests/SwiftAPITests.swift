@@ -164,6 +164,26 @@ import Testing
         for try await r in transcriber.results where r.isFinal { text += String(r.text.characters) }
         #expect(text.contains("good morning"), "\(text)")
 
+        // A live sequence that never ends: finalizeAndFinish(through:) stops reading it and finishes.
+        let live = SpeechTranscriber(locale: Locale(identifier: "en_US"), preset: .progressiveTranscription)
+        let (stream, mic) = AsyncStream.makeStream(of: AnalyzerInput.self)
+        let listening = SpeechAnalyzer(inputSequence: stream, modules: [live])
+        mic.yield(AnalyzerInput(buffer: buffer))
+        let (firstResult, seen) = AsyncStream.makeStream(of: Void.self)
+        let reading = Task {
+            var heard = ""
+            for try await r in live.results {
+                seen.yield()
+                if r.isFinal { heard += String(r.text.characters) }
+            }
+            return heard
+        }
+        // Once the analyzer has the audio (a volatile result shows it), finish through its time.
+        for await _ in firstResult { break }
+        try await listening.finalizeAndFinish(through: CMTime(seconds: 1))
+        #expect(try await reading.value.contains("good morning"))
+        mic.finish()
+
         let french = SpeechTranscriber(locale: Locale(identifier: "fr_FR"), preset: .offlineTranscription)
         let other = SpeechAnalyzer(modules: [french])
         let (input, feed) = AsyncStream.makeStream(of: AnalyzerInput.self)
