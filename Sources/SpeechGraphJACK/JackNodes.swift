@@ -165,6 +165,14 @@ public final class JackInputNode: SourceNode {
 
     private func time(_ frame: Int64) -> Double { Double(frame) / Double(format.sampleRate) }
 
+    /// A `warning` event on the events port, now.
+    private func warn(_ reason: String, _ output: NodeOutput) throws {
+        try output.emit(
+            .custom(
+                CustomEvent(kind: .warning, node: name, time: time(streamFrame), fields: ["reason": .string(reason)])),
+            port: 1)
+    }
+
     public func pull(output: NodeOutput) throws -> Bool {
         session.poll()
         for change in session.takeChanges() {
@@ -200,25 +208,13 @@ public final class JackInputNode: SourceNode {
                         reason: "the JACK server came back at \(to) Hz; this graph runs at \(from) Hz: "
                             + "restart speechgraph"), port: 1)
             case .renamed(let from, let to):
-                try output.emit(
-                    .custom(
-                        CustomEvent(
-                            kind: .warning, node: name, time: time(streamFrame),
-                            fields: [
-                                "reason": .string(
-                                    "another JACK client is called '\(from)': this graph's client is '\(to)' "
-                                        + "(its ports are \(to):...)")
-                            ])), port: 1)
+                try warn(
+                    "another JACK client is called '\(from)': this graph's client is '\(to)' (its ports are \(to):...)",
+                    output)
             case .unmatched(let pattern, let port):
-                try output.emit(
-                    .custom(
-                        CustomEvent(
-                            kind: .warning, node: name, time: time(streamFrame),
-                            fields: [
-                                "reason": .string(
-                                    "'connect' pattern '\(pattern)' matches no JACK port now: \(port) is connected to "
-                                        + "matching ports when they appear (jack_lsp lists the ports)")
-                            ])), port: 1)
+                try warn(
+                    "'connect' pattern '\(pattern)' matches no JACK port now: \(port) is connected to matching ports "
+                        + "when they appear (jack_lsp lists the ports)", output)
             }
         }
         if xrunsPending > 0, Date().timeIntervalSince(lastXrunReport) >= 1 {
