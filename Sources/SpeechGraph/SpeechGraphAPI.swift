@@ -161,7 +161,7 @@ public final class SpeechGraph: Sendable {
         guard let pusher = running.input(named: name) else {
             throw Error.noSuchNode("no push.input node named '\(name)' in the graph")
         }
-        return AudioInput(pusher: pusher, graph: running)
+        return AudioInput(pusher: pusher)
     }
 
     /// What went wrong without stopping the graph, once it has ended: a truncated file, a sink that could not
@@ -173,7 +173,6 @@ public final class SpeechGraph: Sendable {
 /// Audio pushed into a graph's `push.input` node, from any thread, in blocks of any size.
 public struct AudioInput: Sendable {
     let pusher: AudioPusher
-    let graph: RunningGraph
 
     /// Interleaved float samples in -1...1 at the node's rate and channel count (the `push.input` node's `rate`
     /// and `channels`: nothing converts them), any number of them (a frame left unfinished is completed by the
@@ -184,8 +183,7 @@ public struct AudioInput: Sendable {
     /// `finish()` or `stop()`).
     @discardableResult
     public func push(_ samples: [Float], waitForRoom: Bool = true) -> Bool {
-        if waitForRoom && pusher.freeFrames < samples.count / pusher.format.channelCount + 1 { graph.start() }
-        return samples.withUnsafeBufferPointer { pusher.push($0, waitForRoom: waitForRoom).taken }
+        samples.withUnsafeBufferPointer { pusher.push($0, waitForRoom: waitForRoom).taken }
     }
 
     /// No more audio: the graph finishes what it holds.

@@ -28,6 +28,22 @@ public struct NodeManifest: Codable, Sendable, Equatable {
     public var ports: [PortManifest]
     public var parameters: [ParameterManifest]
     public var eventKinds: [EventKindManifest]
+
+    /// Why the host refuses a node's `emit` of `kind` on event output `port` (an index among its outputs), or
+    /// nil: a port it does not have, a kind the port does not declare. An audio node has no event output.
+    /// The graph's host (PluginEventNode) and `plugin check` apply this one rule.
+    func emitRefusal(port: Int, kind: String?) -> String? {
+        guard let k = kind else { return "it emitted an event with no kind on port \(port)" }
+        let outputs = self.kind == .audio ? [] : ports.filter { !$0.isInput }
+        guard outputs.indices.contains(port) else {
+            return "it emitted '\(k)' on port \(port), but has \(outputs.count) event output"
+                + (outputs.count == 1 ? "" : "s")
+        }
+        if let kinds = outputs[port].eventKinds, !kinds.contains(k) {
+            return "it emitted '\(k)' on '\(outputs[port].name)', which declares only \(kinds.joined(separator: ", "))"
+        }
+        return nil
+    }
 }
 
 public struct PortManifest: Codable, Sendable, Equatable {

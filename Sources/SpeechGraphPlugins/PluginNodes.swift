@@ -285,23 +285,19 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
 /// An event node from a plugin (SG_NODE_EVENT): events in through `handle_event`, its own events out
 /// through the host's `emit`, on the graph thread.
 final class PluginEventNode: PluginNodeBase, GraphNode {
-    private let outputs: [(name: String, kinds: EventKinds)]
+    private let manifest: NodeManifest
     private var current: NodeOutput?
     private var emitError: (any Error)?
 
     init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, context: NodeContext) throws {
-        outputs = manifest.ports.filter { !$0.isInput }.map {
-            ($0.name, $0.eventKinds.map { .only($0.map { EventKind(rawValue: $0) }) } ?? .any)
-        }
+        self.manifest = manifest
         try super.init(cls: cls, context: context)
     }
 
     override func emitted(port: Int, kind: String?, time: Double, _ fields: UnsafePointer<sg_value>?, _ count: UInt32)
         -> Int32
     {
-        guard let output = current, let kind, outputs.indices.contains(port),
-            outputs[port].kinds.contains(EventKind(kind))
-        else { return -1 }
+        guard let output = current, let kind, manifest.emitRefusal(port: port, kind: kind) == nil else { return -1 }
         let event = CustomEvent(
             kind: EventKind(kind), node: name, time: time.isFinite ? time : nil, fields: parameterValues(fields, count))
         do { try output.emit(.custom(event), port: port) } catch {

@@ -100,35 +100,25 @@ public struct PluginValidator {
         return out.sorted { $0.key < $1.key }
     }
 
-    /// The host a node is checked with. Its `emit` refuses what the graph's host refuses (PluginEventNode):
-    /// a port that is not one of the node's event outputs, a kind that port does not declare.
+    /// The host a node is checked with. Its `emit` refuses what the graph's host refuses
+    /// (`NodeManifest.emitRefusal`), and keeps why.
     final class TestHost {
         var host = sg_host()
-        /// The node's event outputs, in order (none for an audio node: it cannot emit).
-        let outputs: [(name: String, kinds: [String]?)]
+        let node: NodeManifest
         /// What it emitted that a graph would refuse, each as a sentence.
         var refused: [String] = []
         init(_ node: NodeManifest) {
-            outputs = node.kind == .event ? node.ports.filter { !$0.isInput }.map { ($0.name, $0.eventKinds) } : []
+            self.node = node
             host.abi = sg_abi_version(major: UInt32(SG_ABI_MAJOR), minor: UInt32(SG_ABI_MINOR))
             host.warn = { _, _ in }
             host.emit = { context, port, kind, _, _, _ in
                 guard let context else { return -1 }
                 let me = Unmanaged<TestHost>.fromOpaque(context).takeUnretainedValue()
-                let k = kind.map { String(cString: $0) } ?? "(no kind)"
-                guard me.outputs.indices.contains(Int(port)) else {
-                    me.refused.append(
-                        "it emitted '\(k)' on port \(port), but has \(me.outputs.count) event output"
-                            + (me.outputs.count == 1 ? "" : "s"))
-                    return -1
+                guard let why = me.node.emitRefusal(port: Int(port), kind: kind.map { String(cString: $0) }) else {
+                    return 0
                 }
-                let (name, kinds) = me.outputs[Int(port)]
-                if kind == nil || kinds.map({ !$0.contains(k) }) ?? false {
-                    me.refused.append(
-                        "it emitted '\(k)' on '\(name)', which declares only \((kinds ?? []).joined(separator: ", "))")
-                    return -1
-                }
-                return 0
+                me.refused.append(why)
+                return -1
             }
         }
     }

@@ -187,11 +187,16 @@ func parseOverrides(_ texts: [String], node: String? = nil) throws -> [GraphPlan
 /// A runtime failure, as one line: `file:line:col: error: ...` when the graph file says where.
 func reportFailure(_ error: SpeechGraphError, status: StatusLine?) {
     status?.clear()
-    if let location = error.location, !location.file.hasPrefix("<") {
-        printError("\(location): error: \(error.message)")
-    } else {
-        printError("speechgraph: error: \(error.message)")
-    }
+    printError(userLine(Diagnostic(.error, at: error.location, error.message)))
+}
+
+/// A diagnostic as standard error shows it: `file:line:col: error: ...` at a place in a file the user wrote,
+/// `speechgraph: error: ...` otherwise (no place, or a command's own graph: `<transcribe>`).
+func userLine(_ d: Diagnostic) -> String {
+    if let location = d.location, !location.file.hasPrefix("<") { return d.description }
+    var placeless = d
+    placeless.location = nil
+    return "speechgraph: \(placeless)"
 }
 
 /// A graph made in code by the convenience commands (`transcribe`, `vad`), as if written in a file
@@ -239,15 +244,7 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
         return true
     case let error as GraphError:
         status.clear()
-        for d in error.diagnostics {
-            // A place in a file the user wrote (a spec's line): `file:line:col: error:`; none in the command's
-            // own graph.
-            if let location = d.location, !location.file.hasPrefix("<") {
-                printError(d.description)
-            } else {
-                printError("speechgraph: error: \(d.message)")
-            }
-        }
+        printDiagnostics(error.diagnostics)
         return true
     default:
         return false
@@ -266,8 +263,7 @@ func printGraphErrors(_ error: GraphError, in path: String) {
 }
 
 func printDiagnostics(_ diagnostics: [Diagnostic]) {
-    // A diagnostic with no place in a file is the program's: `speechgraph: error: ...`.
-    for d in diagnostics.prefix(diagnosticLimit) { printError(d.location == nil ? "speechgraph: \(d)" : d.description) }
+    for d in diagnostics.prefix(diagnosticLimit) { printError(userLine(d)) }
     if diagnostics.count > diagnosticLimit {
         printError("... and \(diagnostics.count - diagnosticLimit) more (the first \(diagnosticLimit) are shown)")
     }

@@ -58,6 +58,9 @@ public struct NodeConfig: Sendable {
         isImplicit ? message : "node '\(name)' (\(typeName)): \(message)"
     }
 
+    /// A warning the node raised, as the end of a run prints it: `node 'src': message`, or the message alone.
+    public func warning(_ message: String) -> String { isImplicit ? message : "node '\(name)': \(message)" }
+
     /// Where an error about `parameter` (or about the node, for `nil`) points: for a value from the command line,
     /// the option that gave it (`--set node.parameter`, `--dict`) and no place in the file; else the value's
     /// place, or the node's.

@@ -195,9 +195,7 @@ final class GraphEngine {
     }
 
     var warnings: [String] {
-        nodes.indices.flatMap { i in
-            nodes[i].warnings.map { plan.nodes[i].config.isImplicit ? $0 : "node '\(plan.nodes[i].name)': \($0)" }
-        }
+        nodes.indices.flatMap { i in nodes[i].warnings.map(plan.nodes[i].config.warning) }
     }
 
     /// The source nodes that receive audio on their own time (`live`: JACK ports, pushed inputs), or those that

@@ -8,7 +8,7 @@ import Synchronization
 /// graph thread never takes that lock. A write that does not fit either waits for room
 /// (`waitForRoom: true`, for a producer that may run ahead of the graph: a file, a pipe) or is dropped
 /// whole and reported as a gap event on the node's `events` port (the default, for live audio that must
-/// never block its producer).
+/// never block its producer). A writer that would wait before its graph has started starts it (`RunningGraph`).
 public final class AudioPusher: Sendable {
     /// The format written samples must have: interleaved float32 at this rate and channel count.
     public let format: AudioFormat
@@ -21,6 +21,8 @@ public final class AudioPusher: Sendable {
     private let dropped = Atomic<Int>(0)
     /// Posted by the graph thread after it has read: room for a waiting writer.
     let room = WakeSignal()
+    /// Called before a writer waits for room (the graph that reads this ring starts itself there).
+    private let waiting = Mutex<(@Sendable () -> Void)?>(nil)
     /// The graph's wake signal: posted after every write.
     private let wake: WakeSignal
 
@@ -32,6 +34,10 @@ public final class AudioPusher: Sendable {
         carry.reserveCapacity(format.channelCount)
         writer = Mutex(carry)
     }
+
+    /// `action` runs before a writer waits for room: `RunningGraph` starts there, since a graph that has not
+    /// started would never make room.
+    func beforeWaiting(_ action: @escaping @Sendable () -> Void) { waiting.withLock { $0 = action } }
 
     /// Frames a write can take now without waiting or dropping (a single writer may rely on it). Any thread.
     public var freeFrames: Int { ring.endpoint.availableToWrite / format.channelCount }
@@ -94,6 +100,7 @@ public final class AudioPusher: Sendable {
                 wake.post()
             } else if waitForRoom {
                 guard !closed.load(ordering: .acquiring) else { return done / channels }
+                waiting.withLock { $0 }?()
                 _ = room.wait(timeout: 0.05)
             } else {
                 let lost = (samples.count - done) / channels

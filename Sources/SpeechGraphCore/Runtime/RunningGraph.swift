@@ -74,6 +74,10 @@ public final class RunningGraph: @unchecked Sendable {
         self.options = options
         stopSignal = options.stop ?? StopSignal()
         engine = try GraphEngine(plan: plan, registry: registry, resources: resources)
+        // A writer that would wait for room before `start` would wait forever: only the running graph reads.
+        for case let input as PushInputNode in engine.nodes {
+            input.pusher.beforeWaiting { [weak self] in self?.start() }
+        }
     }
 
     /// Starts the graph thread. Events flow from here on; subscribe with `events(of:)` before, so as to
