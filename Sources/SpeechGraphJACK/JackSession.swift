@@ -337,6 +337,7 @@ public final class JackSession: @unchecked Sendable {
         }
         realtime.pointee.inputCount = inputs
         realtime.pointee.outputCount = outputs
+        realtime.pointee.hasPendingGap = false
         // The ports of each group with a processor: consecutive inputs, in channel order.
         var index = 0
         for spec in specs where spec.isInput {

@@ -62,6 +62,11 @@ struct RealtimeState {
     var timingEnabled: Bool
     var groups: UnsafeMutablePointer<RealtimeGroup>
     var groupCount: Int
+    /// The periods dropped since audio was last written, as one gap: written to `gaps` before the next audio,
+    /// so that a stall of any length is one record (and one `gap` event), and the record ring never fills
+    /// while the graph is away. Touched by the process callback only (reset before activation).
+    var pendingGap: GapRecord = GapRecord(ringIndex: 0, frames: 0)
+    var hasPendingGap = false
     static let maxPorts = 64
 }
 
@@ -113,6 +118,16 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
     if running && inputCount > 0 {
         var fits = true
         for i in 0..<inputCount where inputs[i].ring.availableToWrite < n { fits = false }
+        // The gap before this audio is recorded first; if its record does not fit, the period is dropped too
+        // (audio after an unrecorded gap would be placed too early on the stream's clock).
+        if fits && state.pointee.hasPendingGap {
+            var record = state.pointee.pendingGap
+            if state.pointee.gaps.write(&record, count: 1) {
+                state.pointee.hasPendingGap = false
+            } else {
+                fits = false
+            }
+        }
         if fits {
             for i in 0..<inputCount where inputs[i].group < 0 {
                 if let port = inputs[i].port, let buffer = jack_port_get_buffer(port, nframes) {
@@ -122,8 +137,12 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
             // Ports whose audio a real-time plugin node processes first (a gate straight after jack.input).
             for g in 0..<state.pointee.groupCount { processGroup(state.pointee.groups + g, inputs, nframes) }
         } else {
-            var record = GapRecord(ringIndex: inputs[0].ring.writtenCount, frames: n)
-            _ = state.pointee.gaps.write(&record, count: 1)
+            if state.pointee.hasPendingGap {
+                state.pointee.pendingGap.frames += n
+            } else {
+                state.pointee.pendingGap = GapRecord(ringIndex: inputs[0].ring.writtenCount, frames: n)
+                state.pointee.hasPendingGap = true
+            }
             state.pointee.overruns.pointee.add(n, ordering: .relaxed)
         }
         state.pointee.inputWake.post()

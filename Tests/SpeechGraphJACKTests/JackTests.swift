@@ -3,6 +3,7 @@ import Foundation
 import SpeechGraphNodes
 import SpeechGraphPlugins
 import SpeechGraphTestSupport
+import Synchronization
 import Testing
 
 /// Every test that talks to JACK, one at a time (libjack in one process talks to one server at a time),
@@ -416,6 +417,82 @@ import Testing
         // Gaps not reached by a block came after the last one.
         #expect(gaps[gapIndex...].allSatisfy { Int64(($0.start * 48000).rounded()) >= expected })
     }
+    /// A JACK client activates only once every other node is prepared: audio queued while a recognizer loads its
+    /// models (here a node that takes 2 s to prepare) would overflow a small buffer before the graph ran.
+    @Test func audioIsNotLostWhileOtherNodesPrepare() throws {
+        try server.start()
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        try registry.register(SlowToPrepare.type)
+        let spec = try GraphParser.parse(
+            """
+            node mic = jack.input { buffer: 500 ms }
+            node loading = test.slowprepare
+            node out = collect
+            mic -> loading
+            mic.events -> out
+            """, file: "loading.graph", environment: [:])
+        let resources = GraphResources(settings: ["jack.name": "speechgraph-loading-\(getpid())"])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        let loading = runner.node(named: "loading") as! SlowToPrepare
+        runner.start()
+        // Until a second of audio has arrived (a deadline only bounds a hang).
+        let deadline = Date().addingTimeInterval(60)
+        while loading.frames.load(ordering: .relaxed) < 48000 && Date() < deadline { usleep(10_000) }
+        runner.stop()
+        try runner.wait()
+        #expect(loading.frames.load(ordering: .relaxed) >= 48000)
+        let gaps = (runner.node(named: "out") as! EventCollector).events.filter {
+            if case .gap = $0 { return true }
+            return false
+        }
+        #expect(gaps.isEmpty, "\(gaps.count) gaps, the first \(gaps.first.map { "\($0)" } ?? "")")
+        #expect(loading.firstFrame == 0)
+    }
+
+    /// A stall of the graph (2 s, longer than the 256 gap records the callback can queue at this period) is one
+    /// gap event as long as the stall, and the audio after it is placed after it on the stream's clock.
+    @Test func aStallIsOneGapOfItsLength() throws {
+        try server.start()
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        try registry.register(StallOnce.type)
+        let spec = try GraphParser.parse(
+            """
+            node mic = jack.input { buffer: 50 ms }
+            node stall = test.stallonce
+            node out = collect
+            mic -> stall
+            mic.events -> out
+            """, file: "stall.graph", environment: [:])
+        let resources = GraphResources(settings: ["jack.name": "speechgraph-stall-\(getpid())"])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        let stall = runner.node(named: "stall") as! StallOnce
+        runner.start()
+        // Until half a second of audio has come after the stall (a deadline only bounds a hang).
+        let deadline = Date().addingTimeInterval(60)
+        while stall.framesAfter.load(ordering: .relaxed) < 24000 && Date() < deadline { usleep(10_000) }
+        runner.stop()
+        try runner.wait()
+        let gaps = (runner.node(named: "out") as! EventCollector).events.compactMap { e -> TimeRange? in
+            if case .gap(_, let r, let reason) = e, reason.hasPrefix("overrun") { return r }
+            return nil
+        }
+        #expect(gaps.count == 1, "\(gaps.count) gaps")
+        #expect((gaps.first?.duration ?? 0) >= 1.5, "\(gaps)")
+        // Audio and the gap tile the timeline.
+        var expected: Int64 = 0
+        for (start, count) in stall.blocks {
+            if let g = gaps.first, Int64((g.start * 48000).rounded()) == expected, start != expected {
+                expected += Int64((g.duration * 48000).rounded())
+            }
+            #expect(start == expected)
+            expected = start + Int64(count)
+        }
+    }
+
     /// Any JACK client can write NaN into our port: a player in this process sends speech with NaN and
     /// infinite samples in it (from a source of its own: file.input would clean them first).
     @Test func notANumberFromAJackClientIsConcealedAndTheRunGoesOn() async throws {
@@ -533,6 +610,37 @@ final class SlowSink: GraphNode {
     func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
         blocks.append((block.startFrame, block.frameCount))
         usleep(40_000)
+    }
+}
+
+/// A node that takes 2 s to prepare, as a recognizer loading its models does, and counts the frames it gets.
+final class SlowToPrepare: GraphNode {
+    static let type = NodeType(
+        NodeDescriptor(
+            typeName: "test.slowprepare", summary: "", category: .sink,
+            ports: [.audioInput("in", .any, doc: "")], parameters: []),
+        make: { _ in SlowToPrepare() })
+    let frames = Atomic<Int>(0)
+    var firstFrame: Int64?
+    func prepare() throws { usleep(2_000_000) }
+    func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        if firstFrame == nil { firstFrame = block.startFrame }
+        frames.add(block.frameCount, ordering: .relaxed)
+    }
+}
+
+/// A node that stalls for 2 s on its first block, then counts the frames that follow.
+final class StallOnce: GraphNode {
+    static let type = NodeType(
+        NodeDescriptor(
+            typeName: "test.stallonce", summary: "", category: .sink,
+            ports: [.audioInput("in", .any, doc: "")], parameters: []),
+        make: { _ in StallOnce() })
+    var blocks: [(Int64, Int)] = []
+    let framesAfter = Atomic<Int>(0)
+    func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        if blocks.isEmpty { usleep(2_000_000) } else { framesAfter.add(block.frameCount, ordering: .relaxed) }
+        blocks.append((block.startFrame, block.frameCount))
     }
 }
 

@@ -23,6 +23,8 @@ final class GraphEngine {
     private var closed = false
     /// Indices of nodes running on worker threads.
     private(set) var workers: [Int] = []
+    /// The order of `prepareAll`: nodes in the real-time domain last.
+    private var prepareOrder: [Int] = []
     private var audioOutputs: [[Bool]] = []
     /// Streams of events handed out by `RunningGraph.events(of:)`: by node index, or all nodes (`nil`).
     private let observers = Mutex<[Int?: [AsyncStream<GraphEvent>.Continuation]]>([:])
@@ -63,6 +65,13 @@ final class GraphEngine {
         // waits for a decoder. A single one on offline input stays on the graph thread, where the order of
         // every event at the sinks is fixed.
         let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.threading == .worker }
+        // Nodes in the audio server's real-time domain are prepared last: a JACK client activates in its prepare,
+        // and the audio it queues from then on must not wait for a recognizer loading its models (with a small
+        // `buffer`, that audio overflowed before the graph ever ran).
+        let realtime = plan.nodes.indices.filter {
+            registry[plan.nodes[$0].typeName]!.descriptor.threading == .realtime
+        }
+        prepareOrder = plan.nodes.indices.filter { !realtime.contains($0) } + realtime
         let live = !sources(live: true).isEmpty
         if (costly.count >= 2 || live) && resources.settings["threads"] != "one" {
             for i in costly {
@@ -98,7 +107,7 @@ final class GraphEngine {
     }
 
     func prepareAll() throws {
-        for i in nodes.indices {
+        for i in prepareOrder {
             do {
                 try nodes[i].prepare()
             } catch let error as SpeechGraphError {
