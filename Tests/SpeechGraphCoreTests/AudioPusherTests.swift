@@ -51,4 +51,35 @@ import Testing
         #expect(pusher.write([-2, 3, -3]) == 2)
         #expect(drain(pusher) == [2, -2, 3, -3])
     }
+
+    /// The gap records in the pusher's gap ring, in order.
+    func gapRecords(_ pusher: AudioPusher) -> [GapRecord] {
+        var out: [GapRecord] = []
+        var record = GapRecord(ringIndex: 0, frames: 0)
+        while pusher.gaps.endpoint.read(into: &record, maxCount: 1) == 1 { out.append(record) }
+        return out
+    }
+
+    @Test("chunks dropped in a row, more than the gap ring holds, are one gap, recorded before the next audio")
+    func dropsInARowAreOneGap() {
+        let pusher = AudioPusher(
+            format: AudioFormat(sampleRate: 16000, channelCount: 1), capacityFrames: 64, wake: WakeSignal())
+        let capacity = pusher.ring.capacity
+        #expect(pusher.write([Float](repeating: 1, count: capacity)) == capacity)
+        for _ in 0..<300 { #expect(pusher.write([Float](repeating: 2, count: 10)) == 0) }
+        #expect(pusher.droppedFrames == 3000)
+        // Not recorded yet: the gap is still growing while nothing fits.
+        #expect(gapRecords(pusher).isEmpty)
+        _ = drain(pusher)
+        #expect(pusher.write([Float](repeating: 3, count: 10)) == 10)
+        let gaps = gapRecords(pusher)
+        #expect(gaps.count == 1)
+        #expect(gaps.first?.ringIndex == capacity && gaps.first?.frames == 3000)
+        // A gap at the very end is recorded by end().
+        _ = drain(pusher)
+        #expect(pusher.write([Float](repeating: 4, count: capacity)) == capacity)
+        #expect(pusher.write([Float](repeating: 5, count: 7)) == 0)
+        pusher.end()
+        #expect(gapRecords(pusher).map(\.frames) == [7])
+    }
 }

@@ -14,8 +14,8 @@ public final class AudioPusher: Sendable {
     public let format: AudioFormat
     let ring: AudioRing
     let gaps = SPSCRing<GapRecord>(minimumCapacity: 256)
-    /// Serialises writers; holds the samples of a frame a write left unfinished (the next one completes it).
-    private let writer: Mutex<[Float]>
+    /// Serialises writers; holds what one write leaves to the next.
+    private let writer: Mutex<WriterState>
     private let ended = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
     private let dropped = Atomic<Int>(0)
@@ -30,9 +30,18 @@ public final class AudioPusher: Sendable {
         self.format = format
         ring = AudioRing(minimumCapacity: capacityFrames * format.channelCount)
         self.wake = wake
+        var state = WriterState()
+        state.carry.reserveCapacity(format.channelCount)
+        writer = Mutex(state)
+    }
+
+    struct WriterState {
+        /// The samples of a frame a write left unfinished (the next one completes it).
         var carry: [Float] = []
-        carry.reserveCapacity(format.channelCount)
-        writer = Mutex(carry)
+        /// The frames dropped since audio was last written, as one gap: recorded just before the next audio
+        /// that fits (or at the end), so that a stall of any length is one gap event and the gap ring never
+        /// fills while the graph is away.
+        var pendingGap: GapRecord?
     }
 
     /// `action` runs before a writer waits for room: `RunningGraph` starts there, since a graph that has not
@@ -58,35 +67,41 @@ public final class AudioPusher: Sendable {
     public func push(_ samples: UnsafeBufferPointer<Float>, waitForRoom: Bool) -> (frames: Int, taken: Bool) {
         let channels = format.channelCount
         guard !samples.isEmpty else { return (0, true) }
-        return writer.withLock { carry -> (frames: Int, taken: Bool) in
+        return writer.withLock { state -> (frames: Int, taken: Bool) in
             guard !ended.load(ordering: .acquiring), !closed.load(ordering: .acquiring) else { return (0, false) }
             var start = 0
             var frames = 0
             var taken = true
-            if !carry.isEmpty {
-                start = min(channels - carry.count, samples.count)
-                carry.append(contentsOf: samples[0..<start])
-                if carry.count < channels { return (0, true) }
-                let n = carry.withUnsafeBufferPointer { writeFrames($0, waitForRoom: waitForRoom) }
+            if !state.carry.isEmpty {
+                start = min(channels - state.carry.count, samples.count)
+                state.carry.append(contentsOf: samples[0..<start])
+                if state.carry.count < channels { return (0, true) }
+                // Taken out of the state while it is written (no copy), then put back empty.
+                var carry: [Float] = []
+                swap(&carry, &state.carry)
+                let n = carry.withUnsafeBufferPointer { writeFrames($0, waitForRoom: waitForRoom, &state) }
                 carry.removeAll(keepingCapacity: true)
+                swap(&carry, &state.carry)
                 frames = n
                 taken = n > 0
             }
             let whole = (samples.count - start) / channels * channels
             if whole > 0 {
                 let n = writeFrames(
-                    UnsafeBufferPointer(rebasing: samples[start..<(start + whole)]), waitForRoom: waitForRoom)
+                    UnsafeBufferPointer(rebasing: samples[start..<(start + whole)]), waitForRoom: waitForRoom, &state)
                 frames += n
                 taken = taken && n == whole / channels
             }
             // Kept even after a drop: the next write's first sample is still the next channel's.
-            carry.append(contentsOf: samples[(start + whole)...])
+            state.carry.append(contentsOf: samples[(start + whole)...])
             return (frames, taken)
         }
     }
 
     /// Whole frames into the ring (the writer lock held); returns the frames written.
-    private func writeFrames(_ samples: UnsafeBufferPointer<Float>, waitForRoom: Bool) -> Int {
+    private func writeFrames(_ samples: UnsafeBufferPointer<Float>, waitForRoom: Bool, _ state: inout WriterState)
+        -> Int
+    {
         let channels = format.channelCount
         let frames = samples.count / channels
         guard frames > 0, let base = samples.baseAddress else { return 0 }
@@ -94,19 +109,26 @@ public final class AudioPusher: Sendable {
         while done < samples.count {
             // A chunk larger than the ring goes in as pieces, each waiting for room.
             let piece = min(samples.count - done, ring.capacity / channels * channels)
-            if ring.endpoint.availableToWrite >= piece {
+            // The gap before this audio is recorded first (if its record does not fit, this audio is dropped
+            // too: audio after an unrecorded gap would be placed too early on the stream's clock).
+            let fits = ring.endpoint.availableToWrite >= piece
+            let gapRecorded = !fits || (state.pendingGap.map { recordGap($0, &state) } ?? true)
+            if fits && gapRecorded {
                 _ = ring.endpoint.write(base + done, count: piece)
                 done += piece
                 wake.post()
-            } else if waitForRoom {
+            } else if waitForRoom && gapRecorded {
                 guard !closed.load(ordering: .acquiring) else { return done / channels }
                 waiting.withLock { $0 }?()
                 _ = room.wait(timeout: 0.05)
             } else {
                 let lost = (samples.count - done) / channels
                 dropped.add(lost, ordering: .relaxed)
-                var record = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
-                _ = gaps.endpoint.write(&record, count: 1)
+                if state.pendingGap != nil {
+                    state.pendingGap!.frames += lost
+                } else {
+                    state.pendingGap = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
+                }
                 wake.post()
                 return done / channels
             }
@@ -119,10 +141,21 @@ public final class AudioPusher: Sendable {
         samples.withUnsafeBufferPointer { write($0, waitForRoom: waitForRoom) }
     }
 
-    /// The end of the stream: the node emits what was written, then ends, and the graph finishes once
-    /// its other inputs have ended too. Writes after this are ignored.
+    /// Writes `gap` to the gap ring; whether it fitted (it is then no longer pending).
+    private func recordGap(_ gap: GapRecord, _ state: inout WriterState) -> Bool {
+        var record = gap
+        guard gaps.endpoint.write(&record, count: 1) else { return false }
+        state.pendingGap = nil
+        return true
+    }
+
+    /// The end of the stream: the node emits what was written (and the gap of any audio dropped last), then
+    /// ends, and the graph finishes once its other inputs have ended too. Writes after this are ignored.
     public func end() {
-        writer.withLock { _ in ended.store(true, ordering: .releasing) }
+        writer.withLock { state in
+            if let gap = state.pendingGap { _ = recordGap(gap, &state) }
+            ended.store(true, ordering: .releasing)
+        }
         wake.post()
     }
 
