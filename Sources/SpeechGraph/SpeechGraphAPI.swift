@@ -168,6 +168,11 @@ public final class SpeechGraph: Sendable {
     /// write, samples that were not numbers; each prefixed with its node. `finish()` returns normally with
     /// them (the results are there); `speechgraph run` prints them and exits 1.
     public var warnings: [String] { running.warnings }
+
+    /// What the graph's nodes had to say about how they were made, which is no problem: a pronunciation guessed
+    /// for a word of a language model built on first use (`file:line:col: warning: 'zigbee' is in no dictionary;
+    /// pronounced ...`). Before `start()` or once the graph has ended.
+    public var notes: [String] { running.notes }
 }
 
 /// Audio pushed into a graph's `push.input` node, from any thread, in blocks of any size.

@@ -88,6 +88,19 @@ public enum LMBuilder {
         public var sampleCount: Int
         /// Words in neither the dictionary nor the spec's pronunciations, with the pronunciation guessed.
         public var guessed: [(word: String, phones: [String])]
+
+        /// One warning for each guessed pronunciation, at the first phrase or template of `spec` that uses the
+        /// word (`file:line:col: warning: ...`), or at `file` when none has a location.
+        public func guessWarnings(_ spec: LMSpec, file: String) -> [String] {
+            guessed.map { word, phones in
+                let at =
+                    spec.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
+                    ?? spec.templates.first { LMWords.words(of: $0.text).contains(word) }?.location
+                return (at.map { "\($0): " } ?? "\(file): ")
+                    + "warning: '\(word)' is in no dictionary; pronounced \(phones.joined(separator: " ")) "
+                    + "(from espeak-ng): add 'pronounce \"\(word)\" { cmu: \"...\" }' to the spec to change it"
+            }
+        }
     }
 
     public static func build(

@@ -20,9 +20,9 @@ public struct DomainModel: Hashable, Sendable {
 
     /// `lm:` as the recognizer takes it: a spec (`.lmspec`, built into the cache on first use, or only parsed
     /// when `build` is false), a directory `speechgraph lm build` wrote, or a model file.
-    static func resolve(_ path: String, weight: Double, generalDictionary: String, build: Bool) throws
-        -> DomainModel
-    {
+    static func resolve(
+        _ path: String, weight: Double, generalDictionary: String, build: Bool, notes: BuildNotes? = nil
+    ) throws -> DomainModel {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
         guard fm.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -40,7 +40,7 @@ public struct DomainModel: Hashable, Sendable {
                 // Planning: the spec is checked; the model is built when the graph runs.
                 return DomainModel(lm: path, dict: nil, weight: weight)
             }
-            let directory = try SphinxLanguageModels.built(spec, dictionary: generalDictionary)
+            let directory = try SphinxLanguageModels.built(spec, dictionary: generalDictionary, notes: notes)
             return try DomainModel(directory: directory, weight: weight)
         }
         // A model file that `lm build` wrote: the pronunciations of its words are beside it.
@@ -50,7 +50,7 @@ public struct DomainModel: Hashable, Sendable {
 
     /// `grammar:` naming a spec or a built model directory: its grammar.jsgf and words.dict (when planning, the
     /// spec only parsed: the spec's own path).
-    static func grammar(_ path: String, generalDictionary: String, build: Bool) throws
+    static func grammar(_ path: String, generalDictionary: String, build: Bool, notes: BuildNotes? = nil) throws
         -> (jsgf: String, dict: String?, directory: String?)
     {
         let fm = FileManager.default
@@ -61,7 +61,7 @@ public struct DomainModel: Hashable, Sendable {
             }
             let spec = try LMSpec(contentsOf: path)
             guard build else { return (path, nil, nil) }
-            directory = try SphinxLanguageModels.built(spec, dictionary: generalDictionary)
+            directory = try SphinxLanguageModels.built(spec, dictionary: generalDictionary, notes: notes)
         }
         let jsgf = directory + "/grammar.jsgf"
         guard fm.fileExists(atPath: jsgf) else {
@@ -111,8 +111,9 @@ public enum SphinxLanguageModels {
     }
 
     /// The model directory of a spec in the cache ($XDG_CACHE_HOME, or ~/.cache, /speechgraph/lm/HASH), built
-    /// there first when it is not yet. The hash covers the spec, the dictionary file and the builder.
-    public static func built(_ spec: LMSpec, dictionary: String) throws -> String {
+    /// there first when it is not yet. The hash covers the spec, the dictionary file and the builder. A build
+    /// made here adds its warnings (guessed pronunciations) to `notes`, as `speechgraph lm build` prints them.
+    public static func built(_ spec: LMSpec, dictionary: String, notes: BuildNotes? = nil) throws -> String {
         let fm = FileManager.default
         let attributes = try? fm.attributesOfItem(atPath: dictionary)
         let key =
@@ -133,7 +134,8 @@ public enum SphinxLanguageModels {
         // Built beside, then renamed into place: a second process building the same spec does no harm.
         let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
-            _ = try build(spec, into: temporary, dictionary: dictionary)
+            let report = try build(spec, into: temporary, dictionary: dictionary)
+            notes?.warnings += report.guessWarnings(spec, file: spec.phrases.first?.location?.file ?? "phrases")
             try? fm.createDirectory(
                 atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             if rename(temporary, directory) != 0 {
@@ -201,4 +203,11 @@ extension SphinxDecoder {
         defer { ngram_model_free(set) }  // the search keeps its own reference
         return ps_set_lm(ps, "interpolated", set) == 0 && ps_set_search(ps, "interpolated") == 0
     }
+}
+
+/// What building a language model on first use had to say (guessed pronunciations): a recognizer reports them
+/// as its warnings.
+public final class BuildNotes {
+    public var warnings: [String] = []
+    public init() {}
 }

@@ -27,8 +27,13 @@ extension RecognizerNode {
         /// Whole-utterance decodings of each utterance (`phases`), each with a decoder of its own.
         var phases: Int
 
+        /// What building `lm`, `grammar` or `phrases` on first use had to say (guessed pronunciations).
+        var warnings: [String]
+
         init(_ c: NodeConfig, controlConnected: Bool) throws {
-            var model = try SphinxModel.resolve(c)
+            let notes = BuildNotes()
+            var model = try SphinxModel.resolve(c, notes: notes)
+            warnings = notes.warnings
             let includeWords = c.bool(of: "words")
             wholeUtterances = c.string(of: "mode") == "utterance"
             phases = c.integer(of: "phases")

@@ -49,7 +49,7 @@ public struct SphinxModel: Hashable, Sendable {
     /// its parts. Every file is checked here, so a missing one gives a message that names it.
     public static func resolve(
         model: String, hmm: String?, lm: String?, dict: String?, jsgf: String?,
-        sampleRate: Int, weight: Double = 1, buildSpec: Bool = true
+        sampleRate: Int, weight: Double = 1, buildSpec: Bool = true, notes: BuildNotes? = nil
     ) throws -> SphinxModel {
         var jsgf = jsgf
         // The grammar.jsgf of a directory `lm build` wrote is that directory's grammar, with its words.dict.
@@ -62,7 +62,8 @@ public struct SphinxModel: Hashable, Sendable {
             // A grammar from a spec (its phrases and templates), with the dictionary of its words.
             var general = try resolve(
                 model: model, hmm: hmm, lm: nil, dict: dict, jsgf: nil, sampleRate: sampleRate)
-            let grammar = try DomainModel.grammar(jsgf, generalDictionary: general.dict, build: buildSpec)
+            let grammar = try DomainModel.grammar(
+                jsgf, generalDictionary: general.dict, build: buildSpec, notes: notes)
             (general.jsgf, general.grammarDict) = (grammar.jsgf, grammar.dict)
             general.grammarModel = try grammar.directory.map { try DomainModel(directory: $0, weight: 1) }
             return general
@@ -73,7 +74,7 @@ public struct SphinxModel: Hashable, Sendable {
             var general = try resolve(
                 model: model, hmm: hmm, lm: nil, dict: dict, jsgf: nil, sampleRate: sampleRate)
             general.domain = try DomainModel.resolve(
-                lm, weight: weight, generalDictionary: general.dict, build: buildSpec)
+                lm, weight: weight, generalDictionary: general.dict, build: buildSpec, notes: notes)
             return general
         }
         let fm = FileManager.default
@@ -163,18 +164,21 @@ public struct SphinxModel: Hashable, Sendable {
 
     /// The model a recognizer node's parameters name (`model`, `hmm`, `lm`, `dict`, `jsgf`, `rate`).
     /// `buildSpec`: build a spec that `lm` names (or find it built); otherwise only parse it (planning).
-    public static func resolve(_ c: NodeConfig, buildSpec: Bool = true) throws -> SphinxModel {
+    /// `notes`: what a spec built here had to say (guessed pronunciations).
+    public static func resolve(_ c: NodeConfig, buildSpec: Bool = true, notes: BuildNotes? = nil) throws
+        -> SphinxModel
+    {
         let phrases = (c.string("phrases") ?? "").split(separator: "|").map {
             $0.trimmingCharacters(in: .whitespaces)
         }.filter { !LMWords.words(of: $0).isEmpty }
         if !phrases.isEmpty {
-            return try resolve(phrases: phrases, c, buildSpec: buildSpec)
+            return try resolve(phrases: phrases, c, buildSpec: buildSpec, notes: notes)
         }
         do {
             return try resolve(
                 model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
                 jsgf: c.string("grammar") ?? c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()),
-                weight: c.number("weight") ?? 1, buildSpec: buildSpec)
+                weight: c.number("weight") ?? 1, buildSpec: buildSpec, notes: notes)
         } catch var error as SpeechGraphError where error.parameter == "grammar" && c.string("grammar") == nil {
             error.parameter = "jsgf"
             throw error
@@ -207,7 +211,9 @@ public struct SphinxModel: Hashable, Sendable {
 
     /// Contextual strings (`phrases`): a spec of those phrases, with the spec `lm` names if any, built like any
     /// spec and mixed with the general model (at `weight` with an `lm`, at `phrasesWeight` alone).
-    private static func resolve(phrases: [String], _ c: NodeConfig, buildSpec: Bool) throws -> SphinxModel {
+    private static func resolve(phrases: [String], _ c: NodeConfig, buildSpec: Bool, notes: BuildNotes?) throws
+        -> SphinxModel
+    {
         try validate(c)
         var model = try resolve(
             model: c.string(of: "model"), hmm: c.string("hmm"), lm: nil, dict: c.string("dict"), jsgf: nil,
@@ -224,7 +230,7 @@ public struct SphinxModel: Hashable, Sendable {
         // Each phrase as often as a spec's phrase usually is: enough to favour it, not to drown the rest.
         spec.phrases += phrases.map { LMSpec.Phrase($0, count: 10) }
         guard buildSpec else { return model }
-        let directory = try SphinxLanguageModels.built(spec, dictionary: model.dict)
+        let directory = try SphinxLanguageModels.built(spec, dictionary: model.dict, notes: notes)
         model.domain = try DomainModel(directory: directory, weight: weight)
         return model
     }

@@ -69,6 +69,7 @@ extension SpeechgraphCommand {
                     progress.update(String(format: "%@: %3.0f%%", label, fraction * 100))
                 }
                 let running = try RunningGraph(plan: plan, registry: registry, resources: resources, options: options)
+                for note in running.notes { printError(note) }
                 if let duration {
                     DispatchQueue.global().asyncAfter(deadline: .now() + duration) { running.stop() }
                 }

@@ -67,16 +67,7 @@ extension SpeechgraphCommand {
                             throw LMBuildError("cannot write \(corpus): \(error.localizedDescription)")
                         }
                     }
-                    for (word, phones) in report.guessed {
-                        let at =
-                            parsed.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
-                            ?? parsed.templates.first { LMWords.words(of: $0.text).contains(word) }?.location
-                        let prefix = at.map { "\($0): " } ?? "\(spec): "
-                        printError(
-                            "\(prefix)warning: '\(word)' is in no dictionary; pronounced \(phones.joined(separator: " ")) "
-                                + "(from espeak-ng): add 'pronounce \"\(word)\" { cmu: \"...\" }' to the spec to change it"
-                        )
-                    }
+                    for warning in report.guessWarnings(parsed, file: spec) { printError(warning) }
                     let grams = report.ngramCounts.enumerated().map { "\($0.element) \($0.offset + 1)-grams" }
                     printError(
                         "speechgraph: built \(output): \(report.vocabularySize) words, "

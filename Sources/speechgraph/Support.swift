@@ -314,6 +314,7 @@ func runEachFile(
             let graph = try RunningGraph(
                 plan: plan(file), registry: registry,
                 resources: GraphResources(providing: [pool, signals.status, output]), options: options)
+            for note in graph.notes { printError(note) }
             graph.start()
             started(file, graph)
             try signals.run(graph)

@@ -54,6 +54,28 @@ import Testing
             "\(inTheWay.stderr)")
     }
 
+    @Test("A spec built on first use says which pronunciations it guessed, once, without failing the run")
+    func guessedPronunciationsOnFirstUse() throws {
+        let spec = dir.path("home.lmspec")
+        try "phrase \"toggle the zigbee lamp\"\nphrase \"turn on the lamp\"\n".write(
+            toFile: spec, atomically: true, encoding: .utf8)
+        let wav = dir.path("lamp.wav")
+        try TestSpeech.synthesize("turn on the lamp", to: wav)
+        let cache = ["XDG_CACHE_HOME": dir.path("guess-cache")]
+        let first = try Run.speechgraph(["transcribe", "--lm", spec, wav], environment: cache)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(
+            first.stderr.contains(
+                "home.lmspec:1:8: warning: 'zigbee' is in no dictionary; pronounced Z IH G B IY (from espeak-ng)"),
+            "\(first.stderr)")
+        #expect(!first.stderr.contains("speechgraph: warning"), "\(first.stderr)")
+        // Built: the next run says nothing about it.
+        let again = try Run.speechgraph(["transcribe", "--lm", spec, wav], environment: cache)
+        #expect(again.status == 0)
+        #expect(!again.stderr.contains("zigbee"), "\(again.stderr)")
+        #expect(again.stdout == first.stdout)
+    }
+
     /// Specs named as `lm` are built into this cache, not the user's.
     var environment: [String: String] { ["XDG_CACHE_HOME": dir.path("cache")] }
 

@@ -207,6 +207,8 @@ final class GraphEngine {
         nodes.indices.flatMap { i in nodes[i].warnings.map(plan.nodes[i].config.warning) }
     }
 
+    var notes: [String] { nodes.flatMap(\.notes) }
+
     /// The source nodes that receive audio on their own time (`live`: JACK ports, pushed inputs), or those that
     /// read on demand (files), with their indices: what the live and offline drivers pull.
     func sources(live: Bool) -> [(index: Int, node: any SourceNode)] {

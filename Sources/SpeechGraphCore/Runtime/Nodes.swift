@@ -37,6 +37,9 @@ public protocol GraphNode: AnyObject {
     func close()
     /// Problems worth telling the user that did not stop the node (a truncated file, say).
     var warnings: [String] { get }
+    /// What the user should know about how the node was made, which is no problem (a pronunciation guessed for a
+    /// word of a language model built on first use): whole lines, each saying where it comes from.
+    var notes: [String] { get }
 }
 
 extension GraphNode {
@@ -47,6 +50,7 @@ extension GraphNode {
     public func finish(output: NodeOutput) throws {}
     public func close() {}
     public var warnings: [String] { [] }
+    public var notes: [String] { [] }
 }
 
 /// A node with no inputs that produces audio or events: a file, a live input.

@@ -183,6 +183,14 @@ public final class RunningGraph: @unchecked Sendable {
         return (engine.nodes[index] as? PushInputNode)?.pusher
     }
 
+    /// What the nodes had to say about how they were made, no problem (a pronunciation guessed for a word of a
+    /// language model built on first use: `file:line:col: warning: ...`), as whole lines. Before `start` or after
+    /// the end; the same every time.
+    public var notes: [String] {
+        guard phase.withLock({ $0 != .running }) else { return [] }
+        return engine.notes
+    }
+
     /// Warnings the nodes raised (a truncated file, say), prefixed with the node's name. After the end.
     public var warnings: [String] {
         guard phase.withLock({ $0 != .running }) else { return [] }

@@ -218,6 +218,7 @@ final class WorkerNode: GraphNode {
     }
 
     var warnings: [String] { inner.warnings }
+    var notes: [String] { inner.notes }
 
     /// Worker thread: an event for the graph thread.
     func queueOutbound(_ event: GraphEvent, port: Int) {
