@@ -405,6 +405,9 @@ struct OverrideParseTests {
             ("out.path=out/log.jsonl", "out", "path", .string("out/log.jsonl")),
             ("out.label=a=b", "out", "label", .string("a=b")),
             ("out.label=", "out", "label", .string("")),
+            (#"m.phrases=["go forward", "turn left"]"#, "m", "phrases", .list(["go forward", "turn left"])),
+            ("m.phrases=[one, two]", "m", "phrases", .list(["one", "two"])),
+            ("m.phrases=[unclosed", "m", "phrases", .string("[unclosed")),
         ])
     func parses(text: String, node: String, parameter: String, value: ValueLiteral) throws {
         let o = try #require(GraphPlanner.Override.parse(text))

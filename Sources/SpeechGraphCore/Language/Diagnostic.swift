@@ -80,7 +80,11 @@ public struct DiagnosticList: Sendable {
     public init() {}
     public var hasErrors: Bool { all.contains { $0.severity == .error } }
     public var errorCount: Int { all.reduce(0) { $0 + ($1.severity == .error ? 1 : 0) } }
+    /// An error; the same error at the same place a second time (a misspelt node in two edges of one chain,
+    /// `a -> bb -> c`) is said once.
     public mutating func error(_ message: String, at location: SourceLocation?) {
+        guard !all.contains(where: { $0.severity == .error && $0.message == message && $0.location == location })
+        else { return }
         all.append(.error(message, at: location))
     }
     public mutating func append(_ d: Diagnostic) { all.append(d) }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A value with the place it was written.
 public struct Located<Value: Sendable>: Sendable {
     public var value: Value
@@ -117,9 +119,28 @@ public struct GraphSpec: Sendable {
     }
 }
 
+extension GraphSpec {
+    /// `s` as a string literal of the graph language, which reads back as `s`.
+    public static func quoted(_ s: String) -> String {
+        var out = "\""
+        for c in s {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "$": out += "\\$"
+            default: out.append(c)
+            }
+        }
+        return out + "\""
+    }
+}
+
 func formatNumber(_ v: Double) -> String {
     if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
-    var s = String(v)
+    // 12 significant digits: 200 µs in ms reads 0.2, not 0.19999999999999998.
+    var s = String(Double(String(format: "%.12g", v)) ?? v)
     if s.hasSuffix(".0") { s.removeLast(2) }
     return s
 }

@@ -151,6 +151,17 @@ package struct Lexer {
         while let c = peek() {
             if c == " " || c == "\t" {
                 advance()
+            } else if Self.isInvisible(c) {
+                // Pasted from a web page or a word processor: it looks like a space but is not one. A byte order
+                // mark at the very start is an editor's, and is skipped.
+                if !(index == 0 && c == "\u{FEFF}") {
+                    let name = (c.properties.name ?? "").lowercased()
+                    let code = "U+" + String(c.value, radix: 16, uppercase: true).leftPadding(to: 4)
+                    diagnostics.error(
+                        "invisible character \(code)\(name.isEmpty ? "" : " (\(name))"): type a plain space or nothing",
+                        at: here)
+                }
+                advance()
             } else if c == "#" {
                 while let d = peek(), d != "\n" { advance() }
             } else {
@@ -299,9 +310,24 @@ package struct Lexer {
 
     private func isDigit(_ c: Unicode.Scalar) -> Bool { c >= "0" && c <= "9" }
     private func isIdentifierStart(_ c: Unicode.Scalar) -> Bool {
-        (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "_" || c.value > 127
+        (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "_" || (c.value > 127 && !Self.isInvisible(c))
+    }
+    /// A character beyond ASCII that shows as blank or nothing: a no-break or other Unicode space, a zero-width
+    /// character, a control character.
+    private static func isInvisible(_ c: Unicode.Scalar) -> Bool {
+        guard c.value > 127 else { return false }
+        switch c.properties.generalCategory {
+        case .spaceSeparator, .lineSeparator, .paragraphSeparator, .format, .control: return true
+        default: return c.properties.isWhitespace
+        }
     }
     private func isIdentifierBody(_ c: Unicode.Scalar) -> Bool {
         isIdentifierStart(c) || isDigit(c) || c == "-"
+    }
+}
+
+extension String {
+    fileprivate func leftPadding(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }

@@ -272,12 +272,13 @@ public struct GraphParser {
     }
 
     /// What `${VAR}` stands for when it is a whole value: `16 kHz` is a number with a unit, `high` a word,
-    /// anything else a string.
+    /// `["a b", "c d"]` a list, anything else a string.
     static func literal(fromText text: String) -> ValueLiteral {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         var lexer = Lexer(text: trimmed, file: "")
         let tokens = lexer.tokenize().filter { $0.kind != .end }
         if lexer.diagnostics.all.isEmpty {
+            if let list = list(tokens) { return .list(list) }
             switch tokens.map(\.kind) {
             case let k where k.count == 1:
                 if case .number(let v, _) = k[0] { return .number(v, unit: nil) }
@@ -291,6 +292,37 @@ public struct GraphParser {
             }
         }
         return .string(text)
+    }
+
+    /// `["a", "b", word]` as whole-value tokens: its items, or `nil` when the tokens are not such a list.
+    private static func list(_ tokens: [Token]) -> [String]? {
+        guard case .leftBracket? = tokens.first?.kind, case .rightBracket? = tokens.last?.kind, tokens.count >= 2 else {
+            return nil
+        }
+        var items: [String] = []
+        var wantsItem = true
+        for token in tokens.dropFirst().dropLast() {
+            switch token.kind {
+            case .string(let parts) where wantsItem:
+                var text = ""
+                for part in parts {
+                    guard case .literal(let l) = part else { return nil }
+                    text += l
+                }
+                items.append(text)
+                wantsItem = false
+            case .identifier(let word) where wantsItem:
+                items.append(word)
+                wantsItem = false
+            case .comma where !wantsItem:
+                wantsItem = true
+            case .newline:
+                continue
+            default:
+                return nil
+            }
+        }
+        return wantsItem && !items.isEmpty ? nil : items
     }
 
     private mutating func expand(_ parts: [StringPart], at location: SourceLocation) -> String {

@@ -61,7 +61,9 @@ extension GraphPlan {
                 if case .number(let n) = v, let unit = p.displayUnit {
                     return "\(p.name): \(formatQuantity(n, in: unit))"
                 }
-                if case .string(let s) = v, p.kind == .string || p.kind == .path { return "\(p.name): \"\(s)\"" }
+                if case .string(let s) = v, p.kind == .string || p.kind == .path {
+                    return "\(p.name): \(GraphSpec.quoted(s))"
+                }
                 return "\(p.name): \(v)"
             }
             if !settings.isEmpty { line += "  { " + settings.joined(separator: ", ") + " }" }
