@@ -97,34 +97,43 @@ public final class RecordTapNode: GraphNode {
 
     private var file: OpaquePointer?
     private let path: String
+    private var info = SF_INFO()
 
     init(_ context: NodeContext) throws {
         path = context.config.string(of: "path")
         guard let format = context.inputFormats["in"] else { throw SpeechGraphError("tap.record has no input") }
-        var info = SF_INFO()
         info.samplerate = Int32(format.sampleRate)
         info.channels = Int32(format.channelCount)
         info.format =
             path.lowercased().hasSuffix(".flac")
             ? Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_24) : Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
-        guard let f = sf_open(path, Int32(SFM_WRITE), &info) else {
-            throw SpeechGraphError("cannot write \(path): \(String(cString: sf_strerror(nil)))", parameter: "path")
-        }
-        file = f
+        // Checked now, opened (and an existing file replaced) with the first audio: a graph that fails before it
+        // runs leaves the user's file as it was.
+        if let problem = OutputPath.problem(path) { throw SpeechGraphError(problem, parameter: "path") }
     }
 
     deinit { close() }
 
+    private func open() throws -> OpaquePointer {
+        if let file { return file }
+        guard let f = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SpeechGraphError("cannot write \(path): \(String(cString: sf_strerror(nil)))", parameter: "path")
+        }
+        file = f
+        return f
+    }
+
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
-        if let file, sf_writef_float(file, block.samples.baseAddress, sf_count_t(block.frameCount)) != block.frameCount
-        {
+        let file = try open()
+        if sf_writef_float(file, block.samples.baseAddress, sf_count_t(block.frameCount)) != block.frameCount {
             throw SpeechGraphError("writing \(path) failed: \(String(cString: sf_strerror(file)))")
         }
         try output.emit(block)
     }
 
     public func finish(output: NodeOutput) throws {
-        if let file { sf_write_sync(file) }
+        // A run with no audio writes an empty recording.
+        sf_write_sync(try open())
     }
 
     public func close() {

@@ -52,7 +52,7 @@ public final class JSONLinesSink: GraphNode {
         out.flush()
     }
 
-    public func finish(output: NodeOutput) throws { out.flush() }
+    public func finish(output: NodeOutput) throws { out.finish() }
 
     public func close() { out.close() }
 
@@ -180,7 +180,7 @@ public final class ConsoleSink: GraphNode {
 
     public func finish(output: NodeOutput) throws {
         if tailShown { out.write("\r\u{1B}[2K") }
-        out.flush()
+        out.finish()
     }
 
     /// A failed write: reported once, and the graph's other sinks go on.

@@ -8,12 +8,14 @@ public struct Cue: Sendable, Equatable {
 }
 
 /// Cuts final results into subtitle cues as subtitle editors expect them: at most 2 lines of at most 42
-/// characters and at most 7 s each, split where the speaker paused when a result is too long for one cue.
+/// characters and at most 7 s each; a result too long for one cue is cut where the cue is full, or a little
+/// earlier where the speaker paused.
 public struct CueMaker: Sendable {
     public var maxLineLength = 42
     public var maxLines = 2
     public var maxDuration = 7.0
-    /// A silence between words at least this long is where a long result is cut first.
+    /// A silence between words at least this long is where a long result is cut, if it comes in the second half
+    /// of the cue.
     public var pause = 0.3
     /// Shortest time a cue stays up, when the next one leaves room.
     public var minDuration = 0.7
@@ -35,29 +37,29 @@ public struct CueMaker: Sendable {
                 t += d
             }
         }
-        // Pieces between pauses, each then packed into cues within the limits.
-        var pieces: [[Word]] = [[]]
-        for (i, w) in words.enumerated() {
-            if i > 0 && w.range.start - words[i - 1].range.end >= pause && !pieces[pieces.count - 1].isEmpty {
-                pieces.append([])
-            }
-            pieces[pieces.count - 1].append(w)
-        }
+        // A result that fits one cue is one cue. A longer one is cut where its first cue is as full as it can be,
+        // or earlier at the speaker's longest pause (at least `pause`) in the second half of that cue: no cue of a
+        // word or two between pauses flashes by.
         var cues: [Cue] = []
-        for piece in pieces {
-            var current: [Word] = []
-            for w in piece {
-                let candidate = current + [w]
-                if !current.isEmpty
-                    && (lines(candidate.map(\.text)) == nil || w.range.end - current[0].range.start > maxDuration)
-                {
-                    cues.append(cue(current))
-                    current = [w]
-                } else {
-                    current = candidate
+        var rest = words[...]
+        while !rest.isEmpty {
+            var fit = rest.startIndex + 1
+            while fit < rest.endIndex && fits(rest[rest.startIndex...fit]) { fit += 1 }
+            // rest[..<fit] is the longest start that fits (a single word always goes, cut into lines if need be).
+            var cut = fit
+            if fit < rest.endIndex {
+                let half = rest.startIndex + max(1, (fit - rest.startIndex + 1) / 2)
+                var longest = pause
+                for k in half..<fit {
+                    let gap = rest[k].range.start - rest[k - 1].range.end
+                    if gap >= longest {
+                        longest = gap
+                        cut = k
+                    }
                 }
             }
-            if !current.isEmpty { cues.append(cue(current)) }
+            cues.append(cue(Array(rest[..<cut])))
+            rest = rest[cut...]
         }
         // A cue stays up at least `minDuration` where the next cue (or the utterance) leaves room.
         for i in cues.indices {
@@ -65,6 +67,12 @@ public struct CueMaker: Sendable {
             cues[i].end = max(cues[i].end, min(cues[i].start + minDuration, limit))
         }
         return cues
+    }
+
+    /// Whether these words make one cue: within the lines and the duration.
+    private func fits(_ words: ArraySlice<Word>) -> Bool {
+        guard let first = words.first, let last = words.last else { return true }
+        return last.range.end - first.range.start <= maxDuration && lines(words.map(\.text)) != nil
     }
 
     private func cue(_ words: [Word]) -> Cue {
@@ -119,7 +127,7 @@ public final class SubtitleSink: GraphNode {
             typeName: format.rawValue,
             summary: "Writes final results as \(name) subtitles.",
             doc: "Each final result becomes one or more cues of at most 2 lines of at most 42 characters and at most "
-                + "7 s, cut where the speaker paused first. Cues are written as soon as their result is final, so "
+                + "7 s: a result that fits one cue is one cue, a longer one is cut where a cue is full or a little earlier, where the speaker paused. Cues are written as soon as their result is final, so "
                 + "a file grows while a live graph runs. Cue times are word times on the audio clock.",
             category: .sink,
             ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
@@ -135,8 +143,8 @@ public final class SubtitleSink: GraphNode {
     init(_ context: NodeContext, format: Format) throws {
         writer = SubtitleWriter(format: format)
         out = try .forSink(context)
+        // Held until the first cue (or the end): a graph that fails before it runs leaves the file as it was.
         out.write(writer.header)
-        out.flush()
     }
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
@@ -165,7 +173,7 @@ public final class SubtitleSink: GraphNode {
         return "\(two(h)):\(two(m)):\(two(s))\(format == .srt ? "," : ".")\(frac)"
     }
 
-    public func finish(output: NodeOutput) throws { out.flush() }
+    public func finish(output: NodeOutput) throws { out.finish() }
     public func close() { out.close() }
     public var warnings: [String] { out.failure.map { [$0] } ?? [] }
 }
@@ -221,7 +229,7 @@ public final class TextSink: GraphNode {
         out.flush()
     }
 
-    public func finish(output: NodeOutput) throws { out.flush() }
+    public func finish(output: NodeOutput) throws { out.finish() }
     public func close() { out.close() }
     public var warnings: [String] { out.failure.map { [$0] } ?? [] }
 }

@@ -23,6 +23,9 @@ public final class TextOutput {
     private let standardOutput: StandardOutput?
     /// The first write of this output that failed, as a message for the user.
     public private(set) var failure: String?
+    /// A file opened to be rewritten keeps what it held until this output writes or `finish`es: a graph that
+    /// fails before it runs (another node cannot start) leaves the user's file as it was.
+    private var truncatePending = false
 
     /// The output of a sink node: its `path` parameter ("-": standard output), with the graph's status line and
     /// the program's standard output state.
@@ -45,7 +48,8 @@ public final class TextOutput {
         self.standardOutput = shared
     }
 
-    /// Opens (creating or truncating) a file, or standard output for "-" or "".
+    /// Opens (creating) a file, or standard output for "-" or "". Unless `append`, the file is emptied when the
+    /// first text is written, or at `finish` (a run that wrote nothing), not before.
     public init(
         path: String, append: Bool = false, statusLine: StatusLine? = nil, shared: StandardOutput? = nil
     ) throws {
@@ -58,21 +62,41 @@ public final class TextOutput {
             return
         }
         standardOutput = nil
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : 0)
         let opened = open(path, flags, 0o644)
         guard opened >= 0 else {
             throw SpeechGraphError("cannot write \(path): \(String(cString: strerror(errno)))", parameter: "path")
         }
         fd = opened
         ownsDescriptor = true
+        var info = stat()
+        truncatePending = !append && fstat(opened, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
+    /// The graph has run (to its end, or until it failed): flushes, and empties a file it was to rewrite if
+    /// nothing was written to it. Sinks call it from their `finish`.
+    public func finish() {
+        flush()
+        truncateIfPending()
+    }
+
+    private func truncateIfPending() {
+        guard truncatePending, failure == nil, !closed else { return }
+        truncatePending = false
+        if ftruncate(fd, 0) != 0 {
+            failure = describe(errno)
+        }
     }
 
     deinit {
         close()
     }
 
-    /// Flushes, and closes a file (standard output stays open). A failure to close is a write failure.
+    /// Flushes, and closes a file (standard output stays open). A failure to close is a write failure. A file that
+    /// was to be rewritten and that nothing was written to (its sink was never `finish`ed: the graph did not run)
+    /// is left as it was, and what was held for it (a subtitle header) is dropped.
     public func close() {
+        if truncatePending { buffer.removeAll() }
         flush()
         guard ownsDescriptor, fd >= 0, !closed else { return }
         closed = true
@@ -91,6 +115,8 @@ public final class TextOutput {
         guard failure == nil, standardOutput?.failure == nil, !closed else { return }
         // A progress line on the same terminal goes first, so results never land on it.
         if fd == 1, !buffer.isEmpty { statusLine?.clear() }
+        if !buffer.isEmpty { truncateIfPending() }
+        guard failure == nil else { return }
         var offset = 0
         while offset < buffer.count {
             let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }

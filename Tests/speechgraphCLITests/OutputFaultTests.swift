@@ -75,6 +75,86 @@ import Testing
         #expect(r.stderr.contains("cannot write standard output: No space left on device"), "\(r.stderr)")
     }
 
+    @Test("a run that cannot start leaves the files its sinks would rewrite as they were; check --plan finds why")
+    func aFailedStartLosesNothing() throws {
+        let wav = dir.path("call.wav")
+        try TestSpeech.synthesize("please call my mother", to: wav)
+        let log = dir.path("keep.jsonl")
+        let subtitles = dir.path("keep.vtt")
+        let recording = dir.path("keep.wav")
+        try "precious old log\n".write(toFile: log, atomically: true, encoding: .utf8)
+        try "old subtitles\n".write(toFile: subtitles, atomically: true, encoding: .utf8)
+        try TestSpeech.sox([wav, recording])
+        let recorded = try Data(contentsOf: URL(fileURLWithPath: recording))
+        // Each graph fails before it runs: an unwritable sink beside them, a rate the model cannot take, a
+        // grammar that is not one.
+        let badGrammar = dir.path("bad.jsgf")
+        try "garbage <not a grammar".write(toFile: badGrammar, atomically: true, encoding: .utf8)
+        // Exit 1 for what cannot be used, 2 for a grammar with errors (as for a graph file's).
+        let unwritable = dir.path("no/such/folder/x.srt")
+        let failures: [(extra: String, asr: String, expected: String, status: Int32)] = [
+            ("node more = srt { path: \"\(unwritable)\" }\nasr -> more", "", "cannot write \(unwritable): there is", 1),
+            ("", "rate: 8 kHz", "'rate' 8000 Hz is too low", 1),
+            ("", "grammar: \"\(badGrammar)\"", "bad.jsgf:1:1: error:", 2),
+        ]
+        for (k, failure) in failures.enumerated() {
+            let graph = dir.path("fails-\(k).graph")
+            try """
+            node src = file.input { path: "\(wav)" }
+            node rec = tap.record { path: "\(recording)" }
+            node asr = recognizer { \(failure.asr) }
+            node log = jsonl { path: "\(log)" }
+            node sub = vtt { path: "\(subtitles)" }
+            src -> rec -> asr -> log
+            asr -> sub
+            \(failure.extra)
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+            let checked = try Run.speechgraph(["check", "--plan", graph])
+            #expect(checked.status == failure.status, "\(failure.expected)")
+            #expect(checked.stderr.contains(failure.expected), "\(checked.stderr)")
+            let run = try Run.speechgraph(["run", graph])
+            #expect(run.status == failure.status)
+            #expect(run.stderr.contains(failure.expected), "\(run.stderr)")
+            #expect(run.stdout.isEmpty, "\(run.stdout)")
+            #expect(try String(contentsOfFile: log, encoding: .utf8) == "precious old log\n")
+            #expect(try String(contentsOfFile: subtitles, encoding: .utf8) == "old subtitles\n")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: recording)) == recorded)
+        }
+        // A failure that only running finds, once every node is made: a web sink's port in use (a second copy of
+        // a captions graph started by mistake must not spoil the first one's files).
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        #expect(bound && listen(listener, 1) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let graph = dir.path("busy.graph")
+        try """
+        node src = file.input { path: "\(wav)" }
+        node rec = tap.record { path: "\(recording)" }
+        node asr = recognizer
+        node log = jsonl { path: "\(log)" }
+        node sub = vtt { path: "\(subtitles)" }
+        node page = web { listen: "127.0.0.1:\(port)" }
+        src -> rec -> asr -> log
+        asr -> sub
+        asr -> page
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try Run.speechgraph(["run", graph])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("cannot listen on 127.0.0.1:\(port)"), "\(run.stderr)")
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "precious old log\n")
+        #expect(try String(contentsOfFile: subtitles, encoding: .utf8) == "old subtitles\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: recording)) == recorded)
+    }
+
     @Test("a jsonl sink writing to /dev/full: exit 1, one message naming it, the console transcript complete")
     func fullDiskInAFileSink() throws {
         let wav = try sentences()

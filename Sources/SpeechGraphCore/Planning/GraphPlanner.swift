@@ -55,9 +55,14 @@ public struct GraphPlanner {
                 continue
             }
             guard let type = registry[decl.type.value] else {
+                let suggestion = didYouMean(decl.type.value, registry.types.keys)
                 diagnostics.error(
-                    "unknown node type '\(decl.type.value)'" + didYouMean(decl.type.value, registry.types.keys)
-                        + " (see 'speechgraph nodes')", at: decl.type.location)
+                    "unknown node type '\(decl.type.value)'" + suggestion
+                        + (suggestion.isEmpty
+                            ? " (see 'speechgraph nodes'; a plugin's types are there once its folder is given with "
+                                + "--plugin-path or SPEECHGRAPH_PLUGIN_PATH)"
+                            : " (see 'speechgraph nodes')"),
+                    at: decl.type.location)
                 continue
             }
             for problem in type.contractProblems(knownKinds: knownKinds) {
@@ -156,18 +161,28 @@ public struct GraphPlanner {
                 unresolved.contains(e.from.node.value) || unresolved.contains(e.to.node.value)
                     ? [e.from.node.value, e.to.node.value] : []
             })
+        // A node an edge meant under a misspelt name ('asrr' for 'asr') is not connected because of that one error.
+        let declared = spec.nodes.map(\.name.value)
+        let declaredSet = Set(declared)
+        let misspelt = Set(
+            spec.edges.flatMap { [$0.from.node.value, $0.to.node.value] }.filter { !declaredSet.contains($0) }
+                .compactMap { closestMatch(to: $0, in: declared) })
+        // What is connected, looked up once (a graph of thousands of nodes is checked in linear time).
+        let connectedInputs = Set(edges.map { [$0.toNode, $0.toPort] })
+        let written = Set(spec.edges.flatMap { [$0.from.node.value, $0.to.node.value] })
         for (i, node) in nodes.enumerated()
-        where !touchesUnresolved.contains(node.name) && !inBrokenEdges.contains(node.name) {
+        where !touchesUnresolved.contains(node.name) && !inBrokenEdges.contains(node.name)
+            && !misspelt.contains(node.name)
+        {
             let descriptor = registry[node.typeName]!.descriptor
             for (p, port) in descriptor.inputs.enumerated() where port.isRequired {
-                if !edges.contains(where: { $0.toNode == i && $0.toPort == p }) {
+                if !connectedInputs.contains([i, p]) {
                     diagnostics.error(
                         "input '\(port.name)' (\(port.kind.rawValue)) of node '\(node.name)' is not connected",
                         at: node.location)
                 }
             }
-            let written = spec.edges.contains { $0.from.node.value == node.name || $0.to.node.value == node.name }
-            if !written, !descriptor.inputs.contains(where: \.isRequired) {
+            if !written.contains(node.name), !descriptor.inputs.contains(where: \.isRequired) {
                 diagnostics.append(
                     Diagnostic(.warning, at: node.location, "node '\(node.name)' is not connected to anything"))
             }
@@ -251,8 +266,12 @@ public struct GraphPlanner {
             }
         }
         let identities = uses.map { Self.fileIdentity($0.path) }
+        // The uses of each file, so that a graph of thousands of sinks is checked in linear time.
+        var byIdentity: [String: [Int]] = [:]
+        for (u, identity) in identities.enumerated() { if let identity { byIdentity[identity, default: []].append(u) } }
         for (w, writer) in uses.enumerated() where writer.writes && identities[w] != nil {
-            for (o, other) in uses.enumerated() where o != w && identities[o] == identities[w] {
+            for o in byIdentity[identities[w]!] ?? [] where o != w {
+                let other = uses[o]
                 // Two writers: reported once, at the second.
                 if other.writes && o > w { continue }
                 let place = other.location.map {
@@ -350,6 +369,12 @@ public struct GraphPlanner {
                 plan.nodes[i].outputFormats = try outputFormats(type, &context)
                 plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
                 try type.resourceCheck?(plan.nodes[i].config)
+                // The files and folders it writes: where they can be written.
+                for p in type.descriptor.parameters where p.kind == .path && p.writes {
+                    if let path = plan.nodes[i].config.string(p.name), let problem = OutputPath.problem(path) {
+                        throw SpeechGraphError(problem, parameter: p.name)
+                    }
+                }
                 for note in context.notes {
                     plan.warnings.append(
                         Diagnostic(.note, at: plan.nodes[i].location, "node '\(plan.nodes[i].name)': \(note)"))
@@ -460,6 +485,8 @@ public struct GraphPlanner {
                 let known = names.isEmpty ? " (it takes no parameters)" : didYouMean(name, names)
                 diagnostics.error(
                     "\(prefix)unknown parameter '\(name)' for node type '\(descriptor.typeName)'\(known)", at: nameAt)
+                // The parameter it was probably meant to be ('pth' for 'path') is not also said to be missing.
+                if let meant = closestMatch(to: name, in: names) { failed.insert(meant) }
                 return
             }
             var value = value
