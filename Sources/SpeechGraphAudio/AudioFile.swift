@@ -35,7 +35,9 @@ public final class AudioFile {
         }
         var info = SF_INFO()
         guard let h = sf_open(path, Int32(SFM_READ), &info) else {
-            let reason = String(cString: sf_strerror(nil))
+            var reason = String(cString: sf_strerror(nil))
+            // libsndfile says this of a regular file whose format it does not recognise (a damaged MP3, say).
+            if !isStream && reason.hasPrefix("File does not exist") { reason = "a format it does not know, or damaged" }
             throw SpeechGraphError("\(path): not an audio file libsndfile can read (\(reason))", parameter: "path")
         }
         handle = h

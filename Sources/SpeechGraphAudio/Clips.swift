@@ -12,8 +12,10 @@ public final class ClipsSink: GraphNode {
         doc: "Connect 'in' to the audio the recognizer hears (the input, or the vad's speech) and 'results' to the "
             + "recognizer. For each final result with text it writes FOLDER/NODE-NNNNN.wav (16-bit PCM, the "
             + "audio's rate and channels, the utterance's range widened by 'pad') and FOLDER/NODE-NNNNN.json (the "
-            + "result's JSON Lines form, docs/events.md, with \"audio\": the WAV's file name). The last 'keep' "
-            + "of audio is held in memory for the results still to come.",
+            + "result's JSON Lines form, docs/events.md, with \"audio\": the WAV's file name), once the audio of "
+            + "the trailing 'pad' has come (with a vad's speech as 'in', when the next speech starts; at the end "
+            + "of the stream, whatever there is). The last 'keep' of audio is held in memory for the results "
+            + "still to come.",
         category: .sink,
         ports: [
             .audioInput("in", .any, doc: "The audio the results come from."),
@@ -40,6 +42,10 @@ public final class ClipsSink: GraphNode {
     private var blocks: [(start: Int64, samples: [Float])] = []
     private var first = 0
     private var problem: String?
+    /// Final results whose clip waits for the audio of its trailing `pad`, in order: written once that audio
+    /// has come (or the stream has moved past it: a vad's gated speech), at the end, or before the audio it
+    /// needs would be dropped.
+    private var waiting: [(event: GraphEvent, result: Transcription, from: Int64, to: Int64)] = []
 
     init(_ context: NodeContext) throws {
         let c = context.config
@@ -62,6 +68,10 @@ public final class ClipsSink: GraphNode {
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
         blocks.append((block.startFrame, Array(block.samples)))
         let newest = block.startFrame + Int64(block.frameCount)
+        while let w = waiting.first, newest >= w.to || block.startFrame >= w.to || w.from < newest - keepFrames {
+            writeClip(w.event, w.result, from: w.from, to: w.to)
+            waiting.removeFirst()
+        }
         while first < blocks.count,
             blocks[first].start + Int64(blocks[first].samples.count / format.channelCount) < newest - keepFrames
         {
@@ -76,9 +86,24 @@ public final class ClipsSink: GraphNode {
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         guard case .result(let t) = event, t.isFinal, writeEmpty || !t.text.isEmpty else { return }
         let rate = Double(format.sampleRate)
-        let channels = format.channelCount
         let from = Int64(max(0, (t.range.start - pad) * rate))
         let to = Int64((t.range.end + pad) * rate)
+        let newest = blocks.last.map { $0.start + Int64($0.samples.count / format.channelCount) } ?? 0
+        if waiting.isEmpty && newest >= to {
+            writeClip(event, t, from: from, to: to)
+        } else {
+            waiting.append((event, t, from, to))
+        }
+    }
+
+    /// The stream has ended: the clips still waiting get the audio there is.
+    public func finish(output: NodeOutput) throws {
+        for w in waiting { writeClip(w.event, w.result, from: w.from, to: w.to) }
+        waiting.removeAll()
+    }
+
+    private func writeClip(_ event: GraphEvent, _ t: Transcription, from: Int64, to: Int64) {
+        let channels = format.channelCount
         var samples: [Float] = []
         for b in blocks[first...] {
             let frames = Int64(b.samples.count / channels)

@@ -96,9 +96,13 @@ public enum LMBuilder {
                 let at =
                     spec.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
                     ?? spec.templates.first { LMWords.words(of: $0.text).contains(word) }?.location
+                let pronounce = "'pronounce \"\(word)\" { cmu: \"...\" }'"
                 return (at.map { "\($0): " } ?? "\(file): ")
                     + "warning: '\(word)' is in no dictionary; pronounced \(phones.joined(separator: " ")) "
-                    + "(from espeak-ng): add 'pronounce \"\(word)\" { cmu: \"...\" }' to the spec to change it"
+                    + "(from espeak-ng): "
+                    + (at == nil
+                        ? "to change it, give the phrases in a spec (.lmspec) with \(pronounce)"
+                        : "add \(pronounce) to the spec to change it")
             }
         }
     }

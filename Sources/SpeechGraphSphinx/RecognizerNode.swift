@@ -86,7 +86,9 @@ public final class RecognizerNode: GraphNode {
     static let decodingParameters: [ParameterDescriptor] = [
         ParameterDescriptor(
             "rate", kind: .quantity(.frequency), default: .number(16000), range: 8000...16000,
-            displayUnit: .kilohertz, doc: "Sample rate the acoustic model was trained at."),
+            displayUnit: .kilohertz,
+            doc: "Sample rate the acoustic model was trained at: 16 kHz for Debian's en-us (a rate under twice the top "
+                + "of the model's filter bank, its feat.params' -upperf, is a check error)."),
         .choice(
             "mode", ["streaming", "utterance"], default: "streaming",
             doc: "streaming decodes as audio arrives (results soon after speech ends); utterance holds each "
@@ -191,7 +193,11 @@ public final class RecognizerNode: GraphNode {
     ]
 
     public static let type = NodeType(
-        descriptor, resourceCheck: { c in _ = try SphinxModel.resolve(c, buildSpec: false) },
+        descriptor,
+        resourceCheck: { c in
+            let model = try SphinxModel.resolve(c, buildSpec: false)
+            try model.checkRate()
+        },
         validate: { try SphinxModel.validate($0) }, make: { try RecognizerNode($0) })
 
     /// The `results` presets.
@@ -299,6 +305,8 @@ public final class RecognizerNode: GraphNode {
     private var chunkSum: Float = 0
     private var chunkFill = 0
     private var utteranceSamples = 0
+    /// The largest sample of the utterance so far, in 16-bit steps.
+    private var utterancePeak: Float = 0
     private var sampleRate: Int
 
     public init(_ context: NodeContext) throws {
@@ -394,6 +402,7 @@ public final class RecognizerNode: GraphNode {
             chunkSum = 0
             chunkFill = 0
             utteranceSamples = 0
+            utterancePeak = 0
             // Streamed without final-pass, the utterance's samples are held only for pauses (`speculates`).
             if !wholeUtterances && !finalPass { held.removeAll(keepingCapacity: true) }
             decodedAgainSamples = 0
@@ -406,6 +415,7 @@ public final class RecognizerNode: GraphNode {
                 // libsndfile reads 16-bit files as s / 32768: this gives back the exact samples.
                 let v = (SampleGuard.clean(samples[offset + i]) * 32768).rounded()
                 pcm[i] = v >= 32767 ? .max : v <= -32768 ? .min : Int16(v)
+                utterancePeak = max(utterancePeak, abs(v))
                 chunkSum += v * v
                 chunkFill += 1
                 if chunkFill == chunkSamples {
@@ -728,6 +738,12 @@ public final class RecognizerNode: GraphNode {
             text = decoder.hypothesis
             words = includeWords ? decoder.words(frameOffset: utteranceStart) : []
             nbest = decoder.nbest(alternativeCount, frameOffset: utteranceStart)
+        }
+        if utterancePeak <= 1 {
+            // Dead air (every sample within one 16-bit step of zero: a muted input, digital silence) holds no
+            // speech; decoded with its frames kept (word timings), PocketSphinx reads a word into it ("dog" over
+            // 10 s of zeros).
+            (text, words, nbest) = ("", [], [])
         }
         if let calibration { words = calibration.calibrate(words) }
         nbest = RecognizerNode.bestFirst(nbest, text: text)

@@ -141,6 +141,9 @@ public struct SphinxModel: Hashable, Sendable {
                     "no acoustic model in \(dir) (expected \(dir)/\(name)/mdef); set 'hmm'", parameter: "hmm")
             }
         }
+        // A grammar file's problems, located in it, before PocketSphinx reads it (its parser writes what it does
+        // not understand to standard output, and takes rule references that name nothing).
+        if let jsgf, fm.fileExists(atPath: jsgf), !isDirectory(jsgf) { try JSGFCheck.check(file: jsgf) }
         var lmPath: String?
         if jsgf == nil {
             lmPath = try pick(
@@ -185,6 +188,20 @@ public struct SphinxModel: Hashable, Sendable {
         }
     }
 
+    /// The model's filter bank must fit under half the sample rate (its `feat.params` `-upperf`): the en-us model's
+    /// reaches 6800 Hz, so it needs audio at 13.6 kHz or more, and PocketSphinx refuses it at 8 kHz.
+    public func checkRate() throws {
+        guard let params = try? String(contentsOfFile: hmm + "/feat.params", encoding: .utf8) else { return }
+        let words = params.split(whereSeparator: \.isWhitespace)
+        guard let i = words.firstIndex(of: "-upperf"), i + 1 < words.count, let upper = Double(words[i + 1]),
+            upper * 2 > Double(sampleRate)
+        else { return }
+        throw SpeechGraphError(
+            "the acoustic model \(hmm) analyses up to \(Int(upper)) Hz, which needs audio at "
+                + "\(Int(upper * 2)) Hz or more: 'rate' \(sampleRate) Hz is too low for it (use a model made for "
+                + "that rate, with 'model' or 'hmm')", parameter: "rate")
+    }
+
     /// The weight of `phrases` alone (no `lm`): a boost for them, general speech unchanged. A handful of
     /// phrases make a far sharper model than a spec's templates, so its reading must win by more: on the chess
     /// development set, the 9 openings as phrases give 0% WER at weights 0.1 and 0.2 (63% without them), and the
@@ -194,6 +211,14 @@ public struct SphinxModel: Hashable, Sendable {
     /// The recognizer's settings that do not go together (`speechgraph check`, with nothing read): phrases with a
     /// grammar, or with an `lm` that is not a spec.
     public static func validate(_ c: NodeConfig) throws {
+        if c.string("grammar") != nil && c.string("jsgf") != nil {
+            throw SpeechGraphError("'jsgf' is the earlier name of 'grammar': give one of them", parameter: "jsgf")
+        }
+        if c.string("grammar") ?? c.string("jsgf") != nil, c.string("lm") != nil {
+            throw SpeechGraphError(
+                "a grammar and 'lm' do not go together: the recognizer decodes with one of them (a spec's phrases "
+                    + "and templates can be a grammar: 'grammar: \"my.lmspec\"')", parameter: "lm")
+        }
         let phrases = (c.string("phrases") ?? "").split(separator: "|").filter {
             !LMWords.words(of: String($0)).isEmpty
         }

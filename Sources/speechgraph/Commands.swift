@@ -7,7 +7,8 @@ extension SpeechgraphCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run a graph file until its inputs end or Ctrl-C.",
             discussion: """
-                Offline inputs run as fast as the CPU allows unless --realtime is given. Ctrl-C or SIGTERM \
+                Offline inputs run as fast as the CPU allows unless --realtime is given. A push.input node reads \
+                standard input (a WAV stream: 'arecord -f S16_LE -r 16000 -t wav | speechgraph run G'). Ctrl-C or SIGTERM \
                 stops the graph: the utterance in flight is finished and every result is written before exit. \
                 SIGHUP loads the graph's models again (a recognizer's lm, grammar and dict are read again; a \
                 changed spec is built again) while the audio goes on: each recognizer switches to them between \
@@ -55,8 +56,36 @@ extension SpeechgraphCommand {
             // The graph's resources exist before it is planned: a JACK graph's client (its session) opens while
             // planning, once, and tells the server's rate.
             let resources = GraphResources(settings: settings, providing: [status])
+            // A push.input is fed from standard input (a WAV stream), at the stream's rate and channels (a graph
+            // that does not parse is reported by loadPlan).
+            var stdin: (reader: WAVStreamReader, node: String)?
+            var streamOverrides: [String] = []
+            let declared = (try? GraphParser.parse(contentsOf: graph))?.nodes ?? []
+            let pushed = declared.filter { $0.type.value == "push.input" }.map(\.name.value)
+            if let node = pushed.first {
+                guard pushed.count == 1 else {
+                    printError(
+                        "speechgraph: error: 'run' feeds standard input to one push.input node; this graph has "
+                            + "\(pushed.count) (\(pushed.joined(separator: ", ")))")
+                    throw Reported(code: Exit.usage)
+                }
+                guard isatty(0) == 0 else {
+                    printError(
+                        "speechgraph: error: node '\(node)' (push.input): 'run' writes standard input into it, a WAV "
+                            + "stream ('arecord -f S16_LE -r 16000 -t wav | speechgraph run \(graph)'), and standard "
+                            + "input is a terminal")
+                    throw Reported(code: Exit.usage)
+                }
+                let reader: WAVStreamReader
+                do { reader = try WAVStreamReader(rate: nil, channels: 1) } catch let error as WAVStreamReader.Failure {
+                    printError("speechgraph: error: \(error.description)")
+                    throw Reported(code: Exit.failure)
+                }
+                stdin = (reader, node)
+                streamOverrides = ["\(node).rate=\(reader.sampleRate) Hz", "\(node).channels=\(reader.channelCount)"]
+            }
             let plan = try loadPlan(
-                path: graph, overrides: overrides, results: results, registry: registry,
+                path: graph, overrides: overrides + streamOverrides, results: results, registry: registry,
                 negotiate: true, resources: resources)
             let signals = SignalHandling(status: status, reloadOnHangup: true)
             let progress = Progress(status: status)
@@ -70,6 +99,7 @@ extension SpeechgraphCommand {
                 }
                 let running = try RunningGraph(plan: plan, registry: registry, resources: resources, options: options)
                 for note in running.notes { printError(note) }
+                if let stdin, let pusher = running.input(named: stdin.node) { stdin.reader.feed(pusher) }
                 if let duration {
                     DispatchQueue.global().asyncAfter(deadline: .now() + duration) { running.stop() }
                 }

@@ -321,7 +321,9 @@ func runEachFile(
             progress.clear()
             let warnings = graph.warnings
             for w in warnings {
-                printError("speechgraph: warning: \(w)")
+                // Standard output that cannot be written is an error, whichever sink found it (docs/cli.md).
+                let isOutputFailure = output.failure.map { w.hasSuffix($0) } ?? false
+                printError("speechgraph: \(isOutputFailure ? "error" : "warning"): \(w)")
                 failures += 1
             }
             try handle(file, graph)

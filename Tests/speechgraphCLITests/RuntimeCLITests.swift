@@ -34,6 +34,39 @@ import Testing
         }
     }
 
+    @Test("speechgraph run feeds standard input to a graph's push.input, at the stream's rate and channels")
+    func runReadsStandardInputIntoPushInput() throws {
+        let wav = try speech()
+        let graph = dir.path("pushed.graph")
+        try """
+        node mic = push.input
+        node asr = recognizer { mode: utterance }
+        node out = jsonl { path: "-", volatile: false }
+        mic -> asr -> out
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let bin = TestPaths.binary.path
+        let piped = try Run.process("/bin/bash", ["-c", "sox '\(wav)' -t wav - | '\(bin)' run '\(graph)'"])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let file = try Run.speechgraph(["transcribe", "--format", "text", wav])
+        let finals = piped.stdout.split(separator: "\n").compactMap { line -> String? in
+            let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return o?["isFinal"] as? Bool == true ? o?["text"] as? String : nil
+        }
+        #expect(finals.joined(separator: " ") == file.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        // Two push.input nodes: which one standard input feeds is not known.
+        try """
+        node a = push.input
+        node b = push.input
+        node la = tap.level
+        node lb = tap.level
+        a -> la
+        b -> lb
+        """.write(toFile: dir.path("two.graph"), atomically: true, encoding: .utf8)
+        let two = try Run.speechgraph(["run", dir.path("two.graph")])
+        #expect(two.status == 2)
+        #expect(two.stderr.contains("one push.input node; this graph has 2 (a, b)"), "\(two.stderr)")
+    }
+
     @Test("one file three times in streaming mode: three times the text of the first (no file learns from another)")
     func streamingFilesDoNotLearnFromEachOther() throws {
         let once = try speech()

@@ -116,6 +116,18 @@ enum LongCleanDecoding {
         }
     }
 
+    @Test("digital silence has no words: no cue, and an empty final result, though word timings are on")
+    func silenceHasNoCue() throws {
+        let silence = dir.path("silence.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-b", "16", "-c", "1", silence, "trim", "0", "10"])
+        let srt = try Run.speechgraph(["transcribe", "--format", "srt", silence])
+        #expect(srt.status == 0, "\(srt.stderr)")
+        #expect(srt.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(srt.stdout)")
+        let jsonl = try Run.speechgraph(["transcribe", "--format", "jsonl", silence])
+        #expect(jsonl.stdout.contains("\"isFinal\":true") && jsonl.stdout.contains("\"text\":\"\""), "\(jsonl.stdout)")
+        #expect(!jsonl.stdout.contains("\"words\""), "\(jsonl.stdout)")
+    }
+
     @Test("transcribe --format srt and vtt write the same cues; several files are refused")
     func transcribeFormats() throws {
         let wav = dir.path("s.wav")

@@ -1,0 +1,316 @@
+import Foundation
+import SpeechGraphCore
+
+/// Checks a JSGF grammar file before PocketSphinx reads it: the JSGF that PocketSphinx's parser takes (a
+/// `#JSGF` header, `grammar`, `import` and rule declarations, alternatives with weights, optional and grouped
+/// parts, `*` and `+`, quoted tokens and tags), and rule references that name a rule. PocketSphinx's own
+/// parser writes what its scanner does not recognise to standard output (where a graph's results go), says
+/// where it failed only in its log, and takes a grammar whose rule references name nothing, recognising
+/// nothing then; this gives each problem as a `file:line:col: error:` instead.
+public enum JSGFCheck {
+    /// Throws a `GraphError` with every problem found, located in `path`.
+    public static func check(file path: String) throws {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let fm = FileManager.default
+            let reason =
+                !fm.fileExists(atPath: path)
+                ? "no such file" : fm.isDirectory(path) ? "it is a directory" : "it cannot be read"
+            throw GraphError(Diagnostic.error("cannot read grammar \(path): \(reason)", at: nil))
+        }
+        guard let text = String(data: data, encoding: .utf8), !text.contains("\0") else {
+            throw GraphError(
+                Diagnostic.error(
+                    "not a JSGF grammar: not UTF-8 text", at: SourceLocation(file: path, line: 1, column: 1))
+            )
+        }
+        try check(text, file: path)
+    }
+
+    /// Checks grammar text; `file` names it in the diagnostics.
+    public static func check(_ text: String, file: String) throws {
+        var parser = Parser(text: Array(text.unicodeScalars), file: file)
+        parser.parse()
+        try parser.diagnostics.throwIfErrors()
+    }
+
+    private struct Token {
+        enum Kind: Equatable {
+            case header, word, quoted, rule, tag, weight, end
+            case symbol(Character)
+        }
+        var kind: Kind
+        var text: String
+        var location: SourceLocation
+    }
+
+    private struct Parser {
+        let text: [Unicode.Scalar]
+        let file: String
+        var i = 0
+        var line = 1
+        var column = 1
+        var diagnostics = DiagnosticList()
+        var defined: [String: SourceLocation] = [:]
+        var referenced: [(String, SourceLocation)] = []
+        var hasPublic = false
+
+        init(text: [Unicode.Scalar], file: String) {
+            self.text = text
+            self.file = file
+        }
+
+        var here: SourceLocation { SourceLocation(file: file, line: line, column: column) }
+
+        mutating func advance() {
+            if text[i] == "\n" {
+                line += 1
+                column = 1
+            } else {
+                column += 1
+            }
+            i += 1
+        }
+
+        static let special: Set<Unicode.Scalar> = [
+            ";", "=", "|", "*", "+", "<", ">", "(", ")", "[", "]", "{", "}", "/", "\"",
+        ]
+
+        /// The next token, past whitespace and comments.
+        mutating func next() -> Token? {
+            while i < text.count {
+                let c = text[i]
+                if c.properties.isWhitespace {
+                    advance()
+                } else if c == "/" && i + 1 < text.count && text[i + 1] == "/" {
+                    while i < text.count && text[i] != "\n" { advance() }
+                } else if c == "/" && i + 1 < text.count && text[i + 1] == "*" {
+                    let start = here
+                    advance()
+                    advance()
+                    while i < text.count && !(text[i] == "*" && i + 1 < text.count && text[i + 1] == "/") { advance() }
+                    guard i < text.count else {
+                        diagnostics.error("a comment opened here is never closed with '*/'", at: start)
+                        return nil
+                    }
+                    advance()
+                    advance()
+                } else {
+                    break
+                }
+            }
+            let start = here
+            guard i < text.count else { return Token(kind: .end, text: "", location: start) }
+            let c = text[i]
+            func run(until close: Unicode.Scalar, what: String, kind: Token.Kind) -> Token? {
+                var s = String(c)
+                advance()
+                while i < text.count && text[i] != close && text[i] != "\n" {
+                    if text[i] == "\\" && i + 1 < text.count {
+                        s.unicodeScalars.append(text[i])
+                        advance()
+                    }
+                    s.unicodeScalars.append(text[i])
+                    advance()
+                }
+                guard i < text.count && text[i] == close else {
+                    diagnostics.error("\(what) opened here is not closed with '\(close)' on its line", at: start)
+                    return nil
+                }
+                s.unicodeScalars.append(close)
+                advance()
+                return Token(kind: kind, text: s, location: start)
+            }
+            switch c {
+            case "#":
+                var s = ""
+                while i < text.count && !text[i].properties.isWhitespace && text[i] != ";" {
+                    s.unicodeScalars.append(text[i])
+                    advance()
+                }
+                guard s == "#JSGF" else {
+                    diagnostics.error("expected '#JSGF', found '\(s)'", at: start)
+                    return nil
+                }
+                return Token(kind: .header, text: s, location: start)
+            case "<": return run(until: ">", what: "a rule name", kind: .rule)
+            case "\"": return run(until: "\"", what: "a quoted token", kind: .quoted)
+            case "{":
+                // A tag may span lines.
+                var s = ""
+                while i < text.count && text[i] != "}" {
+                    s.unicodeScalars.append(text[i])
+                    advance()
+                }
+                guard i < text.count else {
+                    diagnostics.error("a tag opened here is not closed with '}'", at: start)
+                    return nil
+                }
+                advance()
+                return Token(kind: .tag, text: s + "}", location: start)
+            case "/":
+                var s = "/"
+                advance()
+                while i < text.count && text[i] != "/" && text[i] != "\n" {
+                    s.unicodeScalars.append(text[i])
+                    advance()
+                }
+                guard i < text.count && text[i] == "/", Double(s.dropFirst()) != nil else {
+                    diagnostics.error("expected a weight (a number between slashes: /10/)", at: start)
+                    return nil
+                }
+                advance()
+                return Token(kind: .weight, text: s + "/", location: start)
+            default:
+                if Self.special.contains(c) {
+                    advance()
+                    return Token(kind: .symbol(Character(c)), text: String(c), location: start)
+                }
+                var s = ""
+                while i < text.count && !text[i].properties.isWhitespace && !Self.special.contains(text[i]) {
+                    s.unicodeScalars.append(text[i])
+                    advance()
+                }
+                return Token(kind: .word, text: s, location: start)
+            }
+        }
+
+        mutating func parse() {
+            guard let header = next() else { return }
+            guard header.kind == .header else {
+                diagnostics.error(
+                    "expected the header '#JSGF V1.0;' first, found '\(header.text)'", at: header.location)
+                return
+            }
+            // #JSGF version [encoding [locale]] ;
+            guard skip(to: ";", what: "the header") else { return }
+            var token = next()
+            while let t = token, t.kind != .end {
+                switch (t.kind, t.text) {
+                case (.word, "grammar"), (.word, "import"):
+                    guard let name = next(), name.kind == (t.text == "grammar" ? .word : .rule) else {
+                        diagnostics.error(
+                            t.text == "grammar"
+                                ? "expected the grammar's name after 'grammar'"
+                                : "expected a rule name (<grammar.rule>) after 'import'", at: t.location)
+                        return
+                    }
+                    guard expect(";", after: "'\(t.text) \(name.text)'", at: name) else { return }
+                case (.word, "public"):
+                    guard let name = next(), name.kind == .rule else {
+                        diagnostics.error("expected a rule name (<name>) after 'public'", at: t.location)
+                        return
+                    }
+                    hasPublic = true
+                    guard rule(name) else { return }
+                case (.rule, _):
+                    guard rule(t) else { return }
+                default:
+                    diagnostics.error(
+                        "expected a rule ('<name> = ...;' or 'public <name> = ...;'), 'grammar' or 'import', "
+                            + "found '\(t.text)'", at: t.location)
+                    return
+                }
+                token = next()
+            }
+            guard token != nil else { return }
+            for (name, location) in referenced
+            where defined[name] == nil && !name.contains(".")
+                && !["<NULL>", "<VOID>"].contains(name)
+            {
+                diagnostics.error("rule \(name) is not defined in this grammar", at: location)
+            }
+            if !hasPublic && !diagnostics.hasErrors {
+                diagnostics.error(
+                    "the grammar has no public rule: a recognizer decodes with its first public rule",
+                    at: SourceLocation(file: file, line: 1, column: 1))
+            }
+        }
+
+        /// Skips tokens up to and past `symbol`.
+        mutating func skip(to symbol: Character, what: String) -> Bool {
+            while let t = next() {
+                if t.kind == .symbol(symbol) { return true }
+                if t.kind == .end {
+                    diagnostics.error("expected '\(symbol)' to end \(what)", at: t.location)
+                    return false
+                }
+            }
+            return false
+        }
+
+        mutating func expect(_ symbol: Character, after what: String, at previous: Token) -> Bool {
+            guard let t = next() else { return false }
+            guard t.kind == .symbol(symbol) else {
+                diagnostics.error("expected '\(symbol)' after \(what), found '\(t.text)'", at: t.location)
+                return false
+            }
+            return true
+        }
+
+        /// `<name> = alternatives ;` (the name read).
+        mutating func rule(_ name: Token) -> Bool {
+            if let first = defined[name.text] {
+                diagnostics.error("rule \(name.text) is defined twice (first at line \(first.line))", at: name.location)
+            }
+            defined[name.text] = name.location
+            guard expect("=", after: "rule \(name.text)", at: name) else { return false }
+            guard let end = alternatives(closing: nil) else { return false }
+            guard end.kind == .symbol(";") else {
+                diagnostics.error(
+                    "expected ';' to end rule \(name.text), found '\(end.kind == .end ? "the end of the file" : end.text)'",
+                    at: end.location)
+                return false
+            }
+            return true
+        }
+
+        /// Alternatives up to `closing` (a ')' or ']') or, at the top, ';': returns the token that ended them.
+        mutating func alternatives(closing: Character?) -> Token? {
+            var items = 0
+            while true {
+                guard let t = next() else { return nil }
+                switch t.kind {
+                case .word, .quoted:
+                    items += 1
+                case .rule:
+                    referenced.append((t.text, t.location))
+                    items += 1
+                case .weight:
+                    continue
+                case .tag:
+                    continue
+                case .symbol("("), .symbol("["):
+                    let close: Character = t.kind == .symbol("(") ? ")" : "]"
+                    guard let end = alternatives(closing: close) else { return nil }
+                    guard end.kind == .symbol(close) else {
+                        diagnostics.error("'\(t.text)' opened here is not closed with '\(close)'", at: t.location)
+                        return nil
+                    }
+                    items += 1
+                case .symbol("*"), .symbol("+"):
+                    guard items > 0 else {
+                        diagnostics.error("'\(t.text)' must follow what it repeats", at: t.location)
+                        return nil
+                    }
+                case .symbol("|"):
+                    guard items > 0 else {
+                        diagnostics.error("expected something before '|'", at: t.location)
+                        return nil
+                    }
+                    items = 0
+                case .symbol(let c) where c == closing || (closing == nil && c == ";"):
+                    guard items > 0 else {
+                        diagnostics.error("expected something before '\(c)'", at: t.location)
+                        return nil
+                    }
+                    return t
+                case .end:
+                    return t
+                default:
+                    diagnostics.error("unexpected '\(t.text)'", at: t.location)
+                    return nil
+                }
+            }
+        }
+    }
+}
