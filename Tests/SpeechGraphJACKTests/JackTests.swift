@@ -417,31 +417,42 @@ import Testing
         // Gaps not reached by a block came after the last one.
         #expect(gaps[gapIndex...].allSatisfy { Int64(($0.start * 48000).rounded()) >= expected })
     }
+    /// `jack.input { buffer: BUFFER } -> node` (its events collected in `out`), run until `until` says so about the
+    /// node (a deadline only bounds a hang), then stopped.
+    func runMicInto<Node: TestNode>(_ type: Node.Type, buffer: String, until: (Node) -> Bool) throws
+        -> (RunningGraph, Node)
+    {
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        try registry.register(Node.type)
+        let spec = try GraphParser.parse(
+            """
+            node mic = jack.input { buffer: \(buffer) }
+            node under = \(Node.type.descriptor.typeName)
+            node out = collect
+            mic -> under
+            mic.events -> out
+            """, file: "mic.graph", environment: [:])
+        let resources = GraphResources(settings: ["jack.name": "speechgraph-mic-\(getpid())"])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        let node = runner.node(named: "under") as! Node
+        runner.start()
+        let deadline = Date().addingTimeInterval(60)
+        while !until(node) && Date() < deadline { usleep(10_000) }
+        runner.stop()
+        try runner.wait()
+        return (runner, node)
+    }
+
     /// A JACK client activates only once every other node is prepared: audio queued while a recognizer loads its
     /// models (here a node that takes 2 s to prepare) would overflow a small buffer before the graph ran.
     @Test func audioIsNotLostWhileOtherNodesPrepare() throws {
         try server.start()
-        var registry = BuiltinNodes.registry()
-        try registry.register(EventCollector.type)
-        try registry.register(SlowToPrepare.type)
-        let spec = try GraphParser.parse(
-            """
-            node mic = jack.input { buffer: 500 ms }
-            node loading = test.slowprepare
-            node out = collect
-            mic -> loading
-            mic.events -> out
-            """, file: "loading.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": "speechgraph-loading-\(getpid())"])
-        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
-        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
-        let loading = runner.node(named: "loading") as! SlowToPrepare
-        runner.start()
-        // Until a second of audio has arrived (a deadline only bounds a hang).
-        let deadline = Date().addingTimeInterval(60)
-        while loading.frames.load(ordering: .relaxed) < 48000 && Date() < deadline { usleep(10_000) }
-        runner.stop()
-        try runner.wait()
+        let (runner, loading) = try runMicInto(SlowToPrepare.self, buffer: "500 ms") {
+            // Until a second of audio has arrived.
+            $0.frames.load(ordering: .relaxed) >= 48000
+        }
         #expect(loading.frames.load(ordering: .relaxed) >= 48000)
         let gaps = (runner.node(named: "out") as! EventCollector).events.filter {
             if case .gap = $0 { return true }
@@ -455,27 +466,10 @@ import Testing
     /// gap event as long as the stall, and the audio after it is placed after it on the stream's clock.
     @Test func aStallIsOneGapOfItsLength() throws {
         try server.start()
-        var registry = BuiltinNodes.registry()
-        try registry.register(EventCollector.type)
-        try registry.register(StallOnce.type)
-        let spec = try GraphParser.parse(
-            """
-            node mic = jack.input { buffer: 50 ms }
-            node stall = test.stallonce
-            node out = collect
-            mic -> stall
-            mic.events -> out
-            """, file: "stall.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": "speechgraph-stall-\(getpid())"])
-        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
-        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
-        let stall = runner.node(named: "stall") as! StallOnce
-        runner.start()
-        // Until half a second of audio has come after the stall (a deadline only bounds a hang).
-        let deadline = Date().addingTimeInterval(60)
-        while stall.framesAfter.load(ordering: .relaxed) < 24000 && Date() < deadline { usleep(10_000) }
-        runner.stop()
-        try runner.wait()
+        let (runner, stall) = try runMicInto(StallOnce.self, buffer: "50 ms") {
+            // Until half a second of audio has come after the stall.
+            $0.framesAfter.load(ordering: .relaxed) >= 24000
+        }
         let gaps = (runner.node(named: "out") as! EventCollector).events.compactMap { e -> TimeRange? in
             if case .gap(_, let r, let reason) = e, reason.hasPrefix("overrun") { return r }
             return nil
@@ -613,8 +607,13 @@ final class SlowSink: GraphNode {
     }
 }
 
+/// A test node type with its registration.
+protocol TestNode: GraphNode {
+    static var type: NodeType { get }
+}
+
 /// A node that takes 2 s to prepare, as a recognizer loading its models does, and counts the frames it gets.
-final class SlowToPrepare: GraphNode {
+final class SlowToPrepare: TestNode {
     static let type = NodeType(
         NodeDescriptor(
             typeName: "test.slowprepare", summary: "", category: .sink,
@@ -630,7 +629,7 @@ final class SlowToPrepare: GraphNode {
 }
 
 /// A node that stalls for 2 s on its first block, then counts the frames that follow.
-final class StallOnce: GraphNode {
+final class StallOnce: TestNode {
     static let type = NodeType(
         NodeDescriptor(
             typeName: "test.stallonce", summary: "", category: .sink,

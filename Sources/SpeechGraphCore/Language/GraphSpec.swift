@@ -119,24 +119,6 @@ public struct GraphSpec: Sendable {
     }
 }
 
-extension GraphSpec {
-    /// `s` as a string literal of the graph language, which reads back as `s`.
-    public static func quoted(_ s: String) -> String {
-        var out = "\""
-        for c in s {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "$": out += "\\$"
-            default: out.append(c)
-            }
-        }
-        return out + "\""
-    }
-}
-
 func formatNumber(_ v: Double) -> String {
     if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
     // 12 significant digits: 200 µs in ms reads 0.2, not 0.19999999999999998.

@@ -62,7 +62,7 @@ extension GraphPlan {
                     return "\(p.name): \(formatQuantity(n, in: unit))"
                 }
                 if case .string(let s) = v, p.kind == .string || p.kind == .path {
-                    return "\(p.name): \(GraphSpec.quoted(s))"
+                    return "\(p.name): \(graphQuoted(s))"
                 }
                 return "\(p.name): \(v)"
             }
