@@ -88,7 +88,9 @@ public final class RecordTapNode: GraphNode {
             .audioOutput("out", format: .input("in"), doc: "The same audio, unchanged."),
         ],
         parameters: [
-            .path("path", required: true, writes: true, doc: "The file to write; .flac writes FLAC, anything else WAV.")
+            .path(
+                "path", required: true, writes: true,
+                doc: "The file to write (its folders are made if need be); .flac writes FLAC, anything else WAV.")
         ])
 
     public static let type = NodeType(
@@ -116,6 +118,7 @@ public final class RecordTapNode: GraphNode {
 
     private func open() throws -> OpaquePointer {
         if let file { return file }
+        try OutputPath.makeFolders(for: path)
         guard let f = sf_open(path, Int32(SFM_WRITE), &info) else {
             throw SpeechGraphError("cannot write \(path): \(String(cString: sf_strerror(nil)))", parameter: "path")
         }

@@ -14,7 +14,9 @@ public final class JSONLinesSink: GraphNode {
                     + "and kinds that plugins add.")
         ],
         parameters: [
-            .path("path", default: "-", writes: true, doc: "File to write; \"-\" is standard output."),
+            .path(
+                "path", default: "-", writes: true,
+                doc: "File to write (its folders are made if need be); \"-\" is standard output."),
             .boolean("volatile", default: true, doc: "Also write volatile (not yet final) results."),
             .string(
                 "source", default: nil,

@@ -131,7 +131,11 @@ public final class SubtitleSink: GraphNode {
                 + "a file grows while a live graph runs. Cue times are word times on the audio clock.",
             category: .sink,
             ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
-            parameters: [.path("path", default: "-", writes: true, doc: "File to write; \"-\" is standard output.")])
+            parameters: [
+                .path(
+                    "path", default: "-", writes: true,
+                    doc: "File to write (its folders are made if need be); \"-\" is standard output.")
+            ])
     }
 
     public static let srt = NodeType(descriptor(.srt), make: { try SubtitleSink($0, format: .srt) })
@@ -213,7 +217,11 @@ public final class TextSink: GraphNode {
         summary: "Writes the plain transcript: the text of each final result, one per line.",
         category: .sink,
         ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
-        parameters: [.path("path", default: "-", writes: true, doc: "File to write; \"-\" is standard output.")])
+        parameters: [
+            .path(
+                "path", default: "-", writes: true,
+                doc: "File to write (its folders are made if need be); \"-\" is standard output.")
+        ])
 
     public static let type = NodeType(descriptor, make: { try TextSink($0) })
 

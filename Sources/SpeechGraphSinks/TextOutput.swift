@@ -62,6 +62,7 @@ public final class TextOutput {
             return
         }
         standardOutput = nil
+        try OutputPath.makeFolders(for: path)
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : 0)
         let opened = open(path, flags, 0o644)
         guard opened >= 0 else {

@@ -91,9 +91,13 @@ import Testing
         let badGrammar = dir.path("bad.jsgf")
         try "garbage <not a grammar".write(toFile: badGrammar, atomically: true, encoding: .utf8)
         // Exit 1 for what cannot be used, 2 for a grammar with errors (as for a graph file's).
-        let unwritable = dir.path("no/such/folder/x.srt")
+        // A folder that cannot be made: its parent is a file.
+        let unwritable = dir.path("keep.jsonl/x.srt")
         let failures: [(extra: String, asr: String, expected: String, status: Int32)] = [
-            ("node more = srt { path: \"\(unwritable)\" }\nasr -> more", "", "cannot write \(unwritable): there is", 1),
+            (
+                "node more = srt { path: \"\(unwritable)\" }\nasr -> more", "",
+                "cannot write \(unwritable): \(log) is not a folder", 1
+            ),
             ("", "rate: 8 kHz", "'rate' 8000 Hz is too low", 1),
             ("", "grammar: \"\(badGrammar)\"", "bad.jsgf:1:1: error:", 2),
         ]

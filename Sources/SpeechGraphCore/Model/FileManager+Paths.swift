@@ -11,21 +11,31 @@ extension FileManager {
 /// A path a node will write (a sink's file or folder), checked before anything is written.
 public enum OutputPath {
     /// Why `path` cannot be written, in words, or `nil` when it can (as far as can be told without writing):
-    /// standard output (`-`), an existing file or folder that may be written, or a new name in a folder that
-    /// exists and may be written.
+    /// standard output (`-`), an existing file or folder that may be written, or a new name under folders that
+    /// exist or can be made (the nearest one that exists may be written).
     public static func problem(_ path: String) -> String? {
         if path.isEmpty || path == "-" { return nil }
         if access(path, F_OK) == 0 {
             return access(path, W_OK) == 0 ? nil : "cannot write \(path): \(String(cString: strerror(errno)))"
         }
-        let folder = (path as NSString).deletingLastPathComponent
+        var folder = (path as NSString).deletingLastPathComponent
+        while !folder.isEmpty && access(folder, F_OK) != 0 { folder = (folder as NSString).deletingLastPathComponent }
         let parent = folder.isEmpty ? "." : folder
-        guard FileManager.default.isDirectory(parent) else {
-            return "cannot write \(path): there is no folder \(parent)"
-        }
+        guard FileManager.default.isDirectory(parent) else { return "cannot write \(path): \(parent) is not a folder" }
         guard access(parent, W_OK) == 0 else {
             return "cannot write \(path): \(parent): \(String(cString: strerror(errno)))"
         }
         return nil
+    }
+
+    /// Makes the folders `path` is to be written in, when they do not exist yet (as `mkdir -p`).
+    public static func makeFolders(for path: String) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        guard !folder.isEmpty, access(folder, F_OK) != 0 else { return }
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw SpeechGraphError("cannot make the folder \(folder) for \(path): \(error.localizedDescription)")
+        }
     }
 }
