@@ -83,10 +83,12 @@ public struct DiagnosticList: Sendable {
     /// An error; the same error at the same place a second time (a misspelt node in two edges of one chain,
     /// `a -> bb -> c`) is said once.
     public mutating func error(_ message: String, at location: SourceLocation?) {
-        guard !all.contains(where: { $0.severity == .error && $0.message == message && $0.location == location })
-        else { return }
-        all.append(.error(message, at: location))
+        let d = Diagnostic.error(message, at: location)
+        guard errorsSeen.insert(d).inserted else { return }
+        all.append(d)
     }
+    /// The errors so far, to say each once (a set: a hostile line can hold 600,000 of them).
+    private var errorsSeen: Set<Diagnostic> = []
     public mutating func append(_ d: Diagnostic) { all.append(d) }
     public mutating func append(contentsOf ds: [Diagnostic]) { all.append(contentsOf: ds) }
     /// Throws the collected diagnostics, in file order, if any of them is an error.
