@@ -74,11 +74,12 @@ import Testing
                 """
                 node src = file.input { path: "\(wav)" }
                 node asr = recognizer
-                node out = jsonl { path: "/no/such/dir/x.jsonl" }
+                node out = jsonl { path: "\(wav)/x.jsonl" }
                 src -> asr -> out
                 """)
         } throws: { error in
-            "\(error)".contains("cannot write /no/such/dir/x.jsonl")
+            // A folder that cannot be made: its parent is a file.
+            "\(error)".contains("cannot write \(wav)/x.jsonl: \(wav) is not a folder")
         }
     }
 
