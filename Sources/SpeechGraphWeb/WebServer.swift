@@ -46,7 +46,7 @@ final class WebServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             // A viewer's socket holds little: text comes a few lines a second, and a viewer that does not read
             // should fill its bounded queue (and be dropped) rather than kernel buffers.
             .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)

@@ -43,6 +43,11 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// Audio for the job's graph that is not in it yet (the graph is being made, or its buffer is full).
     private var waiting: [[Float]] = []
     private var waitingSamples = 0
+    /// The bytes of a frame an audio chunk left unfinished (a client that forwards reads of a pipe: chunks of any
+    /// size): the next chunk completes it, so the samples after it stay aligned.
+    private var partialFrame: [UInt8] = []
+    /// Whether this stream was told that a chunk's format differs from its audio-start's.
+    private var chunkFormatSaid = false
     /// The client's audio-stop for the current job came (the input ends once `waiting` is in).
     private var stopped = false
     /// After a refused audio-start, or after the transcript went out at the end of speech: chunks are dropped
@@ -222,15 +227,23 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             event.data["rate"].map({ $0.integer == job.format.rate }) ?? true,
             event.data["channels"].map({ $0.integer == job.format.channels }) ?? true
         else {
-            send(.error("audio-chunk: its format differs from audio-start's", code: "bad-audio"))
+            // Said once for the stream, not for each of its chunks.
+            if !chunkFormatSaid {
+                chunkFormatSaid = true
+                send(.error("audio-chunk: its format differs from audio-start's", code: "bad-audio"))
+            }
             return
         }
-        guard var payload = event.payload else { return }
-        let frames = payload.readableBytes / (2 * job.format.channels)
+        guard let payload = event.payload else { return }
+        var bytes = partialFrame
+        bytes += payload.readableBytesView
+        let frameBytes = 2 * job.format.channels
+        let frames = bytes.count / frameBytes
+        partialFrame = Array(bytes[(frames * frameBytes)...])
         guard frames > 0 else { return }
         var samples = [Float](repeating: 0, count: frames * job.format.channels)
         for i in 0..<samples.count {
-            let v: Int16 = payload.readInteger(endianness: .little) ?? 0
+            let v = Int16(bitPattern: UInt16(bytes[2 * i]) | UInt16(bytes[2 * i + 1]) << 8)
             samples[i] = Float(v) / 32768
         }
         waiting.append(samples)
@@ -283,6 +296,8 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func dropWaiting() {
         waiting = []
         waitingSamples = 0
+        partialFrame = []
+        chunkFormatSaid = false
         _ = channel.setOption(ChannelOptions.autoRead, value: true)
     }
 

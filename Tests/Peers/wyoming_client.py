@@ -47,7 +47,7 @@ def read_wav(path):
 async def transcribe_one(uri, path, args):
     rate, width, channels, audio = read_wav(path)
     result = {"file": path, "text": None, "events": [], "chunks": [], "latency": None, "sent": None, "error": None}
-    bytes_per_chunk = int(rate * args.chunk_ms / 1000) * width * channels
+    bytes_per_chunk = args.chunk_bytes or int(rate * args.chunk_ms / 1000) * width * channels
     try:
         async with AsyncTcpClient.from_uri(uri) as client:
             names = args.names.split("|") if args.names else None
@@ -134,6 +134,7 @@ def main():
     p.add_argument("--clients", type=int, default=1)
     p.add_argument("--stagger", type=float, default=0.0, help="seconds between the clients' starts")
     p.add_argument("--chunk-ms", type=float, default=20)
+    p.add_argument("--chunk-bytes", type=int, default=0, help="chunks of this many bytes (any, odd too), not --chunk-ms")
     p.add_argument("--realtime", action="store_true")
     p.add_argument("--stop-on-transcript", action="store_true")
     p.add_argument("--name")

@@ -13,11 +13,19 @@ final class WyomingServerProcess {
     let errURL: URL
     private let dir = TemporaryDirectory()
 
-    init(_ arguments: [String] = []) throws {
+    /// `unprivileged`: as user and group 65534 (nobody), as systemd's DynamicUser runs it.
+    init(_ arguments: [String] = [], unprivileged: Bool = false) throws {
         errURL = dir.url.appendingPathComponent("err")
         FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        process.executableURL = TestPaths.binary
-        process.arguments = ["serve", "--wyoming", "tcp://127.0.0.1:0"] + arguments
+        let serve = ["serve", "--wyoming", "tcp://127.0.0.1:0"] + arguments
+        if unprivileged {
+            chmod(errURL.path, 0o666)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", TestPaths.binary.path] + serve
+        } else {
+            process.executableURL = TestPaths.binary
+            process.arguments = serve
+        }
         process.currentDirectoryURL = TestPaths.packageRoot
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: errURL)
@@ -167,6 +175,32 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(model["languages"] as? [String] == ["en"])
         #expect((model["description"] as? String)?.contains("pocketsphinx-en-us") == true)
         #expect((model["attribution"] as? [String: Any])?["name"] as? String == "CMU Sphinx")
+    }
+
+    @Test("an unprivileged user (systemd's DynamicUser) is served: every connection was closed at once")
+    func servesAsAnUnprivilegedUser() throws {
+        let server = try WyomingServerProcess(unprivileged: true)
+        defer { server.stop() }
+        let r = try Peer.run("wyoming_client.py", [server.uri, "describe"])
+        #expect(r.status == 0 && r.stdout.contains("\"asr\""), "\(r.stdout) \(r.stderr) \(server.stderr)")
+        let file = try #require(try realSet().first { $0.file.hasSuffix("ps_goforward.wav") }).file
+        let results = try Peer.transcribe(server.uri, [file])
+        #expect((results.first?["text"] as? String)?.contains("forward") == true, "\(results)")
+    }
+
+    @Test("audio chunks of an odd number of bytes: the frame a chunk leaves unfinished is completed by the next")
+    func oddSizedChunks() throws {
+        let server = try WyomingServerProcess()
+        defer { server.stop() }
+        let file = try #require(try realSet().first { $0.file.hasSuffix("ps_goforward.wav") }).file
+        func text(_ options: [String]) throws -> String? {
+            let r = try Peer.run("wyoming_client.py", [server.uri, "transcribe"] + options + [file])
+            let o = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+            return o?["text"] as? String
+        }
+        let whole = try text([])
+        #expect(whole?.contains("forward") == true, "\(whole ?? "")")
+        for bytes in [641, 1001, 333] { #expect(try text(["--chunk-bytes", String(bytes)]) == whole, "\(bytes)") }
     }
 
     @Test("--decoders N: N decoders loaded before the server listens; out of range, a usage error (exit 2)")
