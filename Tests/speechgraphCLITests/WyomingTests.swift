@@ -13,12 +13,13 @@ final class WyomingServerProcess {
     let errURL: URL
     private let dir = TemporaryDirectory()
 
-    /// `unprivileged`: as user and group 65534 (nobody), as systemd's DynamicUser runs it.
+    /// `unprivileged`: as user and group 65534 (nobody), as systemd's DynamicUser runs it (when the tests run as
+    /// root; otherwise they are unprivileged already).
     init(_ arguments: [String] = [], unprivileged: Bool = false) throws {
         errURL = dir.url.appendingPathComponent("err")
         FileManager.default.createFile(atPath: errURL.path, contents: nil)
         let serve = ["serve", "--wyoming", "tcp://127.0.0.1:0"] + arguments
-        if unprivileged {
+        if unprivileged && getuid() == 0 {
             chmod(errURL.path, 0o666)
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", TestPaths.binary.path] + serve
