@@ -45,7 +45,7 @@ public final class ClipsSink: GraphNode {
     /// Final results whose clip waits for the audio of its trailing `pad`, in order: written once that audio
     /// has come (or the stream has moved past it: a vad's gated speech), at the end, or before the audio it
     /// needs would be dropped.
-    private var waiting: [(event: GraphEvent, result: Transcription, from: Int64, to: Int64)] = []
+    private var waiting: [(event: GraphEvent, from: Int64, to: Int64)] = []
 
     init(_ context: NodeContext) throws {
         let c = context.config
@@ -68,10 +68,7 @@ public final class ClipsSink: GraphNode {
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
         blocks.append((block.startFrame, Array(block.samples)))
         let newest = block.startFrame + Int64(block.frameCount)
-        while let w = waiting.first, newest >= w.to || block.startFrame >= w.to || w.from < newest - keepFrames {
-            writeClip(w.event, w.result, from: w.from, to: w.to)
-            waiting.removeFirst()
-        }
+        writeReady(streamAt: block.startFrame)
         while first < blocks.count,
             blocks[first].start + Int64(blocks[first].samples.count / format.channelCount) < newest - keepFrames
         {
@@ -88,21 +85,28 @@ public final class ClipsSink: GraphNode {
         let rate = Double(format.sampleRate)
         let from = Int64(max(0, (t.range.start - pad) * rate))
         let to = Int64((t.range.end + pad) * rate)
+        waiting.append((event, from, to))
+        writeReady(streamAt: nil)
+    }
+
+    /// Writes the waiting clips, in order, whose trailing audio has come, or which the stream (now at the block
+    /// starting at `streamAt`) has moved past, or whose first audio is about to be dropped.
+    private func writeReady(streamAt: Int64?) {
         let newest = blocks.last.map { $0.start + Int64($0.samples.count / format.channelCount) } ?? 0
-        if waiting.isEmpty && newest >= to {
-            writeClip(event, t, from: from, to: to)
-        } else {
-            waiting.append((event, t, from, to))
+        while let w = waiting.first, newest >= w.to || (streamAt ?? .min) >= w.to || w.from < newest - keepFrames {
+            writeClip(w.event, from: w.from, to: w.to)
+            waiting.removeFirst()
         }
     }
 
     /// The stream has ended: the clips still waiting get the audio there is.
     public func finish(output: NodeOutput) throws {
-        for w in waiting { writeClip(w.event, w.result, from: w.from, to: w.to) }
+        for w in waiting { writeClip(w.event, from: w.from, to: w.to) }
         waiting.removeAll()
     }
 
-    private func writeClip(_ event: GraphEvent, _ t: Transcription, from: Int64, to: Int64) {
+    private func writeClip(_ event: GraphEvent, from: Int64, to: Int64) {
+        guard case .result(let t) = event else { return }
         let channels = format.channelCount
         var samples: [Float] = []
         for b in blocks[first...] {

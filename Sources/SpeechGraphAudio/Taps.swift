@@ -109,9 +109,8 @@ public final class RecordTapNode: GraphNode {
         info.format =
             path.lowercased().hasSuffix(".flac")
             ? Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_24) : Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
-        // Checked now, opened (and an existing file replaced) with the first audio: a graph that fails before it
-        // runs leaves the user's file as it was.
-        if let problem = OutputPath.problem(path) { throw SpeechGraphError(problem, parameter: "path") }
+        // Opened (and an existing file replaced) with the first audio: a graph that fails before it runs leaves the
+        // user's file as it was. Where it can be written, the planner checked (a path parameter that `writes`).
     }
 
     deinit { close() }

@@ -135,7 +135,7 @@ public enum SphinxLanguageModels {
         let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
             let report = try build(spec, into: temporary, dictionary: dictionary)
-            notes?.warnings += report.guessWarnings(spec, file: spec.phrases.first?.location?.file ?? "phrases")
+            notes?.lines += report.guessWarnings(spec, file: spec.phrases.first?.location?.file ?? "phrases")
             try? fm.createDirectory(
                 atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             if rename(temporary, directory) != 0 {
@@ -206,8 +206,8 @@ extension SphinxDecoder {
 }
 
 /// What building a language model on first use had to say (guessed pronunciations): a recognizer reports them
-/// as its warnings.
+/// as its `notes`.
 public final class BuildNotes {
-    public var warnings: [String] = []
+    public var lines: [String] = []
     public init() {}
 }

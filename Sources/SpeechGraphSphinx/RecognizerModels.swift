@@ -28,12 +28,12 @@ extension RecognizerNode {
         var phases: Int
 
         /// What building `lm`, `grammar` or `phrases` on first use had to say (guessed pronunciations).
-        var warnings: [String]
+        var notes: [String]
 
         init(_ c: NodeConfig, controlConnected: Bool) throws {
             let notes = BuildNotes()
             var model = try SphinxModel.resolve(c, notes: notes)
-            warnings = notes.warnings
+            self.notes = notes.lines
             let includeWords = c.bool(of: "words")
             wholeUtterances = c.string(of: "mode") == "utterance"
             phases = c.integer(of: "phases")

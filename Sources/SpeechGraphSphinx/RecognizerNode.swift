@@ -212,8 +212,7 @@ public final class RecognizerNode: GraphNode {
     /// The models this recognizer decodes with; replaced whole when the graph is asked to reload them.
     private var models: Models
     /// What building a spec on first use had to say (guessed pronunciations).
-    private let buildWarnings: [String]
-    public var notes: [String] { buildWarnings }
+    public let notes: [String]
     private let includeWords: Bool
     /// The n-best list's length for final results; 0: none.
     private let alternativeCount: Int
@@ -319,7 +318,7 @@ public final class RecognizerNode: GraphNode {
         calibration = c.string(of: "confidence") == "calibrated" ? .standard : nil
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
         models = try Models(c, controlConnected: controlConnected)
-        buildWarnings = models.warnings
+        notes = models.notes
         wholeUtterances = models.wholeUtterances
         finalPass = models.finalPass
         // Reload requests for this graph (SIGHUP on `speechgraph run`, `RunningGraph.reloadModels`).

@@ -320,15 +320,15 @@ func runEachFile(
             try signals.run(graph)
             progress.clear()
             let warnings = graph.warnings
+            // Standard output that cannot be written is an error, whichever sink found it (docs/cli.md).
+            let isOutputFailure = { (w: String) in output.failure.map { w.hasSuffix($0) } ?? false }
             for w in warnings {
-                // Standard output that cannot be written is an error, whichever sink found it (docs/cli.md).
-                let isOutputFailure = output.failure.map { w.hasSuffix($0) } ?? false
-                printError("speechgraph: \(isOutputFailure ? "error" : "warning"): \(w)")
+                printError("speechgraph: \(isOutputFailure(w) ? "error" : "warning"): \(w)")
                 failures += 1
             }
             try handle(file, graph)
             if let failure = output.failure {
-                if !warnings.contains(where: { $0.hasSuffix(failure) }) {
+                if !warnings.contains(where: isOutputFailure) {
                     printError("speechgraph: error: \(failure)")
                     failures += 1
                 }

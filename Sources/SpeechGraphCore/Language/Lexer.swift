@@ -1,3 +1,5 @@
+import Foundation
+
 /// A token of the graph language, with the place where it starts.
 public struct Token: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
@@ -156,7 +158,7 @@ package struct Lexer {
                 // mark at the very start is an editor's, and is skipped.
                 if !(index == 0 && c == "\u{FEFF}") {
                     let name = (c.properties.name ?? "").lowercased()
-                    let code = "U+" + String(c.value, radix: 16, uppercase: true).leftPadding(to: 4)
+                    let code = String(format: "U+%04X", c.value)
                     diagnostics.error(
                         "invisible character \(code)\(name.isEmpty ? "" : " (\(name))"): type a plain space or nothing",
                         at: here)
@@ -323,11 +325,5 @@ package struct Lexer {
     }
     private func isIdentifierBody(_ c: Unicode.Scalar) -> Bool {
         isIdentifierStart(c) || isDigit(c) || c == "-"
-    }
-}
-
-extension String {
-    fileprivate func leftPadding(to length: Int) -> String {
-        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }
