@@ -3,7 +3,8 @@
 # - the CPU of one real-time stream (long_clean.wav pushed in 10 ms blocks on the wall clock through
 #   push.input -> vad -> recognizer { mode: streaming }, progressive results) against the same graph fed
 #   as fast as it takes the audio (target: within 10%): realtime_stream_cpu, offline_stream_cpu,
-#   realtime_vs_offline_cpu_ratio; each a fresh process, the median of BENCH_CPU_RUNS runs (default 3);
+#   realtime_vs_offline_cpu_ratio; each a fresh process, the real-time run against the mean of an offline run
+#   just before and one just after it (the machine's speed drifts), the median of BENCH_CPU_RUNS runs (default 3);
 # - how many such streams, one graph each, one process, this machine holds in real time with the
 #   latency from the push of the audio at a final result's end to that result at p95 <= 400 ms
 #   (target: 8 or more): streams_N_end_to_final_p50/p95 for N = 1, 2, 4, 6, ... up to BENCH_STREAM_MAX,

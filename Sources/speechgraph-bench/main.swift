@@ -4,8 +4,9 @@
 //   speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass [--phases N]]
 //       The CPU (user + system, getrusage) of one graph, push.input -> vad -> recognizer (streaming,
 //       progressive results), fed FILE in 10 ms blocks on the wall clock as JACK would deliver them,
-//       against the same graph fed as fast as it takes the audio. Each run is a fresh child process; the
-//       CPU counted is the run's (from start to end), not the model loading before it.
+//       against the same graph fed as fast as it takes the audio, just before and just after (their mean: the
+//       machine's speed drifts). Each run is a fresh child process; the CPU counted is the run's (from start
+//       to end), not the model loading before it.
 //   speechgraph-bench streams FILE [--seconds S] [--max N] [--counts 1,2,4,...] [--variants plain,final-pass]
 //                                  [--limit MS] [--margin MS] [--phases N]
 //       N graphs in one process, each fed FILE in real time (10 ms blocks), for N = 1, 2, 4, 6, ... up to
@@ -389,24 +390,34 @@ func realtimeCPU(path: String, seconds: Double?, runs: Int, finalPass: Bool) {
     if finalPass { common += ["--final-pass", "--phases", String(phases)] }
     var live: [Double] = []
     var offline: [Double] = []
+    var ratios: [Double] = []
+    // The machine's speed drifts (a shared VM: its caches and cores are the host's): each real-time run is
+    // compared with the mean of an offline run just before and one just after it.
     for run in 1...runs {
-        note("bench: realtime-cpu: run \(run)/\(runs): one stream in real time (10 ms blocks), then as fast as it goes")
+        note(
+            "bench: realtime-cpu: run \(run)/\(runs): one stream as fast as it goes, in real time (10 ms blocks), "
+                + "as fast as it goes again")
+        let before = child(["child-cpu", "offline"] + common)
         let r = child(["child-cpu", "realtime"] + common)
-        let o = child(["child-cpu", "offline"] + common)
+        let after = child(["child-cpu", "offline"] + common)
+        let o = ((before["cpu"] ?? .nan) + (after["cpu"] ?? .nan)) / 2
+        let others = [before, r, after].map { $0["others"] ?? 0 }
         note(
             String(
-                format: "bench:   realtime %.2f s CPU over %.1f s, offline %.2f s CPU over %.1f s, %d/%d finals; "
-                    + "other processes kept %.2f / %.2f cores busy",
-                r["cpu"] ?? .nan, r["wall"] ?? .nan, o["cpu"] ?? .nan, o["wall"] ?? .nan,
-                Int(r["finals"] ?? 0), Int(o["finals"] ?? 0), r["others"] ?? .nan, o["others"] ?? .nan))
-        if max(r["others"] ?? 0, o["others"] ?? 0) > 0.1 { note("bench:   warning: other processes used the CPU") }
+                format: "bench:   realtime %.2f s CPU over %.1f s; offline %.2f and %.2f s CPU over %.1f s; "
+                    + "%d/%d finals; other processes kept %.2f / %.2f / %.2f cores busy",
+                r["cpu"] ?? .nan, r["wall"] ?? .nan, before["cpu"] ?? .nan, after["cpu"] ?? .nan,
+                before["wall"] ?? .nan, Int(r["finals"] ?? 0), Int(before["finals"] ?? 0), others[0], others[1],
+                others[2]))
+        if others.max()! > 0.1 { note("bench:   warning: other processes used the CPU") }
         live.append(r["cpu"] ?? .nan)
-        offline.append(o["cpu"] ?? .nan)
+        offline.append(o)
+        ratios.append((r["cpu"] ?? .nan) / o)
     }
     let prefix = finalPass ? "final_pass_" : ""
     figure("\(prefix)realtime_stream_cpu", median(live), "s")
     figure("\(prefix)offline_stream_cpu", median(offline), "s")
-    figure("\(prefix)realtime_vs_offline_cpu_ratio", median(zip(live, offline).map { $0 / $1 }), "x", digits: 3)
+    figure("\(prefix)realtime_vs_offline_cpu_ratio", median(ratios), "x", digits: 3)
 }
 
 func streams(path: String, seconds: Double?, counts: [Int], finalPass: Bool, limit: Double, margin: Double) {
