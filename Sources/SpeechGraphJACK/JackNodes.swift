@@ -207,6 +207,11 @@ public final class JackInputNode: SourceNode {
                         node: name, isAvailable: false,
                         reason: "the JACK server came back at \(to) Hz; this graph runs at \(from) Hz: "
                             + "restart speechgraph"), port: 1)
+            case .closeStuck:
+                try warn(
+                    "libjack has not released the client of the JACK server that stopped (a libjack bug, "
+                        + "jackaudio/jack2#395): this client cannot connect again until it does; restart speechgraph "
+                        + "to reconnect", output)
             case .renamed(let from, let to):
                 try warn(
                     "another JACK client is called '\(from)': this graph's client is '\(to)' (its ports are \(to):...)",

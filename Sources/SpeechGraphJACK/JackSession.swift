@@ -50,6 +50,30 @@ private func onBufferSize(_ frames: jack_nframes_t, _ argument: UnsafeMutableRaw
     return 0
 }
 
+/// Clients whose server went away, each closed on a thread of its own. After a server restart libjack's
+/// `jack_client_close` can block for good inside libjack (jackaudio/jack2#395: seen here after two or three
+/// restarts of a dummy server), and neither the graph thread nor Ctrl-C may wait for it. While a close is
+/// under way no client is opened (libjack's open takes the lock the close waits for).
+final class AbandonedClients: Sendable {
+    /// Closes not yet returned.
+    let pending = Atomic<Int>(0)
+
+    /// The client's pointer handed to the closing thread: the session forgets it first and never uses it again,
+    /// so only that thread touches it.
+    private struct Handle: @unchecked Sendable { let client: OpaquePointer }
+
+    func close(_ client: OpaquePointer) {
+        pending.add(1, ordering: .relaxed)
+        let handle = Handle(client: client)
+        Thread.detachNewThread { [self] in
+            jack_client_close(handle.client)
+            pending.subtract(1, ordering: .releasing)
+        }
+    }
+
+    var closing: Bool { pending.load(ordering: .acquiring) > 0 }
+}
+
 /// What the non-process callbacks reach through their argument.
 struct SessionCallbacks {
     var notifications: UnsafeMutablePointer<Notifications>
@@ -72,6 +96,9 @@ public final class JackSession: @unchecked Sendable {
         case restored(Double)
         /// Audio the server lost (xruns reported since the last poll).
         case xruns(Int)
+        /// libjack has not finished closing the client of the server that went away (it can hang there): no
+        /// new client can open until it does.
+        case closeStuck
         /// The server came back at another rate than the graph was planned for.
         case rateChanged(from: Int, to: Int)
         /// A `connect` pattern of our port matched no port when the client opened (said once per pattern).
@@ -127,6 +154,10 @@ public final class JackSession: @unchecked Sendable {
     private let timing: UnsafeMutablePointer<CallbackTiming>
     private let timingBuckets: UnsafeMutablePointer<Int>
     private let groups: UnsafeMutablePointer<RealtimeGroup>
+    private let abandoned = AbandonedClients()
+    /// Said once, when a lost client's close has taken this long (libjack hung: no reconnection).
+    private static let closeStuckAfter = 5.0
+    private var reportedStuck = false
     /// Real-time processors by the name of the jack.input node (its ports' group) whose audio they process.
     private var processors: [(group: String, processor: RealtimeProcessor)] = []
 
@@ -179,6 +210,8 @@ public final class JackSession: @unchecked Sendable {
 
     deinit {
         close()
+        // A lost client whose close never returned may still reach the callbacks' memory: it is left allocated.
+        guard !abandoned.closing else { return }
         // Freed only after jack_client_close: the callbacks may run until then.
         realtime.deinitialize(count: 1)
         realtime.deallocate()
@@ -417,8 +450,10 @@ public final class JackSession: @unchecked Sendable {
     private var unmatchedReported = Set<String>()
 
     /// Why JACK would refuse `name` as a client name, or nil.
-    static func clientNameProblem(_ name: String) -> String? {
-        let limit = Int(jack_client_name_size()) - 1
+    public static func clientNameProblem(_ name: String) -> String? {
+        // jack2's jack_client_name_size() counts one more byte than its open takes (65: a 64-byte name is
+        // refused, as "server failed"); jack1's is the size with the final NUL.
+        let limit = min(Int(jack_client_name_size()) - 1, 63)
         if name.isEmpty { return "a JACK client name cannot be empty" }
         if name.utf8.count > limit { return "JACK client name '\(name)' is too long: at most \(limit) bytes" }
         if name.contains(":") {
@@ -473,10 +508,17 @@ public final class JackSession: @unchecked Sendable {
             isAvailable = false
             lostAt = Date()
             let why = String(cString: reason)
-            closeClient()
+            if let c = client { abandoned.close(c) }
+            client = nil
+            ports = []
             changes.append(.lost(why.isEmpty ? "the JACK server stopped" : "the JACK server stopped: \(why)"))
         }
-        if !isAvailable, started, Date().timeIntervalSince(lastAttempt) >= 0.25 {
+        if !isAvailable, started, abandoned.closing {
+            if !reportedStuck, Date().timeIntervalSince(lostAt ?? Date()) >= Self.closeStuckAfter {
+                reportedStuck = true
+                changes.append(.closeStuck)
+            }
+        } else if !isAvailable, started, Date().timeIntervalSince(lastAttempt) >= 0.25 {
             lastAttempt = Date()
             try? open(initial: false)
             if let (from, to) = planningRateMismatch {
@@ -487,6 +529,7 @@ public final class JackSession: @unchecked Sendable {
             }
             if isAvailable {
                 reportedMismatch = nil
+                reportedStuck = false
                 changes.append(.restored(Date().timeIntervalSince(lostAt ?? Date())))
             }
         }

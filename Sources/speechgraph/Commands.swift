@@ -45,6 +45,7 @@ extension SpeechgraphCommand {
             if let duration, !(duration.isFinite && duration > 0 && duration <= 1e9) {
                 throw ValidationError("--duration: a number of seconds greater than 0")
             }
+            if let problem = JackSession.clientNameProblem(name) { throw ValidationError("--name: \(problem)") }
         }
 
         func run() throws {

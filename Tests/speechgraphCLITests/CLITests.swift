@@ -144,6 +144,9 @@ import Testing
             ["transcribe"], ["frobnicate"], ["transcribe", "--format", "xml", "a.wav"], ["run"],
             ["nodes", "recogniser"], ["run", "graphs/demo.graph", "--set", "nonsense"],
             ["run", "graphs/demo.graph", "--results", "slow"],
+            // JACK client names JACK would refuse: a usage error before anything runs (64 bytes: jack2 takes 63).
+            ["run", "graphs/live.graph", "--name", "a:b"], ["run", "graphs/live.graph", "--name", ""],
+            ["run", "graphs/live.graph", "--name", String(repeating: "n", count: 64)],
         ] {
             let r = try Run.speechgraph(args)
             #expect(r.status == 2, "\(args): \(r.stderr)")
