@@ -30,6 +30,24 @@ enum JackSettings {
     }
     static let assumedRate = 48000
 
+    /// The `port` parameter as JACK would take it: ports are registered as PORT_1, PORT_2, ... (at most
+    /// `channels`), each short name at most 255 bytes (JACK cuts longer ones, and cut names can collide).
+    @Sendable static func checkPortName(_ config: NodeConfig) throws {
+        let port = config.string(of: "port")
+        if port.isEmpty { throw SpeechGraphError("a JACK port name cannot be empty", parameter: "port") }
+        if port.contains(":") {
+            throw SpeechGraphError(
+                "JACK port name '\(port)' holds ':', which separates a port's client from its name", parameter: "port")
+        }
+        let channels = config.typeName == "jack.input" ? config.integer(of: "channels") : RealtimeState.maxPorts
+        let longest = port.utf8.count + 1 + String(channels).utf8.count
+        if longest > 255 {
+            throw SpeechGraphError(
+                "JACK port name is too long: with its _N suffix at most 255 bytes (this one makes \(longest))",
+                parameter: "port")
+        }
+    }
+
     static func patterns(_ text: String?) -> [String] {
         (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
@@ -79,7 +97,9 @@ public final class JackInputNode: SourceNode {
         ],
         parameters: [
             .integer("channels", default: 1, range: 1...64, doc: "Number of input ports."),
-            .string("port", default: "in", doc: "Base name of the ports: in_1, in_2, ..."),
+            .string(
+                "port", default: "in",
+                doc: "Base name of the ports: in_1, in_2, ... (no ':'; with the _N at most 255 bytes)."),
             .string(
                 "connect", default: nil,
                 doc: "Ports to connect to, as shell patterns (*, ?, [...]) separated by commas "
@@ -100,6 +120,7 @@ public final class JackInputNode: SourceNode {
             return ["out": AudioFormat(sampleRate: rate, channelCount: context.config.integer(of: "channels"))]
         },
         maxOutputFrames: { config, _, _ in config.integer(of: "block") },
+        validate: JackSettings.checkPortName,
         make: { try JackInputNode($0) })
 
     private let name: String
@@ -299,7 +320,9 @@ public final class JackOutputNode: GraphNode {
         category: .sink,
         ports: [.audioInput("in", .any, doc: "The audio to play.")],
         parameters: [
-            .string("port", default: "out", doc: "Base name of the ports: out_1, out_2, ..."),
+            .string(
+                "port", default: "out",
+                doc: "Base name of the ports: out_1, out_2, ... (no ':'; with the _N at most 255 bytes)."),
             .string(
                 "connect", default: nil,
                 doc: "Ports to connect to, as shell patterns (*, ?, [...]) separated by commas (\"in_1\", with no "
@@ -316,6 +339,7 @@ public final class JackOutputNode: GraphNode {
         inputRequirement: { context, _ in
             AudioRequirement(rate: .fixed(try JackSettings.planningRate(&context)))
         },
+        validate: JackSettings.checkPortName,
         make: { try JackOutputNode($0) })
 
     private let session: JackSession
@@ -323,10 +347,13 @@ public final class JackOutputNode: GraphNode {
     private let channels: Int
     private let scratch: UnsafeMutablePointer<Float>
     private let capacity: Int
+    private let exitOnServerLoss: Bool
+    private var unplayedFrames = 0
 
     init(_ context: NodeContext) throws {
         let c = context.config
         guard let input = context.inputFormats["in"] else { throw SpeechGraphError("jack.output has no input") }
+        exitOnServerLoss = context.resources.settings["jack.exitOnServerLoss"] != nil
         channels = input.channelCount
         session = JackSettings.session(context.resources)
         try session.expect(rate: input.sampleRate)
@@ -355,13 +382,27 @@ public final class JackOutputNode: GraphNode {
 
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
         let n = block.frameCount
+        if !session.isAvailable {
+            // No server: the audio has nowhere to go and is dropped at once (the graph keeps its pace), while
+            // the session tries to reconnect.
+            session.poll()
+            if !session.isAvailable {
+                if exitOnServerLoss { throw SpeechGraphError("the JACK server stopped") }
+                unplayedFrames += n
+                return
+            }
+        }
         var done = 0
         while done < n {
             let room = rings.map(\.endpoint.availableToWrite).min() ?? 0
             if room == 0 {
                 _ = session.outputWake.wait(timeout: 0.05)
                 session.poll()
-                if !session.isAvailable { return }  // no server: the audio has nowhere to go
+                if !session.isAvailable {
+                    if exitOnServerLoss { throw SpeechGraphError("the JACK server stopped") }
+                    unplayedFrames += n - done
+                    return
+                }
                 continue
             }
             let m = min(room, n - done)
@@ -387,4 +428,11 @@ public final class JackOutputNode: GraphNode {
     }
 
     public func close() { session.close() }
+
+    /// Audio that had no server to play on (a graph without a jack.input has no events to say it with).
+    public var warnings: [String] {
+        guard unplayedFrames > 0, session.sampleRate > 0 else { return [] }
+        let seconds = Double(unplayedFrames) / Double(session.sampleRate)
+        return ["\(String(format: "%.2f", seconds)) s of audio were not played: the JACK server was not running"]
+    }
 }

@@ -67,7 +67,8 @@ public final class ConsoleSink: GraphNode {
     public static let descriptor = NodeDescriptor(
         typeName: "console",
         summary: "Prints a human-readable transcript on standard output.",
-        doc: "Each final result is one line, with its time range unless 'timestamps' is off. On a terminal the "
+        doc: "Each final result is one line, with its time range unless 'timestamps' is off (a final result with "
+            + "no words, sound without speech, makes none). On a terminal the "
             + "volatile text of the utterance in flight is shown dimmed and rewritten in place until its final "
             + "result replaces it (not dimmed when NO_COLOR is set); when standard output is not a terminal only "
             + "final lines are written. Gaps and changes of availability (and warnings about the input) are shown "
@@ -143,6 +144,14 @@ public final class ConsoleSink: GraphNode {
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         var line: String
         switch event {
+        case .result(let t) where t.isFinal && t.text.isEmpty && !t.rejected:
+            // Sound the recognizer heard no word in (a cough, a door): no line; the volatile text goes.
+            if tailShown {
+                out.write("\r\u{1B}[2K")
+                out.flush()
+                tailShown = false
+            }
+            return
         case .result(let t):
             var text = t.isFinal ? Self.coloured(t, below: colourBelow) : t.text
             // Speech outside a grammar (or a domain-only model): a command a voice-controlled tool must not act on.

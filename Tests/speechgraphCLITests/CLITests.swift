@@ -164,7 +164,44 @@ import Testing
         for word in ["run", "transcribe", "check", "nodes", "Exit status"] { #expect(r.stdout.contains(word)) }
     }
 
+    @Test func consoleWritesNoLineForAFinalResultWithoutWords() throws {
+        // One second of digital silence, one utterance (no vad): its final result has no words.
+        let wav = dir.path("silence.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-b", "16", "-c", "1", wav, "trim", "0", "1"])
+        let log = dir.path("silence.jsonl")
+        let graph = dir.path("silence.graph")
+        try """
+        node src = file.input { path: "\(wav)" }
+        node asr = recognizer { mode: utterance }
+        node out = console
+        node log = jsonl { path: "\(log)" }
+        src -> asr -> out, log
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(["run", graph], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        let finals = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            .filter { $0.contains(#""type":"result""#) && $0.contains(#""isFinal":true"#) }
+        #expect(finals.count == 1 && finals[0].contains(#""text":"""#), "the final result is there: \(finals)")
+        #expect(r.stdout.isEmpty, "no line for it on the console: \(r.stdout.debugDescription)")
+    }
+
     // MARK: check
+
+    @Test func checkRefusesJackPortNamesJackWouldMangle() throws {
+        for (port, problem) in [
+            ("a:b", "holds ':'"), ("", "cannot be empty"), (String(repeating: "p", count: 260), "too long"),
+        ] {
+            let graph = dir.path("port\(port.count).graph")
+            try """
+            node mic = jack.input { port: "\(port)" }
+            node out = console
+            mic.events -> out
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+            let r = try Run.speechgraph(["check", graph])
+            #expect(r.status == 2, "\(r.stderr)")
+            #expect(r.stderr.hasPrefix("\(graph):1:31: error:") && r.stderr.contains(problem), "\(r.stderr)")
+        }
+    }
 
     @Test func checkReportsGraphErrorsWithLocations() throws {
         let graph = dir.path("bad.graph")
