@@ -429,9 +429,10 @@ public final class JackOutputNode: GraphNode {
 
     public func close() { session.close() }
 
-    /// Audio that had no server to play on (a graph without a jack.input has no events to say it with).
+    /// Audio that had no server to play on, in a graph without a jack.input (whose events say when the server
+    /// went and came back, and whose run the server's absence does not fail).
     public var warnings: [String] {
-        guard unplayedFrames > 0, session.sampleRate > 0 else { return [] }
+        guard unplayedFrames > 0, session.sampleRate > 0, !session.hasInputs else { return [] }
         let seconds = Double(unplayedFrames) / Double(session.sampleRate)
         return ["\(String(format: "%.2f", seconds)) s of audio were not played: the JACK server was not running"]
     }

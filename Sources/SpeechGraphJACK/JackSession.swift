@@ -252,6 +252,9 @@ public final class JackSession: @unchecked Sendable {
         return true
     }
 
+    /// Whether the graph has JACK input ports (a jack.input, which reports the server's comings and goings).
+    var hasInputs: Bool { specs.contains { $0.isInput } }
+
     /// Declares a port before `start`. Returns its index among the inputs or outputs.
     @discardableResult
     func addPort(
