@@ -30,17 +30,21 @@ enum JackSettings {
     }
     static let assumedRate = 48000
 
-    /// The `port` parameter as JACK would take it: ports are registered as PORT_1, PORT_2, ... (at most
-    /// `channels`), each short name at most 255 bytes (JACK cuts longer ones, and cut names can collide).
-    @Sendable static func checkPortName(_ config: NodeConfig) throws {
+    /// `run --exit-on-server-loss`: a lost server stops the graph (exit status 1) instead of being waited for.
+    static func exitsOnServerLoss(_ resources: GraphResources) -> Bool {
+        resources.settings["jack.exitOnServerLoss"] != nil
+    }
+
+    /// The `port` parameter as JACK would take it: ports are registered as PORT_1 ... PORT_`ports`, each short
+    /// name at most 255 bytes (JACK cuts longer ones, and cut names can collide).
+    static func checkPortName(_ config: NodeConfig, ports: Int) throws {
         let port = config.string(of: "port")
         if port.isEmpty { throw SpeechGraphError("a JACK port name cannot be empty", parameter: "port") }
         if port.contains(":") {
             throw SpeechGraphError(
                 "JACK port name '\(port)' holds ':', which separates a port's client from its name", parameter: "port")
         }
-        let channels = config.typeName == "jack.input" ? config.integer(of: "channels") : RealtimeState.maxPorts
-        let longest = port.utf8.count + 1 + String(channels).utf8.count
+        let longest = port.utf8.count + 1 + String(ports).utf8.count
         if longest > 255 {
             throw SpeechGraphError(
                 "JACK port name is too long: with its _N suffix at most 255 bytes (this one makes \(longest))",
@@ -120,7 +124,7 @@ public final class JackInputNode: SourceNode {
             return ["out": AudioFormat(sampleRate: rate, channelCount: context.config.integer(of: "channels"))]
         },
         maxOutputFrames: { config, _, _ in config.integer(of: "block") },
-        validate: JackSettings.checkPortName,
+        validate: { try JackSettings.checkPortName($0, ports: $0.integer(of: "channels")) },
         make: { try JackInputNode($0) })
 
     private let name: String
@@ -145,7 +149,7 @@ public final class JackInputNode: SourceNode {
         name = c.name
         format = context.outputFormats["out"]!
         block = c.integer(of: "block")
-        exitOnServerLoss = context.resources.settings["jack.exitOnServerLoss"] != nil
+        exitOnServerLoss = JackSettings.exitsOnServerLoss(context.resources)
         session = JackSettings.session(context.resources)
         try session.expect(rate: format.sampleRate)
         let frames = Int(c.number(of: "buffer") * Double(format.sampleRate))
@@ -339,7 +343,8 @@ public final class JackOutputNode: GraphNode {
         inputRequirement: { context, _ in
             AudioRequirement(rate: .fixed(try JackSettings.planningRate(&context)))
         },
-        validate: JackSettings.checkPortName,
+        // One port per channel of the input: as many as a session takes.
+        validate: { try JackSettings.checkPortName($0, ports: RealtimeState.maxPorts) },
         make: { try JackOutputNode($0) })
 
     private let session: JackSession
@@ -353,7 +358,7 @@ public final class JackOutputNode: GraphNode {
     init(_ context: NodeContext) throws {
         let c = context.config
         guard let input = context.inputFormats["in"] else { throw SpeechGraphError("jack.output has no input") }
-        exitOnServerLoss = context.resources.settings["jack.exitOnServerLoss"] != nil
+        exitOnServerLoss = JackSettings.exitsOnServerLoss(context.resources)
         channels = input.channelCount
         session = JackSettings.session(context.resources)
         try session.expect(rate: input.sampleRate)
@@ -386,11 +391,7 @@ public final class JackOutputNode: GraphNode {
             // No server: the audio has nowhere to go and is dropped at once (the graph keeps its pace), while
             // the session tries to reconnect.
             session.poll()
-            if !session.isAvailable {
-                if exitOnServerLoss { throw SpeechGraphError("the JACK server stopped") }
-                unplayedFrames += n
-                return
-            }
+            if !session.isAvailable { return try unplayable(n) }
         }
         var done = 0
         while done < n {
@@ -398,11 +399,7 @@ public final class JackOutputNode: GraphNode {
             if room == 0 {
                 _ = session.outputWake.wait(timeout: 0.05)
                 session.poll()
-                if !session.isAvailable {
-                    if exitOnServerLoss { throw SpeechGraphError("the JACK server stopped") }
-                    unplayedFrames += n - done
-                    return
-                }
+                if !session.isAvailable { return try unplayable(n - done) }
                 continue
             }
             let m = min(room, n - done)
@@ -416,6 +413,12 @@ public final class JackOutputNode: GraphNode {
             }
             done += m
         }
+    }
+
+    /// `frames` that have no server to play on: counted, or with `--exit-on-server-loss` the end of the run.
+    private func unplayable(_ frames: Int) throws {
+        if exitOnServerLoss { throw SpeechGraphError("the JACK server stopped") }
+        unplayedFrames += frames
     }
 
     /// At the end, wait until what was queued has been played (the ring drains at the server's pace).

@@ -146,11 +146,8 @@ public final class ConsoleSink: GraphNode {
         switch event {
         case .result(let t) where t.isFinal && t.text.isEmpty && !t.rejected:
             // Sound the recognizer heard no word in (a cough, a door): no line; the volatile text goes.
-            if tailShown {
-                out.write("\r\u{1B}[2K")
-                out.flush()
-                tailShown = false
-            }
+            clearTail()
+            out.flush()
             return
         case .result(let t):
             var text = t.isFinal ? Self.coloured(t, below: colourBelow) : t.text
@@ -181,17 +178,20 @@ public final class ConsoleSink: GraphNode {
             return  // speech activity, levels and kinds added by plugins are not part of a transcript
         }
         if let source { line = "\(source): " + line }
-        if tailShown {
-            out.write("\r\u{1B}[2K")
-            tailShown = false
-        }
+        clearTail()
         out.write(line + "\n")
         out.flush()
     }
 
     public func finish(output: NodeOutput) throws {
-        if tailShown { out.write("\r\u{1B}[2K") }
+        clearTail()
         out.finish()
+    }
+
+    /// Erases the volatile line on screen, if one is shown (terminal only).
+    private func clearTail() {
+        if tailShown { out.write("\r\u{1B}[2K") }
+        tailShown = false
     }
 
     /// A failed write: reported once, and the graph's other sinks go on.
