@@ -141,6 +141,26 @@ public final class ConsoleSink: GraphNode {
         return "\(pad(m, 2)):\(pad(s, 2)).\(pad(frac, 3))"
     }
 
+    /// What a gap, a change of availability or a warning says, in words (`0.50 s of audio lost at 00:12.345 (JACK
+    /// xrun)`); `nil` for other events. The console writes it between lines; `speechgraph run` writes those no node
+    /// takes on standard error.
+    public static func notice(_ event: GraphEvent) -> String? {
+        switch event {
+        case .gap(_, let r, let reason):
+            return r.duration > 0
+                ? "\(JSONLines.fixed(r.duration, 2)) s of audio lost at \(clock(r.start)) (\(reason))"
+                : "\(reason) at \(clock(r.start))"
+        case .availability(_, let available, let reason):
+            return available ? "recognition available (\(reason))" : "recognition not available: \(reason)"
+        case .custom(let e) where e.kind == .warning:
+            var reason = "warning"
+            if case .string(let r) = e.fields["reason"] { reason = r }
+            return "warning: \(reason)" + (e.time.map { " at \(clock($0))" } ?? "")
+        default:
+            return nil
+        }
+    }
+
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         var line: String
         switch event {
@@ -163,17 +183,9 @@ public final class ConsoleSink: GraphNode {
                 tailShown = true
                 return
             }
-        case .gap(_, let r, let reason):
-            line =
-                r.duration > 0
-                ? "-- \(JSONLines.fixed(r.duration, 2)) s of audio lost at \(Self.clock(r.start)) (\(reason)) --"
-                : "-- \(reason) at \(Self.clock(r.start)) --"
-        case .availability(_, let available, let reason):
-            line = available ? "-- recognition available (\(reason)) --" : "-- recognition not available: \(reason) --"
-        case .custom(let e) where e.kind == .warning:
-            var reason = "warning"
-            if case .string(let r) = e.fields["reason"] { reason = r }
-            line = "-- warning: \(reason)" + (e.time.map { " at \(Self.clock($0))" } ?? "") + " --"
+        case .gap, .availability, .custom:
+            guard let notice = Self.notice(event) else { return }
+            line = "-- \(notice) --"
         default:
             return  // speech activity, levels and kinds added by plugins are not part of a transcript
         }

@@ -95,9 +95,16 @@ extension SpeechgraphCommand {
                     if stats, let session = resources.existing(JackSession.self) { printError(session.statisticsLine) }
                 }
                 let label = graph
-                let options = RunningGraph.Options(realtime: realtime) { fraction in
-                    progress.update(String(format: "%@: %3.0f%%", label, fraction * 100))
-                }
+                // A gap, availability or warning that the graph routes to no sink (a jack.input whose events go
+                // nowhere): on standard error, when it happens.
+                let options = RunningGraph.Options(
+                    realtime: realtime,
+                    progress: { fraction in progress.update(String(format: "%@: %3.0f%%", label, fraction * 100)) },
+                    unrouted: { node, event in
+                        guard let notice = ConsoleSink.notice(event) else { return }
+                        status.clear()
+                        printError("speechgraph: node '\(node)': \(notice)")
+                    })
                 let running = try RunningGraph(plan: plan, registry: registry, resources: resources, options: options)
                 for note in running.notes { printError(note) }
                 if let stdin, let pusher = running.input(named: stdin.node) { stdin.reader.feed(pusher) }

@@ -171,9 +171,37 @@ import Testing
             if secondOut.contains("this graph's client is 'sgt-01'") { break }
             usleep(50_000)
         } while Date() < renamed
-        // Stop the three processes this test started (SIGTERM: speechgraph finishes and exits 0).
-        for p in [first, second, third] where p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        for p in [first, second, third] { p.waitUntilExit() }
+        // A graph that routes its input's events nowhere: the same news on standard error, as it happens.
+        let quietGraph = dir.path("quiet.graph")
+        try """
+        node mic = jack.input { connect: "nothing:here_*" }
+        node vad = vad
+        mic.out -> vad.in
+        """.write(toFile: quietGraph, atomically: true, encoding: .utf8)
+        let fourth = try Process.launchSpeechgraph(
+            ["run", quietGraph, "--name", "sgt"], environment: env, output: dir.path("fourth.out"))
+        let told = Date().addingTimeInterval(60)
+        var fourthErr = ""
+        repeat {
+            fourthErr = (try? String(contentsOfFile: dir.path("fourth.out.err"), encoding: .utf8)) ?? ""
+            if fourthErr.contains("this graph's client is 'sgt-02'") && fourthErr.contains("matches no JACK port") {
+                break
+            }
+            usleep(50_000)
+        } while Date() < told && fourth.isRunning
+        // Stop the four processes this test started (SIGTERM: speechgraph finishes and exits 0).
+        for p in [first, second, third, fourth] where p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        for p in [first, second, third, fourth] { p.waitUntilExit() }
+        #expect(
+            fourthErr.contains(
+                "speechgraph: node 'mic': warning: another JACK client is called 'sgt': this graph's client is 'sgt-02'"
+            ),
+            "\(fourthErr)")
+        #expect(
+            fourthErr.contains(
+                "speechgraph: node 'mic': warning: 'connect' pattern 'nothing:here_*' matches no JACK port"),
+            "\(fourthErr)")
+        #expect(fourth.terminationStatus == 0, "\(fourthErr)")
         /// The ports `port` is connected to, in a `jack_lsp -c` listing.
         func connected(_ port: String, in listing: String) -> [Substring] {
             let lines = listing.split(separator: "\n")

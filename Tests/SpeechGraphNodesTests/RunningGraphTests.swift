@@ -151,6 +151,42 @@ import Testing
         #expect(gaps.first.map { abs($0.start * 16000 - Double(accepted)) < 1 } == true)
     }
 
+    @Test("events no node takes go to Options.unrouted, with their node's name; routed ones do not")
+    func unroutedEvents() throws {
+        func gaps(routed: Bool) throws -> (unrouted: [(String, GraphEvent)], collected: Int) {
+            let seen = Mutex<[(String, GraphEvent)]>([])
+            let graph = try RunningGraph(
+                plan: Harness.plan(
+                    """
+                    node src = push.input { rate: 16 kHz, buffer: 50 ms }
+                    node vad = vad
+                    node out = collect
+                    src -> vad
+                    vad.events -> out
+                    \(routed ? "src.events -> out" : "")
+                    """), registry: Harness.registry,
+                options: RunningGraph.Options(unrouted: { node, event in seen.withLock { $0.append((node, event)) } }))
+            let pusher = try #require(graph.input(named: "src"))
+            // Before the graph starts nothing is read: the first 800 frames fit, the rest are dropped (gaps).
+            let chunk = [Float](repeating: 0.1, count: 400)
+            for _ in 0..<10 { _ = pusher.write(chunk) }
+            pusher.end()
+            try graph.run()
+            #expect(pusher.droppedFrames > 0)
+            let collected = try #require(graph.node(named: "out") as? EventCollector).events.filter {
+                $0.kind == .gap
+            }
+            return (seen.withLock { $0 }, collected.count)
+        }
+        let nowhere = try gaps(routed: false)
+        #expect(nowhere.collected == 0)
+        #expect(!nowhere.unrouted.isEmpty)
+        #expect(nowhere.unrouted.allSatisfy { $0.0 == "src" && $0.1.kind == .gap })
+        let routed = try gaps(routed: true)
+        #expect(routed.collected == nowhere.unrouted.count)
+        #expect(routed.unrouted.isEmpty, "\(routed.unrouted)")
+    }
+
     @Test("pushed NaN and infinite samples: no trap, the text of the clean audio, one warning event")
     func pushedNonFiniteSamples() throws {
         let (plain, _, _) = try speech()

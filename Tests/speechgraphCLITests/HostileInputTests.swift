@@ -50,6 +50,35 @@ import Testing
         }
     }
 
+    @Test("run: an input's warning that the graph routes to no sink is said on standard error when it happens")
+    func unroutedWarningGoesToStandardError() throws {
+        let (_, poisoned) = try floatFiles()
+        let bin = TestPaths.binary.path
+        func run(routed: Bool) throws -> ProcessResult {
+            let graph = dir.path(routed ? "routed.graph" : "nowhere.graph")
+            try """
+            node in  = push.input
+            node vad = vad
+            in.out -> vad.in
+            \(routed ? "node c = console\nin.events -> c" : "")
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+            return try Run.process("/bin/bash", ["-c", "'\(bin)' run '\(graph)' < '\(poisoned)'"], timeout: 60)
+        }
+        let live = "warning: samples that are not numbers (NaN or infinite), faded out to silence at 00:0"
+        let summary = "speechgraph: warning: node 'in': 3 samples were not a number (NaN or infinite) and were faded"
+        let nowhere = try run(routed: false)
+        #expect(nowhere.status == 1, "\(nowhere.stderr)")
+        #expect(nowhere.stdout.isEmpty, "\(nowhere.stdout)")
+        #expect(nowhere.stderr.contains("speechgraph: node 'in': " + live), "\(nowhere.stderr)")
+        #expect(nowhere.stderr.contains(summary), "\(nowhere.stderr)")
+        // Routed to the console, the warning is part of the transcript, and only the summary is on stderr.
+        let routed = try run(routed: true)
+        #expect(routed.status == 1, "\(routed.stderr)")
+        #expect(routed.stdout.contains("-- " + live), "\(routed.stdout)")
+        #expect(!routed.stderr.contains(live), "\(routed.stderr)")
+        #expect(routed.stderr.contains(summary), "\(routed.stderr)")
+    }
+
     @Test("a NaN does not skew the vad: the same speech regions as the clean file")
     func nonFiniteSamplesLeaveTheVADRegionsIntact() throws {
         let (clean, poisoned) = try floatFiles()

@@ -50,8 +50,10 @@ public struct SampleGuard: Sendable {
     /// What happened, for the warnings at the end of a run; `nil` when every sample was a number.
     public var warning: String? {
         guard replaced > 0 else { return nil }
-        return "\(replaced) sample\(replaced == 1 ? " was" : "s were") not a number (NaN or infinite) "
-            + "and were faded out to silence"
+        let was = replaced == 1 ? "was" : "were"
+        return
+            "\(replaced) sample\(replaced == 1 ? "" : "s") \(was) not a number (NaN or infinite) and \(was) faded out "
+            + "to silence"
     }
 
     /// The `warning` event, the first time samples were replaced (at audio time `time`); `nil` after that.

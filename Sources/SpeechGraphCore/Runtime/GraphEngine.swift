@@ -30,6 +30,8 @@ final class GraphEngine {
     private let observers = Mutex<[Int?: [AsyncStream<GraphEvent>.Continuation]]>([:])
     /// Set once any observer exists, so that graphs nobody watches never take the lock.
     private let observed = Atomic<Bool>(false)
+    /// Called with each event no node takes (`RunningGraph.Options.unrouted`).
+    var unrouted: (@Sendable (String, GraphEvent) -> Void)?
 
     init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources) throws {
         self.plan = plan
@@ -177,9 +179,12 @@ final class GraphEngine {
         }
         // An input gets only the kinds it accepts (a port may carry more: `vad.events` into a recognizer's
         // control and into a sink that writes every event).
+        var taken = false
         for target in routes[node][port] where !finished[target.node] && target.accepts.contains(event.kind) {
+            taken = true
             try nodes[target.node].handle(event, port: target.port, output: output(target.node))
         }
+        if !taken, let unrouted { unrouted(plan.nodes[node].name, event) }
     }
 
     /// Any thread: `continuation` receives every event node `index` emits (every node's, for `nil`).

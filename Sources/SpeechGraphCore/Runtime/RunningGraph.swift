@@ -43,10 +43,19 @@ public final class RunningGraph: @unchecked Sendable {
         public var progress: (@Sendable (Double) -> Void)?
         /// A stop signal shared with the caller (one signal may stop several graphs); `stop()` sets it too.
         public var stop: StopSignal?
+        /// Called on the graph thread with the name of the node that emitted it and each event that no node of the
+        /// graph takes (no connection from its port accepts its kind): a `jack.input`'s gaps, availability and
+        /// warnings in a graph that routes them nowhere, for the caller to show elsewhere (`speechgraph run`
+        /// writes them on standard error). Observers of `events(of:)` see every event either way.
+        public var unrouted: (@Sendable (_ node: String, _ event: GraphEvent) -> Void)?
 
-        public init(realtime: Bool = false, stop: StopSignal? = nil, progress: (@Sendable (Double) -> Void)? = nil) {
+        public init(
+            realtime: Bool = false, stop: StopSignal? = nil, progress: (@Sendable (Double) -> Void)? = nil,
+            unrouted: (@Sendable (_ node: String, _ event: GraphEvent) -> Void)? = nil
+        ) {
             self.realtime = realtime
             self.stop = stop
+            self.unrouted = unrouted
             self.progress = progress
         }
     }
@@ -74,6 +83,7 @@ public final class RunningGraph: @unchecked Sendable {
         self.options = options
         stopSignal = options.stop ?? StopSignal()
         engine = try GraphEngine(plan: plan, registry: registry, resources: resources)
+        engine.unrouted = options.unrouted
         // A writer that would wait for room before `start` would wait forever: only the running graph reads.
         for case let input as PushInputNode in engine.nodes {
             input.pusher.beforeWaiting { [weak self] in self?.start() }
