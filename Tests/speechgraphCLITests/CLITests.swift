@@ -269,6 +269,29 @@ import Testing
         #expect(plan.stdout.contains("float32 16000 Hz mono"))
     }
 
+    @Test("graphs/captions-mic.graph: a WAV stream on standard input, captions on the console and in the srt file")
+    func captionsFromStandardInput() throws {
+        let wav = dir.path("talk.wav")
+        try TestSpeech.synthesize("good morning everyone and welcome to the talk", to: wav)
+        let padded = dir.path("padded.wav")
+        try TestSpeech.sox([wav, padded, "pad", "0.5", "1"])
+        let subs = dir.path("talk.srt")
+        let bin = TestPaths.binary.path
+        let r = try Run.process(
+            "/bin/bash",
+            [
+                "-c",
+                "sox '\(padded)' -t wav - | SUBS='\(subs)' '\(bin)' run graphs/captions-mic.graph "
+                    + "--set page.listen=127.0.0.1:0",
+            ], currentDirectory: TestPaths.packageRoot, timeout: 300)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("good morning"), "\(r.stdout)")
+        #expect(r.stderr.contains("captions at http://127.0.0.1:"), "\(r.stderr)")
+        let srt = try String(contentsOfFile: subs, encoding: .utf8)
+        #expect(srt.hasPrefix("1\n00:00:00,"), "\(srt)")
+        #expect(srt.contains(" --> ") && srt.contains("good morning"), "\(srt)")
+    }
+
     // MARK: run, stop, flush
 
     @Test func runWritesTheTranscriptAndTheLog() throws {
