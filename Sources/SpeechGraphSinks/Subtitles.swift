@@ -9,7 +9,7 @@ public struct Cue: Sendable, Equatable {
 
 /// Cuts final results into subtitle cues as subtitle editors expect them: at most 2 lines of at most 42
 /// characters and at most 7 s each; a result too long for one cue is cut where the cue is full, or a little
-/// earlier where the speaker paused.
+/// earlier where the speaker paused, and its last two cues share their words rather than leave one or two over.
 public struct CueMaker: Sendable {
     public var maxLineLength = 42
     public var maxLines = 2
@@ -58,6 +58,17 @@ public struct CueMaker: Sendable {
                     }
                 }
             }
+            // The last cue would be a word or two left over ("... behind the" / "house"): the two last cues share
+            // the words instead, as evenly as they fit (by characters).
+            if cut < rest.endIndex && rest.endIndex - cut < Self.fewestWords && fits(rest[cut...]) {
+                var best = cut
+                var bestImbalance = Int.max
+                for k in (rest.startIndex + 1)..<cut where fits(rest[k...]) {
+                    let imbalance = abs(characters(rest[..<k]) - characters(rest[k...]))
+                    if imbalance < bestImbalance { (best, bestImbalance) = (k, imbalance) }
+                }
+                cut = best
+            }
             cues.append(cue(Array(rest[..<cut])))
             rest = rest[cut...]
         }
@@ -68,6 +79,11 @@ public struct CueMaker: Sendable {
         }
         return cues
     }
+
+    /// A result's last cue has at least this many words when the cue before it can spare them.
+    static let fewestWords = 3
+
+    private func characters(_ words: ArraySlice<Word>) -> Int { words.reduce(0) { $0 + $1.text.count + 1 } }
 
     /// Whether these words make one cue: within the lines and the duration.
     private func fits(_ words: ArraySlice<Word>) -> Bool {
@@ -127,7 +143,7 @@ public final class SubtitleSink: GraphNode {
             typeName: format.rawValue,
             summary: "Writes final results as \(name) subtitles.",
             doc: "Each final result becomes one or more cues of at most 2 lines of at most 42 characters and at most "
-                + "7 s: a result that fits one cue is one cue, a longer one is cut where a cue is full or a little earlier, where the speaker paused. Cues are written as soon as their result is final, so "
+                + "7 s: a result that fits one cue is one cue, a longer one is cut where a cue is full or a little earlier, where the speaker paused, and its last cue is never a word or two left over (the last two cues share the words). Cues are written as soon as their result is final, so "
                 + "a file grows while a live graph runs. Cue times are word times on the audio clock.",
             category: .sink,
             ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],

@@ -214,4 +214,28 @@ extension Decoding {
         #expect(SubtitleSink.timestamp(3725.5, .srt) == "01:02:05,500")
         #expect(SubtitleSink.timestamp(0.0405, .vtt) == "00:00:00.041")
     }
+
+    @Test("a long result's last cue is never a word or two left over: the last two cues share the words")
+    func noLeftoverWord() throws {
+        // 18 words without a pause: 17 fill the first cue (2 lines of 42), one would be left over.
+        let texts = "the quick brown fox jumps over the lazy dog and runs to the fence behind the old house".split(
+            separator: " ")
+        #expect(texts.count == 18)
+        var words: [Word] = []
+        var t = 0.0
+        for text in texts {
+            words.append(Word(text: String(text), range: TimeRange(start: t, end: t + 0.25), confidence: 0.9))
+            t += 0.27
+        }
+        let result = Transcription(
+            utterance: 1, isFinal: true, range: TimeRange(start: 0, end: t), text: texts.joined(separator: " "),
+            words: words, node: "asr")
+        let cues = CueMaker().cues(for: result)
+        #expect(cues.count == 2, "\(cues.map(\.lines))")
+        #expect(cues.flatMap(\.lines).joined(separator: " ") == result.text)
+        let counts = cues.map { $0.lines.joined(separator: " ").split(separator: " ").count }
+        #expect(counts.allSatisfy { $0 >= 3 }, "\(cues.map(\.lines))")
+        #expect(abs(counts[0] - counts[1]) <= 4, "\(counts)")
+        for cue in cues { #expect(cue.lines.count <= 2 && cue.lines.allSatisfy { $0.count <= 42 }) }
+    }
 }
