@@ -59,11 +59,21 @@ struct SpeechgraphCommand: ParsableCommand {
                     + "or put it after --)")
             Glibc.exit(Exit.usage)
         }
+        var parsed: ParsableCommand.Type?
         do {
             var command = try parseAsRoot()
+            parsed = type(of: command)
             try command.run()
         } catch let reported as Reported {
             Glibc.exit(reported.code)
+        } catch let error as ValidationError where parsed != nil {
+            // Thrown by a subcommand's run (checks made once the whole command line has parsed): that
+            // subcommand's usage, as the parser gives it for its own checks.
+            let name = parsed!._commandName
+            printError(
+                "Error: \(error.message)\nUsage: \(usageString(for: parsed!))\n"
+                    + "  See 'speechgraph \(name) --help' for more information.")
+            Glibc.exit(Exit.usage)
         } catch {
             let code = exitCode(for: error)
             if code == .success {

@@ -115,12 +115,6 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
-            if files.filter(readsAsStream).count > 1 {
-                throw ValidationError(
-                    rate == nil
-                        ? "one stream at a time: '-' (standard input), a FIFO or a device can be given once"
-                        : "--rate: one raw stream at a time ('-' or one file)")
-            }
             if channels != 1 && rate == nil {
                 throw ValidationError("--channels: only with --rate (a WAV stream's header gives its channels)")
             }
@@ -133,9 +127,6 @@ extension SpeechgraphCommand {
                 if lm == nil { throw ValidationError("--lm-weight: only with --lm") }
                 if !(0.01...1).contains(lmWeight) { throw ValidationError("--lm-weight: 0.01 to 1") }
             }
-            if (format == .srt || format == .vtt) && files.count > 1 {
-                throw ValidationError("--format \(format.rawValue): one file at a time (a subtitle file is one file's)")
-            }
             if alternatives > 0 && format != .jsonl {
                 throw ValidationError("--alternatives: only --format jsonl shows them")
             }
@@ -147,7 +138,23 @@ extension SpeechgraphCommand {
             }
         }
 
+        /// The checks that count files, made once the parser has accepted the whole command line: it checks
+        /// `validate()` before it reports an unknown option, whose value it would count as a file here
+        /// (`--format srt -o out.srt talk.wav` must say "unknown option '-o'", not "one file at a time").
+        private func validateFileCount() throws {
+            if files.filter(readsAsStream).count > 1 {
+                throw ValidationError(
+                    rate == nil
+                        ? "one stream at a time: '-' (standard input), a FIFO or a device can be given once"
+                        : "--rate: one raw stream at a time ('-' or one file)")
+            }
+            if (format == .srt || format == .vtt) && files.count > 1 {
+                throw ValidationError("--format \(format.rawValue): one file at a time (a subtitle file is one file's)")
+            }
+        }
+
         func run() throws {
+            try validateFileCount()
             var registry = BuiltinNodes.registry()
             try registry.register(EventCollector.type)
             let planner = GraphPlanner(registry: registry)

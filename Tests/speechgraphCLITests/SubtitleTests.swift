@@ -149,5 +149,10 @@ enum LongCleanDecoding {
         #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
         let two = try Run.speechgraph(["transcribe", "--format", "srt", wav, wav])
         #expect(two.status == 2 && two.stderr.contains("one file at a time"), "\(two.stderr)")
+        #expect(two.stderr.contains("Usage: speechgraph transcribe"), "\(two.stderr)")
+        // An unknown option's value is not counted as a second file: the option is what is wrong.
+        let unknown = try Run.speechgraph(["transcribe", "--format", "srt", "-o", dir.path("out.srt"), wav])
+        #expect(unknown.status == 2 && unknown.stderr.contains("Unknown option '-o'"), "\(unknown.stderr)")
+        #expect(!unknown.stderr.contains("one file at a time"), "\(unknown.stderr)")
     }
 }
