@@ -66,15 +66,15 @@ struct SpeechgraphCommand: ParsableCommand {
             try command.run()
         } catch let reported as Reported {
             Glibc.exit(reported.code)
-        } catch let error as ValidationError where parsed != nil {
-            // Thrown by a subcommand's run (checks made once the whole command line has parsed): that
-            // subcommand's usage, as the parser gives it for its own checks.
-            let name = parsed!._commandName
-            printError(
-                "Error: \(error.message)\nUsage: \(usageString(for: parsed!))\n"
-                    + "  See 'speechgraph \(name) --help' for more information.")
-            Glibc.exit(Exit.usage)
         } catch {
+            if let command = parsed, let invalid = error as? ValidationError {
+                // Thrown by a subcommand's run (checks made once the whole command line has parsed): that
+                // subcommand's usage, as the parser gives it for its own checks.
+                printError(
+                    "Error: \(invalid.message)\nUsage: \(usageString(for: command))\n"
+                        + "  See 'speechgraph \(command._commandName) --help' for more information.")
+                Glibc.exit(Exit.usage)
+            }
             let code = exitCode(for: error)
             if code == .success {
                 // --help, --version
