@@ -29,7 +29,7 @@ public struct CueMaker: Sendable {
         if words.isEmpty {
             let texts = result.text.split(separator: " ").map(String.init)
             guard !texts.isEmpty else { return [] }
-            let total = Double(texts.reduce(0) { $0 + $1.count + 1 })
+            let total = Double(Self.characters(texts))
             var t = result.range.start
             for text in texts {
                 let d = result.range.duration * Double(text.count + 1) / total
@@ -64,7 +64,8 @@ public struct CueMaker: Sendable {
                 var best = cut
                 var bestImbalance = Int.max
                 for k in (rest.startIndex + 1)..<cut where fits(rest[k...]) {
-                    let imbalance = abs(characters(rest[..<k]) - characters(rest[k...]))
+                    let imbalance = abs(
+                        Self.characters(rest[..<k].map(\.text)) - Self.characters(rest[k...].map(\.text)))
                     if imbalance < bestImbalance { (best, bestImbalance) = (k, imbalance) }
                 }
                 cut = best
@@ -83,7 +84,8 @@ public struct CueMaker: Sendable {
     /// A result's last cue has at least this many words when the cue before it can spare them.
     static let fewestWords = 3
 
-    private func characters(_ words: ArraySlice<Word>) -> Int { words.reduce(0) { $0 + $1.text.count + 1 } }
+    /// The characters of these words with a space after each.
+    private static func characters(_ texts: [String]) -> Int { texts.reduce(0) { $0 + $1.count + 1 } }
 
     /// Whether these words make one cue: within the lines and the duration.
     private func fits(_ words: ArraySlice<Word>) -> Bool {
