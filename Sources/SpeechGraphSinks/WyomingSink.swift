@@ -49,19 +49,22 @@ public final class WyomingSink: GraphNode {
             transcript-start); with 'endpoint', the first final result that has words ends the request: the \
             transcript and transcript-stop go out at once, without waiting for the client's audio-stop \
             (server-side endpointing: the vad's pause ends the command), unless the client has already sent \
-            all its audio (then all of it is transcribed). Otherwise, and when no speech was heard, the \
+            all its audio (then all of it is transcribed); so does a vad's noSpeech (nobody spoke in the \
+            stream's first seconds: an empty transcript). Otherwise, and when no speech was heard, the \
             transcript (every final result's text) goes out when the audio ends.
             """,
         category: .sink,
         ports: [
             .eventInput(
-                "in", accepts: .only([.result]), doc: "Results of the recognizer (volatile and final).")
+                "in", accepts: .only([.result, .noSpeech]),
+                doc: "Results of the recognizer (volatile and final), and a vad's noSpeech ('vad.events -> "
+                    + "client' in graphs/wyoming.graph).")
         ],
         parameters: [
             .boolean(
                 "endpoint", default: true,
                 doc: "Send the transcript at the end of the first utterance with words (the vad's end of "
-                    + "speech), not at the client's audio-stop."),
+                    + "speech), or at a noSpeech event (an empty transcript), not at the client's audio-stop."),
             .boolean(
                 "chunks", default: true,
                 doc: "Stream the transcript as it is recognized: transcript-start and transcript-chunk events "
@@ -96,7 +99,16 @@ public final class WyomingSink: GraphNode {
     }
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
-        guard !done, case .result(let t) = event else { return }
+        guard !done else { return }
+        if case .custom(let e) = event, e.kind == .noSpeech {
+            // Nobody has spoken: the client need not wait for its audio-stop to hear that.
+            if endpoint && finals.isEmpty && !outlet.inputComplete() {
+                complete()
+                outlet.endpoint()
+            }
+            return
+        }
+        guard case .result(let t) = event else { return }
         let words = t.text.split(separator: " ")
         if !t.isFinal {
             // Stable: the longest common prefix of this result and the previous one.

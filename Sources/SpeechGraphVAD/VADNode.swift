@@ -34,9 +34,10 @@ public final class VADNode: GraphNode {
                 doc: "The speech: the audio of each region, from 'pre-roll' before its onset to "
                     + "its end, on the input's clock."),
             .eventOutput(
-                "events", emits: .only(EventKind.speechActivity),
+                "events", emits: .only(EventKind.speechActivity + [.noSpeech]),
                 doc: "speechStarted and speechEnded, with the node's name and the time in seconds; "
-                    + "speechPaused and speechResumed for pauses inside speech (see 'pause')."),
+                    + "speechPaused and speechResumed for pauses inside speech (see 'pause'); noSpeech when "
+                    + "nobody spoke in the stream's first 'no-speech'."),
         ],
         parameters: [
             .choice(
@@ -68,6 +69,11 @@ public final class VADNode: GraphNode {
                 "pre-roll", default: nil, .milliseconds, range: 0...5000,
                 doc: "Audio kept before each onset on 'out' (event times do not move). Default: the preset's ("
                     + presetText(\.preRoll, ms) + ")."),
+            .quantity(
+                "no-speech", default: 0, .seconds, range: 0...3600,
+                doc: "When no speech has started this far into the stream, emit noSpeech (once, at that time; "
+                    + "after a break in the audio, counted again from its end): a listener can stop waiting. "
+                    + "The Wyoming server's graph answers such a request with an empty transcript. 0: never."),
         ])
 
     public static let type = NodeType(
@@ -106,12 +112,19 @@ public final class VADNode: GraphNode {
     /// Next sample of the open region still to be emitted on `out`.
     private var emitCursor: Int64 = 0
     private var lastSampleEmitted: Int64 = 0
+    /// `no-speech` in samples (0: off), and whether it is still to be decided: no speech has started since the
+    /// stream's start and noSpeech has not been emitted.
+    private let noSpeechSamples: Int64
+    private var noSpeechPending: Bool
 
     public init(_ context: NodeContext) throws {
         settings = try Self.settings(from: context.config)
         name = context.config.name
         detector = VoiceActivityDetector(settings: settings)
         maxBlock = max(context.maxBlockFrames, 1)
+        noSpeechSamples = Int64(
+            (context.config.number(of: "no-speech") * Double(VoiceActivityDetector.sampleRate)).rounded())
+        noSpeechPending = noSpeechSamples > 0
         // Pre-roll, the longest pause held, how far an onset may reach back, look-ahead, and one block.
         let seconds =
             settings.preRoll + max(settings.hangover, settings.minSilence) + settings.minSpeech
@@ -138,6 +151,12 @@ public final class VADNode: GraphNode {
         }
         try detector.process(samples) { event in try self.report(event, output) }
         try flushKnownSpeech(output)
+        // No onset can be found before the timeout any more, and none was: nobody spoke in time.
+        if noSpeechPending && detector.onsetFloor >= noSpeechSamples, let origin {
+            noSpeechPending = false
+            let time = Double(origin + noSpeechSamples) / Double(VoiceActivityDetector.sampleRate)
+            try output.emit(.custom(CustomEvent(kind: .noSpeech, node: name, time: time)), port: 1)
+        }
     }
 
     public func finish(output: NodeOutput) throws {
@@ -151,6 +170,7 @@ public final class VADNode: GraphNode {
         origin = nil
         emitCursor = 0
         lastSampleEmitted = 0
+        noSpeechPending = noSpeechSamples > 0
         try output.emitDiscontinuity()
     }
 
@@ -166,6 +186,7 @@ public final class VADNode: GraphNode {
         let rate = Double(VoiceActivityDetector.sampleRate)
         switch event {
         case .started(let sample):
+            noSpeechPending = false
             try output.emit(.speechStarted(node: name, time: Double(origin + sample) / rate), port: 1)
             let preRoll = Int64((settings.preRoll * rate).rounded())
             emitCursor = max(sample - preRoll, lastSampleEmitted, detector.samplesConsumed - Int64(ring.count), 0)

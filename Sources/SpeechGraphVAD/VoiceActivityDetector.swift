@@ -248,6 +248,15 @@ public final class VoiceActivityDetector {
         return max(0, Self.firstSample(ofFrame: frame))
     }
 
+    /// The earliest sample at which speech not reported yet could still be found to start: the onset of the open
+    /// region, else the start of the burst being confirmed, else the first frame not decided yet. Speech that
+    /// started before it would have been reported by now.
+    public var onsetFloor: Int64 {
+        if regionOpen { return regionStartSample }
+        let undecided = max(0, frameCount - Self.smoothing - 4)
+        return Self.firstSample(ofFrame: min(runStart ?? undecided, undecided))
+    }
+
     /// Feeds samples (16 kHz, mono, -1...1). Events are handed to `handler` as they are decided.
     public func process(_ samples: UnsafeBufferPointer<Float>, _ handler: (VADEvent) throws -> Void) rethrows {
         precondition(!isFinished, "VoiceActivityDetector.process after finish")

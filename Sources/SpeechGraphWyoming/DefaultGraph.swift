@@ -14,7 +14,8 @@ extension WyomingServer {
 
         node input  = push.input { buffer: 30 s }
         # The end of a command: 400 ms of silence (vad_sensitivity relaxed: 800 ms, aggressive: 200 ms).
-        node vad    = vad { min-silence: 400 ms, hangover: 400 ms }
+        # Nobody speaks in the first 8 s (a false wake word): an empty transcript then, not at audio-stop.
+        node vad    = vad { min-silence: 400 ms, hangover: 400 ms, no-speech: 8 s }
         # Streaming, its normalisation learnt from the first second of each utterance. When the command ends,
         # the second pass searches the words heard again, normalised as the whole command is (graphs/wyoming-fast.graph
         # skips it: answers sooner, more errors). No word timings and confidences (words: false): the protocol
@@ -25,6 +26,7 @@ extension WyomingServer {
         input      -> vad.in
         vad.out    -> asr.in
         vad.events -> asr.control
+        vad.events -> client
         asr        -> client
         """
 }

@@ -11,7 +11,9 @@
       audio sent before the transcript came), error.
       --clients N sends the files over N connections at once (file k on client k mod N, each client's files
       one after another); --language L asks for that language (default en); --trace prints {"trace": type} for each event as it comes; --realtime paces the audio like a live microphone; --stop-on-transcript stops
-      sending when the transcript comes (a satellite with server-side endpointing).
+      sending when the transcript comes (a satellite with server-side endpointing); --hold sends audio-stop only once the
+      transcript came (the audio sent as fast as the server takes it, the answer from the server's end of speech or
+      its no-speech timeout).
 """
 import argparse
 import asyncio
@@ -100,6 +102,9 @@ async def transcribe_one(uri, path, args):
                     delay = start + sent[0] - time.monotonic()
                     if delay > 0:
                         await asyncio.sleep(delay)
+            if args.hold:
+                # A satellite that streams on until it is answered: no audio-stop until the transcript came.
+                await asyncio.wait_for(done.wait(), timeout=args.timeout)
             await client.write_event(AudioStop().event())
             stopped_at[0] = time.monotonic()
             if result["latency"] is None and result["text"] is not None:
@@ -137,6 +142,7 @@ def main():
     p.add_argument("--chunk-bytes", type=int, default=0, help="chunks of this many bytes (any, odd too), not --chunk-ms")
     p.add_argument("--realtime", action="store_true")
     p.add_argument("--stop-on-transcript", action="store_true")
+    p.add_argument("--hold", action="store_true", help="send audio-stop only after the transcript came")
     p.add_argument("--name")
     p.add_argument("--language", default="en")
     p.add_argument("--names", help="transcript_names, separated by |")

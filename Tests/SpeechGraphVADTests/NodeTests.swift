@@ -26,7 +26,7 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         #expect(type.descriptor.inputs[0].requirement == AudioRequirement(rate: .fixed(16000), channelCount: 1))
         #expect(
             type.descriptor.parameters.map(\.name) == [
-                "preset", "threshold", "min-speech", "min-silence", "hangover", "pause", "pre-roll",
+                "preset", "threshold", "min-speech", "min-silence", "hangover", "pause", "pre-roll", "no-speech",
             ])
     }
 
@@ -136,6 +136,32 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         let audioStart = try #require(run.audio.blocks.first?.start)
         #expect(first.start > preRoll)
         #expect(audioStart == Int64(((first.start - preRoll) * 16000).rounded()))
+    }
+
+    /// `no-speech`: when nobody has spoken that far into the stream, one noSpeech event at that time, before any
+    /// speech event; none when the speech began sooner, and none by default.
+    @Test func noSpeechWhenNobodySpokeInTime() throws {
+        let (fixture, path) = try Self.speechFile()
+        func noSpeech(_ events: [GraphEvent]) -> [(index: Int, time: Double?)] {
+            events.enumerated().compactMap { i, e in
+                guard case .custom(let c) = e, c.kind == .noSpeech else { return nil }
+                #expect(c.node == "v")
+                return (i, c.time)
+            }
+        }
+        let onset = fixture.spans[0].start
+        #expect(onset > 1.3, "the fixture's speech starts at \(onset) s")
+        let early = try VADHarness.run(file: path, block: 333, parameters: "no-speech: 1 s").events
+        let found = noSpeech(early)
+        #expect(found.map(\.time) == [1.0], "\(early)")
+        let firstSpeech = early.firstIndex { if case .speechStarted = $0 { true } else { false } }
+        #expect(found.first.map(\.index) ?? .max < firstSpeech ?? -1, "\(early)")
+        // The speech events are the same as without the timeout.
+        let plain = try VADHarness.run(file: path, block: 333).events
+        #expect(early.filter { $0.kind != .noSpeech } == plain)
+        #expect(noSpeech(plain).isEmpty)
+        let late = try VADHarness.run(file: path, block: 333, parameters: "no-speech: \(onset + 1) s").events
+        #expect(noSpeech(late).isEmpty, "\(late)")
     }
 
     /// A stream that ends in the middle of speech closes its region at the last sample.

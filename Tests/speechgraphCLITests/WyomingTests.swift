@@ -295,6 +295,53 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(sent < total - 2, "transcript after \(sent) s of \(total) s")
     }
 
+    @Test("a satellite that streams on: nobody speaks in 8 s, an empty transcript; endless speech is answered too")
+    func noSpeechAndEndlessSpeech() throws {
+        // The default graph, and the same with utterances of at most 4 s, offered as 'short'.
+        let short = dir.path("short.graph")
+        let limited = WyomingServer.defaultGraph.replacingOccurrences(
+            of: "words: false }", with: "words: false, max-utterance: 4 s }")
+        #expect(limited != WyomingServer.defaultGraph)
+        try limited.write(toFile: short, atomically: true, encoding: .utf8)
+        let server = try WyomingServerProcess(["--model", "short=\(short)"])
+        defer { server.stop() }
+        let phrase = "turn on the light in the kitchen"
+        let speech = dir.path("command.wav")
+        try TestSpeech.synthesize(phrase, to: speech)
+        // 12 s of quiet room noise; the command after 9 s (too late) and after 6 s (in time), 2 s of silence after.
+        let quiet = dir.path("quiet.wav")
+        try TestSpeech.sox([
+            "-n", "-r", "16000", "-b", "16", "-c", "1", quiet, "synth", "12", "pinknoise", "vol", "0.003",
+        ])
+        let late = dir.path("late.wav")
+        let soon = dir.path("soon.wav")
+        try TestSpeech.sox([speech, "-r", "16000", "-b", "16", "-c", "1", late, "pad", "9", "2"])
+        try TestSpeech.sox([speech, "-r", "16000", "-b", "16", "-c", "1", soon, "pad", "6", "2"])
+        // The client sends audio-stop only once it has its transcript: only the server can end these streams.
+        let hold = ["--hold", "--timeout", "40"]
+        let results = try Peer.transcribe(server.uri, [quiet, late, soon], options: hold)
+        #expect(results.count == 3)
+        for r in results {
+            #expect(r["error"] is NSNull, "\(r)")
+            #expect((r["events"] as? [String])?.suffix(2) == ["transcript", "transcript-stop"], "\(r)")
+        }
+        #expect(results.first { $0["file"] as? String == quiet }?["text"] as? String == "")
+        #expect(results.first { $0["file"] as? String == late }?["text"] as? String == "")
+        let said = try #require(results.first { $0["file"] as? String == soon }?["text"] as? String)
+        #expect(wordErrorRate(reference: phrase, hypothesis: said) <= 0.4, "\(said)")
+        // Speech with no pause, cut off mid-sentence: the recognizer's max-utterance ends the command.
+        let endless = dir.path("endless.wav")
+        let endlessRaw = dir.path("endless-raw.wav")
+        try TestSpeech.synthesize(
+            "the children play near the river while their parents watch from the bank and the sun goes slowly down "
+                + "behind the hills and the evening air grows cool and quiet above the little town", to: endlessRaw)
+        try TestSpeech.sox([endlessRaw, endless, "trim", "0", "8"])
+        let answered = try Peer.transcribe(server.uri, [endless], options: hold + ["--name", "short"])
+        let r = try #require(answered.first)
+        #expect(r["error"] is NSNull, "\(r)")
+        #expect(!((r["text"] as? String) ?? "").isEmpty, "\(r)")
+    }
+
     @Test("hostile clients: bounded frames, bad JSON, garbage, busy, idle, vanishing, 1000 fuzzed frames")
     func robustness() throws {
         let server = try WyomingServerProcess(["--max-connections", "3", "--idle-timeout", "1", "--decoders", "4"])

@@ -115,6 +115,8 @@ public struct EventKind: RawRepresentable, Hashable, Sendable, ExpressibleByStri
     public static let speechEnded: EventKind = "speechEnded"
     public static let speechPaused: EventKind = "speechPaused"
     public static let speechResumed: EventKind = "speechResumed"
+    /// Nobody spoke in the stream's first seconds (a vad's `no-speech`): a ``CustomEvent`` with its time.
+    public static let noSpeech: EventKind = "noSpeech"
     public static let gap: EventKind = "gap"
     public static let availability: EventKind = "availability"
     public static let level: EventKind = "level"
@@ -124,7 +126,8 @@ public struct EventKind: RawRepresentable, Hashable, Sendable, ExpressibleByStri
 
     /// The kinds speechgraph itself defines (docs/events.md).
     public static let builtIn: [EventKind] = [
-        .result, .speechStarted, .speechEnded, .speechPaused, .speechResumed, .gap, .availability, .level, .warning,
+        .result, .speechStarted, .speechEnded, .speechPaused, .speechResumed, .noSpeech, .gap, .availability, .level,
+        .warning,
     ]
     /// Speech activity, as a vad node emits it.
     public static let speechActivity: [EventKind] = [.speechStarted, .speechEnded, .speechPaused, .speechResumed]
