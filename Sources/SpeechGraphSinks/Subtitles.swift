@@ -17,8 +17,9 @@ public struct CueMaker: Sendable {
     /// A silence between words at least this long is where a long result is cut, if it comes in the second half
     /// of the cue.
     public var pause = 0.3
-    /// Shortest time a cue stays up, when the next one leaves room.
-    public var minDuration = 0.7
+    /// Shortest time a cue stays up, when the next one leaves room: 5/6 s, the minimum of Netflix's timed text
+    /// style guide.
+    public var minDuration = 5.0 / 6.0
 
     public init() {}
 
@@ -145,7 +146,8 @@ public final class SubtitleSink: GraphNode {
             typeName: format.rawValue,
             summary: "Writes final results as \(name) subtitles.",
             doc: "Each final result becomes one or more cues of at most 2 lines of at most 42 characters and at most "
-                + "7 s: a result that fits one cue is one cue, a longer one is cut where a cue is full or a little earlier, where the speaker paused, and its last cue is never a word or two left over (the last two cues share the words). Cues are written as soon as their result is final, so "
+                + "7 s: a result that fits one cue is one cue, a longer one is cut where a cue is full or a little earlier, where the speaker paused, and its last cue is never a word or two left over (the last two cues share the words). A cue stays up at least 5/6 s when the next speech leaves room. Cues are written as soon as their result is final "
+                + "(a result's last cue when the next result comes, which says how long it may stay up, or at the end), so "
                 + "a file grows while a live graph runs. Cue times are word times on the audio clock.",
             category: .sink,
             ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
@@ -195,36 +197,67 @@ public final class SubtitleSink: GraphNode {
         return "\(two(h)):\(two(m)):\(two(s))\(format == .srt ? "," : ".")\(frac)"
     }
 
-    public func finish(output: NodeOutput) throws { out.finish() }
+    public func finish(output: NodeOutput) throws {
+        out.write(writer.finish())
+        out.finish()
+    }
     public func close() { out.close() }
     public var warnings: [String] { out.failure.map { [$0] } ?? [] }
 }
 
 /// A subtitle file written as results come: the cues of each final result, numbered, never overlapping the
-/// cue before. The `srt` and `vtt` sinks and the `web` sink's transcript downloads write with it.
+/// cue before. A result's last cue is held until the next result's first cue (or the end): it stays up at least
+/// `CueMaker.minDuration` when the next speech leaves room, also after the end of its utterance (a one-word
+/// answer does not flash by). The `srt` and `vtt` sinks and the `web` sink's transcript downloads write with it.
 public struct SubtitleWriter: Sendable {
     public let format: SubtitleSink.Format
     private let maker = CueMaker()
     private var index = 0
     private var lastEnd = 0.0
+    /// The last result's last cue, not written yet.
+    private var held: Cue?
 
     public init(format: SubtitleSink.Format) { self.format = format }
 
     /// What the file begins with ("WEBVTT" and a blank line for WebVTT).
     public var header: String { format == .vtt ? "WEBVTT\n\n" : "" }
 
-    /// The cues of one final result, as text to append to the file.
+    /// The cues this result settles, as text to append to the file: the previous result's last cue, then this
+    /// one's but its last.
     public mutating func text(for result: Transcription) -> String {
-        var text = ""
-        for var cue in maker.cues(for: result) {
-            // Cues never overlap, and stay up a little when they can.
-            cue.start = max(cue.start, lastEnd)
-            cue.end = max(cue.end, cue.start + 0.01)
-            lastEnd = cue.end
-            index += 1
-            text += SubtitleSink.text(cue, index: index, format: format)
-        }
+        let cues = maker.cues(for: result)
+        guard let first = cues.first else { return "" }
+        var text = release(before: first.start)
+        for cue in cues.dropLast() { text += write(cue) }
+        held = cues.last
         return text
+    }
+
+    /// The cue still held, as text to append at the end of the file.
+    public mutating func finish() -> String { release(before: nil) }
+
+    /// The file's end as it would be written if the results ended now (the held cue), without changing anything.
+    public var pending: String {
+        var copy = self
+        return copy.finish()
+    }
+
+    /// Writes the held cue, up at least `minDuration` when the next cue starts later than that.
+    private mutating func release(before next: Double?) -> String {
+        guard var cue = held else { return "" }
+        held = nil
+        if let next { cue.end = max(cue.end, min(cue.start + maker.minDuration, next)) }
+        return write(cue)
+    }
+
+    private mutating func write(_ cue: Cue) -> String {
+        var cue = cue
+        // Cues never overlap.
+        cue.start = max(cue.start, lastEnd)
+        cue.end = max(cue.end, cue.start + 0.01)
+        lastEnd = cue.end
+        index += 1
+        return SubtitleSink.text(cue, index: index, format: format)
     }
 }
 

@@ -344,8 +344,9 @@ final class CaptionHub: Sendable {
         state.withLock { s in
             switch kind {
             case .txt: s.text
-            case .srt: s.srtText
-            case .vtt: s.vttText
+            // With the last result's last cue, which the next result would settle.
+            case .srt: s.srtText + s.srt.pending
+            case .vtt: s.vttText + s.vtt.pending
             }
         }
     }
