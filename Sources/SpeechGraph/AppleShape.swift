@@ -177,6 +177,8 @@ public class TranscriberCore: @unchecked Sendable {
     let continuation: AsyncThrowingStream<SpeechTranscriptionResult, any Error>.Continuation
     /// Recognizer parameters: `mode`, `results`, `final-pass`.
     let recognizer: [String: String]
+    /// What `.alternativeTranscriptions` asks of the recognizer: an n-best list of 5 readings (the best and 4 others).
+    static let alternatives = ["alternatives": "5"]
 
     init(locale: Locale, progressive: Bool, recognizer extra: [String: String] = [:]) {
         self.locale = locale
@@ -244,7 +246,23 @@ public final class SpeechTranscriber: TranscriberCore, SpeechModule, @unchecked 
         public static let timeIndexedProgressiveTranscription = Preset(progressive: true)
     }
 
+    public enum TranscriptionOption: Hashable, Sendable { case etiquetteReplacements }
+    public enum ReportingOption: Hashable, Sendable { case volatileResults, alternativeTranscriptions, fastResults }
+    public enum ResultAttributeOption: Hashable, Sendable { case audioTimeRange, transcriptionConfidence }
+
     public init(locale: Locale, preset: Preset) { super.init(locale: locale, progressive: preset.progressive) }
+
+    /// Volatile results with `.volatileResults`, and each final result's `alternatives` with
+    /// `.alternativeTranscriptions` (the recognizer's n-best list). The attributes are always there;
+    /// `.etiquetteReplacements` and `.fastResults` change nothing.
+    public init(
+        locale: Locale, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>,
+        attributeOptions: Set<ResultAttributeOption>
+    ) {
+        super.init(
+            locale: locale, progressive: reportingOptions.contains(.volatileResults),
+            recognizer: reportingOptions.contains(.alternativeTranscriptions) ? Self.alternatives : [:])
+    }
 }
 
 /// Dictation, as Apple's `DictationTranscriber`.
@@ -303,6 +321,7 @@ public final class DictationTranscriber: TranscriberCore, SpeechModule, @uncheck
         if let lm = contentHints.compactMap(\.languageModel).first {
             extra = ["lm": graphQuoted(lm.languageModel.path), "weight": String(lm.weight)]
         }
+        if reportingOptions.contains(.alternativeTranscriptions) { extra.merge(Self.alternatives) { $1 } }
         super.init(locale: locale, progressive: reportingOptions.contains(.volatileResults), recognizer: extra)
     }
 }

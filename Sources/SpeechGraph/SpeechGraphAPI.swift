@@ -39,6 +39,9 @@ public final class SpeechGraph: Sendable {
     public let running: RunningGraph
     /// The graph's events since it was made (the last 10,000), replayed to each `results`/`events` sequence.
     private let history: EventHistory
+    /// Each node's type, and the nodes that give results (an event output that emits them).
+    private let types: [String: String]
+    private let resultNodes: Set<String>
 
     /// A graph file. `settings` override parameters as `--set` does: `["asr.mode": "utterance"]`.
     public convenience init(
@@ -82,6 +85,13 @@ public final class SpeechGraph: Sendable {
         }
         history = EventHistory()
         history.follow(running.events())
+        types = Dictionary(plan.nodes.map { ($0.name, $0.typeName) }) { a, _ in a }
+        resultNodes = Set(
+            plan.nodes.filter { node in
+                registry[node.typeName]?.descriptor.outputs.contains {
+                    $0.kind == .events && $0.eventKinds.contains(.result)
+                } ?? false
+            }.map(\.name))
     }
 
     /// A graph built in code.
@@ -93,24 +103,40 @@ public final class SpeechGraph: Sendable {
     public func start() throws { running.start() }
 
     /// Stops soon: the utterance in flight is finished and every result delivered, then the sequences end.
+    /// Before `start()`: the graph ends at once, and its sequences end empty.
     public func stop() { running.stop() }
 
     /// Runtime vocabulary: gives the recognizer `node` a new language model (a spec, a model directory or a
     /// model file; docs/lm.md) and weight, without stopping the audio. Returns once the model is loaded (a
     /// spec is built first); it takes over at the next utterance, and the recognizer then emits a
-    /// `modelChanged` event (`events(of:)`), which says whether it could be loaded.
-    public func setLanguageModel(_ lm: String, weight: Double = 1, node: String = "asr") async {
+    /// `modelChanged` event (`events(of:)`). Throws ``Error/noSuchNode(_:)`` when `node` is not a recognizer of
+    /// the graph (nothing is reloaded), and ``Error/failed(_:)`` with the reason when the model could not be
+    /// loaded (the recognizer keeps its model).
+    public func setLanguageModel(_ lm: String, weight: Double = 1, node: String = "asr") async throws {
+        guard types[node] == "recognizer" else {
+            throw Error.noSuchNode(
+                types[node].map { "node '\(node)' is a \($0), not a recognizer" }
+                    ?? "no recognizer named '\(node)' in the graph")
+        }
         let running = self.running
-        await Task.detached {
+        let outcomes = await Task.detached {
             running.reloadModels(parameters: [node: ["lm": .string(lm), "weight": .number(weight)]])
         }.value
+        if let failure = outcomes.first(where: { $0.node == node })?.failure {
+            throw Error.failed("\(node): the language model could not be loaded: \(failure)")
+        }
     }
 
     /// Loads every recognizer's models again from their files (what SIGHUP does to `speechgraph run`); returns
-    /// once they are loaded.
-    public func reloadModels() async {
+    /// once they are loaded. Throws ``Error/failed(_:)`` naming each recognizer whose models could not be loaded
+    /// (it keeps its models; the others take their new ones).
+    public func reloadModels() async throws {
         let running = self.running
-        await Task.detached { running.reloadModels() }.value
+        let outcomes = await Task.detached { running.reloadModels() }.value
+        let failures = outcomes.compactMap { o in o.failure.map { "\(o.node): \($0)" } }
+        if !failures.isEmpty {
+            throw Error.failed("models could not be loaded: " + failures.joined(separator: "; "))
+        }
     }
 
     /// Ends the inputs (pushed audio, files read to their end) and waits until every result is out.
@@ -121,10 +147,16 @@ public final class SpeechGraph: Sendable {
     /// The results of node `name` (a recognizer), volatile and final, from the graph's start (a sequence asked
     /// for after more than 10,000 events begins with the last 10,000); the sequence ends when the graph ends,
     /// and throws what stopped it.
-    /// A name that is no node of the graph: the sequence throws ``Error/noSuchNode(_:)``.
+    /// A name that is no node of the graph, or a node that gives no results (a `file.input`): the sequence
+    /// throws ``Error/noSuchNode(_:)``.
     public func results(of name: String) -> AsyncThrowingStream<SpeechResult, any Swift.Error> {
-        guard running.plan.index(of: name) != nil else {
+        guard let type = types[name] else {
             return AsyncThrowingStream { $0.finish(throwing: Error.noSuchNode("no node named '\(name)' in the graph")) }
+        }
+        guard resultNodes.contains(name) else {
+            return AsyncThrowingStream {
+                $0.finish(throwing: Error.noSuchNode("node '\(name)' is a \(type), which gives no results"))
+            }
         }
         let events = history.stream()
         let graph = running
@@ -353,5 +385,23 @@ final class EventHistory: Sendable {
             if s.ended { continuation.finish() } else { s.followers.append(continuation) }
         }
         return stream
+    }
+}
+
+extension AttributedString {
+    /// The span of runs whose `audioTimeRange` overlaps `timeRange`, from the first to the last of them, or `nil`
+    /// when none does (Apple's method of the same name): where a new result's text replaces what a transcript
+    /// showed for the same audio.
+    public func rangeOfAudioTimeRangeAttributes(intersecting timeRange: CMTimeRange) -> Range<AttributedString.Index>? {
+        var first: AttributedString.Index?
+        var last: AttributedString.Index?
+        for run in runs {
+            guard let r = run.audioTimeRange, r.start < timeRange.end.seconds, r.end > timeRange.start.seconds
+            else { continue }
+            if first == nil { first = run.range.lowerBound }
+            last = run.range.upperBound
+        }
+        guard let first, let last else { return nil }
+        return first..<last
     }
 }

@@ -331,17 +331,18 @@ public final class RecognizerNode: GraphNode {
             for (key, value) in parameters[name] ?? [:] {
                 // Values given in code are checked as a graph file's are: a bad one fails the reload.
                 guard let descriptor = RecognizerNode.descriptor.parameters.first(where: { $0.name == key }) else {
-                    slot.deliver(.failure("no parameter '\(key)' on a recognizer"), ticket: slot.ticket())
-                    return
+                    let failure = "no parameter '\(key)' on a recognizer"
+                    slot.deliver(.failure(failure), ticket: slot.ticket())
+                    return (name, failure)
                 }
                 switch descriptor.check(value) {
                 case .success(let v): changed.values[key] = v
                 case .failure(let e):
                     slot.deliver(.failure(e.message), ticket: slot.ticket())
-                    return
+                    return (name, e.message)
                 }
             }
-            RecognizerNode.load(changed, controlConnected: control, into: slot)
+            return (name, RecognizerNode.load(changed, controlConnected: control, into: slot))
         }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         secondPassAtPause = c.bool(of: "second-pass-at-pause") && controlConnected && !endsAtPauses
@@ -852,8 +853,8 @@ public final class RecognizerNode: GraphNode {
     public static let modelChanged: EventKind = "modelChanged"
 
     /// Loads the models for `c` into `slot`, on the thread that asked for the reload (never the graph's: the
-    /// audio goes on meanwhile).
-    static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) {
+    /// audio goes on meanwhile); why they could not be loaded, or `nil`.
+    static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) -> String? {
         let requested = Date().timeIntervalSince1970
         let ticket = slot.ticket()
         do {
@@ -875,8 +876,10 @@ public final class RecognizerNode: GraphNode {
             let loaded = Loaded(
                 models: models, decoders: decoders, config: c, loadSeconds: Date().timeIntervalSince1970 - requested)
             slot.deliver(.success(loaded), ticket: ticket)
+            return nil
         } catch {
             slot.deliver(.failure("\(error)"), ticket: ticket)
+            return "\(error)"
         }
     }
 

@@ -346,11 +346,20 @@ import Testing
         mic.push(silence + speech + silence)
         let before = await nextFinal()
         // The chess model, while the stream goes on: loaded now, in use from the next utterance.
-        await graph.setLanguageModel(chessModel, weight: 1)
+        try await graph.setLanguageModel(chessModel, weight: 1)
         mic.push(silence + speech + silence)
         let after = await nextFinal()
-        // A weight out of range is refused as in a graph file: the next utterance says so, the chess model stays.
-        await graph.setLanguageModel(chessModel, weight: 0)
+        // A weight out of range is refused as in a graph file: the call throws, the next utterance says so, the
+        // chess model stays.
+        await #expect(throws: SpeechGraph.Error.self) { try await graph.setLanguageModel(chessModel, weight: 0) }
+        // A node that is not a recognizer, or none: refused before anything is reloaded.
+        do {
+            try await graph.setLanguageModel(chessModel, node: "mic")
+            Issue.record("setLanguageModel on a push.input did not throw")
+        } catch {
+            #expect("\(error)" == "node 'mic' is a push.input, not a recognizer")
+        }
+        await #expect(throws: SpeechGraph.Error.self) { try await graph.setLanguageModel(chessModel, node: "nobody") }
         mic.push(silence + speech + silence)
         let refused = await nextFinal()
         graph.stop()
@@ -390,12 +399,12 @@ import Testing
         mic.push(silence + speech + silence)
         let first = await nextFinal()
         // Nothing changed: both decoders kept, none loaded.
-        await graph.reloadModels()
+        try await graph.reloadModels()
         mic.push(silence + speech + silence)
         let unchanged = await nextFinal()
         // The dictionary written again: both decoders read it, so both are loaded anew.
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: dict)
-        await graph.reloadModels()
+        try await graph.reloadModels()
         mic.push(silence + speech + silence)
         let rewritten = await nextFinal()
         graph.stop()

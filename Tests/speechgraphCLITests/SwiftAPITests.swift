@@ -126,6 +126,13 @@ import Testing
         } catch SpeechGraph.Error.noSuchNode(let message) {
             #expect(message.contains("'ASR'"))
         }
+        // A node that gives no results: said, not an empty sequence.
+        do {
+            for try await _ in graph.results(of: "mic") {}
+            Issue.record("results(of:) a push.input must throw")
+        } catch SpeechGraph.Error.noSuchNode(let message) {
+            #expect(message == "node 'mic' is a push.input, which gives no results")
+        }
         // A setting's error names the setting, not a command-line option.
         do {
             _ = try SpeechGraph(
@@ -144,6 +151,38 @@ import Testing
         try truncated.start()
         try await truncated.finish()
         #expect(truncated.warnings.contains { $0.contains("file is truncated") }, "\(truncated.warnings)")
+    }
+
+    @Test(
+        "stop() before start(): the sequences end empty, finish() returns, start() does nothing",
+        .timeLimit(.minutes(1)))
+    func stopBeforeStart() async throws {
+        let wav = dir.path("s.wav")
+        try TestSpeech.synthesize("open the door", to: wav)
+        let log = dir.path("log.jsonl")
+        try "kept\n".write(toFile: log, atomically: true, encoding: .utf8)
+        let graph = try SpeechGraph(
+            source: """
+                node speech = file.input { path: "\(wav)" }
+                node asr    = recognizer { mode: utterance }
+                node log    = jsonl { path: "\(log)" }
+                speech -> asr -> log
+                """)
+        // A task already waits for results when the app cancels before starting (it used to wait forever).
+        let waiting = Task {
+            var n = 0
+            for try await _ in graph.results(of: "asr") { n += 1 }
+            return n
+        }
+        graph.stop()
+        #expect(try await waiting.value == 0)
+        var events = 0
+        for await _ in graph.events() { events += 1 }
+        #expect(events == 0)
+        try graph.start()
+        try await graph.finish()
+        // Nothing ran: the file its sink would rewrite is as it was.
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "kept\n")
     }
 
     @Test("Apple's shape: an analyzer made with its input sequence analyses it; a locale with no model is an error")
@@ -191,6 +230,47 @@ import Testing
         feed.finish()
         await #expect(throws: SpeechGraph.Error.self) { _ = try await other.analyzeSequence(input) }
         await #expect(throws: SpeechGraph.Error.self) { for try await _ in french.results {} }
+    }
+
+    @Test("Apple's shape: SpeechTranscriber's options (alternatives), and a transcript's span for a time range")
+    func appleShapeOptionsAndTimeRanges() async throws {
+        let wav = dir.path("o.wav")
+        try TestSpeech.synthesize("please call my mother", to: wav)
+        let audio = try AVAudioFile(forReading: URL(fileURLWithPath: wav))
+        let buffer = try #require(AVAudioPCMBuffer(pcmFormat: audio.processingFormat, frameCapacity: 1 << 20))
+        try audio.read(into: buffer)
+        let transcriber = SpeechTranscriber(
+            locale: Locale(identifier: "en_US"), transcriptionOptions: [],
+            reportingOptions: [.volatileResults, .alternativeTranscriptions], attributeOptions: [.audioTimeRange])
+        let (sequence, builder) = AsyncStream.makeStream(of: AnalyzerInput.self)
+        let analyzer = SpeechAnalyzer(modules: [transcriber])
+        builder.yield(AnalyzerInput(buffer: buffer))
+        builder.finish()
+        let reading = Task {
+            var all: [SpeechTranscriptionResult] = []
+            for try await r in transcriber.results { all.append(r) }
+            return all
+        }
+        _ = try await analyzer.analyzeSequence(sequence)
+        try await analyzer.finalizeAndFinishThroughEndOfInput()
+        let results = try await reading.value
+        #expect(results.contains { !$0.isFinal }, "volatile results were asked for")
+        let final = try #require(results.last { $0.isFinal })
+        #expect(!final.alternatives.isEmpty, "alternatives were asked for")
+        #expect(String(final.text.characters).contains("mother"))
+
+        // The SpokenWord sample's transcript: a result replaces the text of the audio it covers.
+        var transcript = AttributedString("before ") + final.text + AttributedString(" after")
+        let words = final.text.runs.compactMap { run in run.audioTimeRange.map { (run.range, $0) } }
+        let last = try #require(words.last)
+        let span = try #require(
+            transcript.rangeOfAudioTimeRangeAttributes(
+                intersecting: CMTimeRange(start: CMTime(seconds: last.1.start), end: CMTime(seconds: last.1.end))))
+        #expect(String(transcript[span].characters) == String(final.text[last.0].characters))
+        #expect(transcript.rangeOfAudioTimeRangeAttributes(intersecting: CMTimeRange(start: .zero, end: .zero)) == nil)
+        let whole = try #require(transcript.rangeOfAudioTimeRangeAttributes(intersecting: final.range))
+        transcript.replaceSubrange(whole, with: AttributedString("again"))
+        #expect(String(transcript.characters) == "before again after")
     }
 }
 

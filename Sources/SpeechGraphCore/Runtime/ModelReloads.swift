@@ -6,7 +6,8 @@ import Synchronization
 /// the audio goes on (`request` returns when they are loaded), and switch to them between utterances: nothing
 /// is lost, and the utterance in flight finishes with the models it began with. Thread-safe.
 public final class ModelReloads: Sendable {
-    public typealias Observer = @Sendable ([String: [String: ParameterValue]]) -> Void
+    /// Loads a node's new models; returns the node's name, and why they could not be loaded (`nil`: loaded).
+    public typealias Observer = @Sendable ([String: [String: ParameterValue]]) -> (node: String, failure: String?)
     private struct State {
         var parameters: [String: [String: ParameterValue]] = [:]
         var observers: [Observer] = []
@@ -16,13 +17,15 @@ public final class ModelReloads: Sendable {
     public init() {}
 
     /// Asks for a reload; `parameters` (by node name) replace those nodes' parameters from now on. Every
-    /// observer is called, on this thread, with all the parameters given so far; returns when they return.
-    public func request(parameters: [String: [String: ParameterValue]] = [:]) {
+    /// observer is called, on this thread, with all the parameters given so far; returns when they return, with
+    /// each reloading node's outcome.
+    @discardableResult
+    public func request(parameters: [String: [String: ParameterValue]] = [:]) -> [(node: String, failure: String?)] {
         let (observers, all) = state.withLock { s -> ([Observer], [String: [String: ParameterValue]]) in
             for (node, values) in parameters { s.parameters[node, default: [:]].merge(values) { $1 } }
             return (s.observers, s.parameters)
         }
-        for observer in observers { observer(all) }
+        return observers.map { $0(all) }
     }
 
     /// Called on every request (a node that reloads starts loading from it).

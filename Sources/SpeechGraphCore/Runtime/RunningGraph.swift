@@ -115,9 +115,20 @@ public final class RunningGraph: @unchecked Sendable {
     }
 
     /// Asks the graph to stop soon: sources stop where they are, the utterance in flight is finished, and
-    /// every result made is delivered before the graph ends. Any thread, any time.
+    /// every result made is delivered before the graph ends. Any thread, any time. Before `start`, the graph
+    /// ends at once without running: its event sequences end, `wait` returns, and `start` does nothing.
     public func stop() {
         stopSignal.request()
+        let neverStarted = phase.withLock { phase -> Bool in
+            guard phase == .ready else { return false }
+            phase = .ended
+            return true
+        }
+        if neverStarted {
+            // Nothing ran: no sink wrote, so the files they would rewrite stay as they were.
+            engine.closeAll()
+            engine.endObservers()
+        }
         resources.wake.post()
     }
 
@@ -152,9 +163,13 @@ public final class RunningGraph: @unchecked Sendable {
     /// nodes' parameters. New models load on this thread while the audio goes on (this returns when they are
     /// loaded) and take over between utterances; each node that reloads emits a `modelChanged` event when they
     /// do (or when they could not be loaded). Not on the graph's own thread.
-    public func reloadModels(parameters: [String: [String: ParameterValue]] = [:]) {
-        resources.shared(ModelReloads.self) { ModelReloads() }.request(parameters: parameters)
+    /// Returns each reloading node's name, and why its models could not be loaded (`nil`: loaded).
+    @discardableResult
+    public func reloadModels(parameters: [String: [String: ParameterValue]] = [:]) -> [(node: String, failure: String?)]
+    {
+        let outcomes = resources.shared(ModelReloads.self) { ModelReloads() }.request(parameters: parameters)
         resources.wake.post()
+        return outcomes
     }
 
     /// Ends the input (see `drain`) without waiting.
