@@ -362,6 +362,13 @@ struct ParserTests {
             ])
         // 'node' is still an ordinary parameter name when no node name follows it.
         #expect(try value("node n = t { node: 1 }", "node") == .number(1, unit: nil))
+        // So with a connection after it, to a node or to one of its ports.
+        for edge in ["mic -> asr", "mic.out -> asr.in"] {
+            #expect(
+                parseErrors("node mic = fake.source { path: \"a.wav\"\n\(edge)\n") == [
+                    "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, found a connection"
+                ])
+        }
     }
 
     @Test("after an error the parser skips to the next line and reports later errors too, sorted")

@@ -66,6 +66,13 @@ public struct GraphParser {
     // MARK: Tokens
 
     private var current: Token { tokens[position] }
+    /// After a name: `->` or `.port ->`, the rest of a connection.
+    private var isConnectionAhead: Bool {
+        func kind(_ k: Int) -> Token.Kind? { position + k < tokens.count ? tokens[position + k].kind : nil }
+        if kind(0) == .arrow { return true }
+        guard kind(0) == .dot, case .identifier? = kind(1) else { return false }
+        return kind(2) == .arrow
+    }
     private mutating func advance() { if position < tokens.count - 1 { position += 1 } }
     private mutating func skipNewlines() { while case .newline = current.kind { advance() } }
 
@@ -171,6 +178,13 @@ public struct GraphParser {
                     return nil
                 }
                 guard let key = identifier("a parameter name or '}'") else { return nil }
+                // A connection after an unclosed brace (`speech -> asr`, `vad.out -> asr`): the brace is missing.
+                if isConnectionAhead {
+                    diagnostics.error(
+                        "expected '}' to close the parameters of node '\(name.value)' opened at line \(open.line), "
+                            + "found a connection", at: key.location)
+                    return nil
+                }
                 guard expect(.colon, "':' after parameter '\(key.value)'") else { return nil }
                 guard let value = parseValue() else { return nil }
                 parameters.append(ParameterAssignment(name: key, value: value))
