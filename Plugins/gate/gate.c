@@ -36,7 +36,7 @@ static double value_of(const sg_config *config, const char *name, double fallbac
 
 static void *gate_create(const sg_host *host, const sg_config *config, char *error, size_t error_size) {
     (void)host;
-    gate *g = calloc(1, sizeof *g);
+    gate *g = (gate *)calloc(1, sizeof *g);
     if (!g) {
         snprintf(error, error_size, "out of memory");
         return NULL;
@@ -50,7 +50,7 @@ static void *gate_create(const sg_host *host, const sg_config *config, char *err
 }
 
 static int gate_prepare(void *node, const sg_audio_setup *setup, char *error, size_t error_size) {
-    gate *g = node;
+    gate *g = (gate *)node;
     if (setup->sample_rate == 0 || setup->input_channels == 0 || setup->input_channels != setup->output_channels) {
         snprintf(error, error_size, "the gate needs as many output channels as input channels");
         return -1;
@@ -73,7 +73,7 @@ static int gate_prepare(void *node, const sg_audio_setup *setup, char *error, si
 // loop costs the same wherever the linker puts it (built in or loaded as a plugin).
 __attribute__((aligned(64))) static void gate_process(void *node, const float *input, float *output,
                                                      uint32_t frames) SG_NONBLOCKING {
-    gate *g = node;
+    gate *g = (gate *)node;
     const uint32_t channels = g->channels;
     float gain = g->gain;
     for (uint32_t f = 0; f < frames; f++) {
@@ -108,7 +108,7 @@ __attribute__((aligned(64))) static void gate_process(void *node, const float *i
 }
 
 static void gate_reset(void *node) {
-    gate *g = node;
+    gate *g = (gate *)node;
     g->gain = g->floor_gain;
     g->held = 0;
     g->open = 0;

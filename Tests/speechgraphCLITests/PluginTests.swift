@@ -98,6 +98,30 @@ import Testing
                 <= wordErrorRate(reference: reference, hypothesis: plain) + 1 / words + 1e-9, "\(gated) | \(plain)")
     }
 
+    @Test("a C++ plugin: the gate compiled as C++, its entry point without SG_EXTERN_C, passes plugin check")
+    func cplusplusPlugin() throws {
+        let gate = try String(
+            contentsOf: TestPaths.packageRoot.appendingPathComponent("Plugins/gate/gate.c"), encoding: .utf8)
+        let cpp = gate.replacingOccurrences(
+            of: "SG_EXTERN_C SG_EXPORT const sg_plugin *speechgraph_plugin_entry",
+            with: "const sg_plugin *speechgraph_plugin_entry")
+        #expect(cpp != gate)
+        try FileManager.default.createDirectory(atPath: dir.path("src"), withIntermediateDirectories: true)
+        try cpp.write(toFile: dir.path("src/gate.cpp"), atomically: true, encoding: .utf8)
+        let out = dir.path("cpp/gate.so")
+        try FileManager.default.createDirectory(atPath: dir.path("cpp"), withIntermediateDirectories: true)
+        let built = try Run.process(
+            "/usr/bin/env",
+            ["clang++", "-std=c++20", "-shared", "-fPIC", "-O2"] + (try installedCFlags()) + [
+                dir.path("src/gate.cpp"), "-o", out,
+            ])
+        try #require(built.status == 0, "\(built.stderr)")
+        // The header declares the entry point with C linkage: its name is not mangled.
+        let check = try speechgraph(["plugin", "check", out])
+        #expect(check.status == 0, "\(check.stdout) \(check.stderr)")
+        #expect(check.stdout.contains("PASS"), "\(check.stdout)")
+    }
+
     @Test("the gate silences what stays below its threshold and passes what goes above it")
     func gateSilences() throws {
         let plugin = try compile(TestPaths.packageRoot.appendingPathComponent("Plugins/gate/gate.c").path, "gate.so")

@@ -278,4 +278,13 @@ typedef const sg_plugin *(*sg_plugin_entry_fn)(void);
 }
 #endif
 
+/* The entry point's prototype: a plugin defines it as `SG_EXTERN_C SG_EXPORT const sg_plugin
+   *speechgraph_plugin_entry(void) { ... }`. Declared here with C linkage, so that in a C++ plugin the
+   definition keeps the name the host looks for even without `SG_EXTERN_C` (not a mangled one), and a C plugin
+   built with -Wmissing-prototypes gets no warning. Swift plugins define it with
+   `@_cdecl("speechgraph_plugin_entry")` and do not see this declaration. */
+#ifndef SG_NO_ENTRY_PROTOTYPE
+SG_EXTERN_C SG_EXPORT const sg_plugin *speechgraph_plugin_entry(void);
+#endif
+
 #endif /* SPEECHGRAPH_PLUGIN_H */
