@@ -72,8 +72,9 @@ public struct PluginCatalog: Sendable {
                         let result = Self.validate(path: path, scanner: scanner)
                         entry.manifest = result.manifest
                         entry.problem = result.problem
-                        // A hang may be a busy machine's: not remembered, tried again next time.
-                        if !result.hung {
+                        // A hang may be a busy machine's, and a missing library or a refusing init may be put
+                        // right without the file changing: not remembered, tried again next time.
+                        if !result.hung && !(result.problem.map(PluginError.mayPassLater) ?? false) {
                             cache.entries[path] = PluginCache.Record(
                                 stamp: stamp, manifest: result.manifest, problem: result.problem)
                             changed = true

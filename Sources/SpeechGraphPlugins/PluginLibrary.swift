@@ -33,7 +33,7 @@ final class PluginLibrary: Sendable {
                     "it was built with -fsanitize=realtime, which is for `speechgraph plugin check` only: build it "
                         + "again without that flag to use it")
             }
-            throw PluginError("it cannot be loaded: \(reason)")
+            throw PluginError(PluginError.notLoaded + reason)
         }
         guard let abiSymbol = dlsym(handle, SG_PLUGIN_ABI_SYMBOL) else {
             throw PluginError(
@@ -56,7 +56,7 @@ final class PluginLibrary: Sendable {
         guard let plugin = entry() else { throw PluginError("its entry point returned no plugin") }
         self.plugin = plugin
         if let initialize = plugin.pointee.`init`, initialize() != 0 {
-            throw PluginError("its init function refused to start")
+            throw PluginError(PluginError.initRefused)
         }
     }
 
@@ -114,6 +114,17 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+
+    /// The start of the problem when the dynamic loader refuses the file (a library it needs is missing).
+    static let notLoaded = "it cannot be loaded: "
+    /// The problem when the plugin's `init` refuses.
+    static let initRefused = "its init function refused to start"
+
+    /// Whether a problem may go away while the file stays the same (a library it needs installed, the library
+    /// path set, what its `init` looks for put in place): such a problem is not cached.
+    static func mayPassLater(_ problem: String) -> Bool {
+        problem.hasPrefix(notLoaded) || problem == initRefused
+    }
 }
 
 /// Reads one `sg_node_class` into a ``NodeManifest``, checking it against the ABI's rules.

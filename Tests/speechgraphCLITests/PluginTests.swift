@@ -98,6 +98,26 @@ import Testing
                 <= wordErrorRate(reference: reference, hypothesis: plain) + 1 / words + 1e-9, "\(gated) | \(plain)")
     }
 
+    @Test("a plugin whose library is missing is skipped, and loads once LD_LIBRARY_PATH finds it: not cached")
+    func missingLibraryIsNotCached() throws {
+        // libsgdep.so, outside the library path, and the fixture linked against it.
+        let depDir = dir.path("dep")
+        try FileManager.default.createDirectory(atPath: depDir, withIntermediateDirectories: true)
+        try "int sg_dep_value(void) { return 1; }\n".write(
+            toFile: dir.path("dep/dep.c"), atomically: true, encoding: .utf8)
+        let lib = try Run.process(
+            "/usr/bin/env", ["clang", "-shared", "-fPIC", dir.path("dep/dep.c"), "-o", depDir + "/libsgdep.so"])
+        try #require(lib.status == 0, "\(lib.stderr)")
+        let plugin = try compile(Self.fixture, "needsdep.so", flags: ["-L", depDir, "-Wl,--no-as-needed", "-lsgdep"])
+        let without = try speechgraph(["nodes"])
+        #expect(
+            without.stderr.contains("plugin \(plugin) skipped: it cannot be loaded: libsgdep.so"), "\(without.stderr)")
+        #expect(!without.stdout.contains("fixture.pass"))
+        let with = try speechgraph(["nodes"], extra: ["LD_LIBRARY_PATH": depDir])
+        #expect(!with.stderr.contains("skipped"), "\(with.stderr)")
+        #expect(with.stdout.contains("fixture.pass"), "\(with.stdout)")
+    }
+
     @Test("a C++ plugin: the gate compiled as C++, its entry point without SG_EXTERN_C, passes plugin check")
     func cplusplusPlugin() throws {
         let gate = try String(
