@@ -403,19 +403,20 @@ public struct PluginValidator {
         let t = node.typeName
         let host = TestHost(node)
         let inputs = node.ports.filter(\.isInput)
-        let samples: [GraphEvent] = [
-            .speechStarted(node: "vad", time: 0.5),
-            .result(
-                Transcription(
-                    utterance: 1, isFinal: false, range: TimeRange(start: 0.5, end: 1), text: "hello", node: "asr")),
-            .result(
-                Transcription(
-                    utterance: 1, isFinal: true, range: TimeRange(start: 0.5, end: 1.8), text: "hello world",
-                    node: "asr")),
-            .speechEnded(node: "vad", time: 1.9),
-            .gap(node: "mic", range: TimeRange(start: 2, end: 2.1), reason: "overrun"),
-            .custom(CustomEvent(kind: "unknownKind", node: "x", time: 3, fields: ["text": .string("\u{0}\u{1}é")])),
-        ]
+        let samples: [GraphEvent] =
+            [
+                .speechStarted(node: "vad", time: 0.5),
+                .result(
+                    Transcription(
+                        utterance: 1, isFinal: false, range: TimeRange(start: 0.5, end: 1), text: "hello", node: "asr")),
+                .result(
+                    Transcription(
+                        utterance: 1, isFinal: true, range: TimeRange(start: 0.5, end: 1.8), text: "hello world",
+                        node: "asr")),
+                .speechEnded(node: "vad", time: 1.9),
+                .gap(node: "mic", range: TimeRange(start: 2, end: 2.1), reason: "overrun"),
+                .custom(CustomEvent(kind: "unknownKind", node: "x", time: 3, fields: ["text": .string("\u{0}\u{1}é")])),
+            ] + Set(inputs.flatMap { $0.eventKinds ?? [] }).sorted().map { Self.sample(of: EventKind($0)) }
         check("\(t): made with its defaults, fed every event kind its inputs accept, reset, made again") {
             for round in 0..<2 {
                 let made = Self.create(cls, node, host, Self.values(node))
@@ -450,6 +451,27 @@ public struct PluginValidator {
                 if let x = b.instance { cls.pointee.destroy?(x) }
             }
             return a.instance != nil && b.instance != nil ? nil : "create refused a second instance"
+        }
+    }
+
+    /// An event of `kind` as a graph would deliver it: every kind an input accepts is tried (the fixed samples
+    /// above cover results, speech starts and ends, gaps, and a kind nobody declared).
+    static func sample(of kind: EventKind) -> GraphEvent {
+        switch kind {
+        case .speechStarted: .speechStarted(node: "vad", time: 3.1)
+        case .speechEnded: .speechEnded(node: "vad", time: 3.6)
+        case .speechPaused: .speechPaused(node: "vad", time: 1.2)
+        case .speechResumed: .speechResumed(node: "vad", time: 1.4)
+        case .gap: .gap(node: "mic", range: TimeRange(start: 3.7, end: 3.8), reason: "overrun")
+        case .availability: .availability(node: "mic", isAvailable: false, reason: "the audio server went away")
+        case .level: .level(node: "tap", time: 1, rms: [-30.5, -200], peak: [-12.25, -200])
+        case .result:
+            .result(
+                Transcription(
+                    utterance: 2, isFinal: true, range: TimeRange(start: 4, end: 4.5), text: "", node: "asr"))
+        default:
+            // A warning, noSpeech, another node's or plugin's kind: its time and a field with odd characters.
+            .custom(CustomEvent(kind: kind, node: "x", time: 2.5, fields: ["reason": .string("\u{0}\u{1}é")]))
         }
     }
 

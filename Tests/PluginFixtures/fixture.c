@@ -5,7 +5,8 @@
 // by $FIXTURE_LOAD_LOG each time the library is loaded), PORT_NAMES (audio ports named 'audio' and
 // 'processed'), NAN_OUTPUT (writes NaN), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
 // for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
-// does not have, with FAIL_EVENT it fails on every final result).
+// does not have, with FAIL_EVENT it fails on every final result, with FAIL_ON_LEVEL its input accepts results and
+// levels and it fails on a level).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,12 @@ static void *count_create(const sg_host *host, const sg_config *config, char *er
 static int count_handle(void *node, uint32_t port, const sg_event *event, char *error, size_t error_size) {
     (void)port;
     counter *c = node;
+#ifdef FAIL_ON_LEVEL
+    if (strcmp(event->kind, "level") == 0) {
+        snprintf(error, error_size, "levels are not for me");
+        return -1;
+    }
+#endif
     if (strcmp(event->kind, "result") != 0 || !event->is_final) return 0;
 #ifdef FAIL_EVENT
     snprintf(error, error_size, "final results are not for me");
@@ -176,8 +183,15 @@ static int count_handle(void *node, uint32_t port, const sg_event *event, char *
 }
 
 static const char *const count_kinds[] = {"count", NULL};
+#ifdef FAIL_ON_LEVEL
+static const char *const count_accepts[] = {"result", "level", NULL};
+#define COUNT_ACCEPTS count_accepts
+#else
+#define COUNT_ACCEPTS NULL
+#endif
 static const sg_port_descriptor count_ports[] = {
-    {.name = "in", .direction = SG_PORT_INPUT, .kind = SG_PORT_EVENTS, .doc = "Any events."},
+    {.name = "in", .direction = SG_PORT_INPUT, .kind = SG_PORT_EVENTS, .event_kinds = COUNT_ACCEPTS,
+     .doc = "Events (with FAIL_ON_LEVEL: results and levels)."},
     {.name = "out", .direction = SG_PORT_OUTPUT, .kind = SG_PORT_EVENTS, .event_kinds = count_kinds,
      .doc = "A count per final result."},
 };

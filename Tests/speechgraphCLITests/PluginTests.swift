@@ -372,6 +372,8 @@ import Testing
             ("BAD_EMIT_KIND", "it emitted 'nope' on 'out', which declares only count (in a graph, that stops it)"),
             ("BAD_EMIT_PORT", "it emitted 'count' on port 3, but has 1 event output"),
             ("FAIL_EVENT", "handle_event failed on result (in a graph, that stops it): final results are not for me"),
+            // Every kind its input accepts is tried, not only results and speech events.
+            ("FAIL_ON_LEVEL", "handle_event failed on level (in a graph, that stops it): levels are not for me"),
         ] {
             let bad = try compile(Self.fixture, "\(define).so", defines: ["EVENT_NODE", define], into: dir.path("ev"))
             let check = try speechgraph(["plugin", "check", bad])
