@@ -131,6 +131,12 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
 enum DescriptorReader {
     static let maxCount: UInt32 = 256
 
+    /// The first name that comes twice.
+    static func repeated(_ names: [String]) -> String? {
+        var seen = Set<String>()
+        return names.first { !seen.insert($0).inserted }
+    }
+
     static func isName(_ s: String) -> Bool {
         guard let first = s.unicodeScalars.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first)
         else { return false }
@@ -209,7 +215,7 @@ enum DescriptorReader {
                         doc: p.doc.map { String(cString: $0) } ?? ""))
             }
         }
-        if Set(ports.map(\.name)).count != ports.count { fail("two of its ports have the same name") }
+        if let twice = Self.repeated(ports.map(\.name)) { fail("two of its ports are named '\(twice)'") }
         let audioIn = ports.filter { $0.isAudio && $0.isInput }
         let audioOut = ports.filter { $0.isAudio && !$0.isInput }
         switch kind {
@@ -265,11 +271,19 @@ enum DescriptorReader {
                     m.max = p.max
                     m.numberDefault = p.number_default
                 }
-                if type == .boolean { m.numberDefault = p.number_default }
+                if type == .boolean {
+                    if !required && p.number_default != 0 && p.number_default != 1 {
+                        fail("boolean parameter '\(name)' has default \(p.number_default): expected 0 or 1")
+                    }
+                    m.numberDefault = p.number_default
+                }
                 if type == .string || type == .choice { m.stringDefault = p.string_default.map { String(cString: $0) } }
                 if type == .choice {
                     m.choices = strings(p.choices)
                     if (m.choices ?? []).isEmpty { fail("choice parameter '\(name)' offers no choices") }
+                    if let twice = Self.repeated(m.choices ?? []) {
+                        fail("choice parameter '\(name)' offers '\(twice)' twice")
+                    }
                     if let def = m.stringDefault, !(m.choices ?? []).contains(def) {
                         fail("choice parameter '\(name)''s default '\(def)' is not one of its choices")
                     }
@@ -278,7 +292,7 @@ enum DescriptorReader {
                 parameters.append(m)
             }
         }
-        if Set(parameters.map(\.name)).count != parameters.count { fail("two of its parameters have the same name") }
+        if let twice = Self.repeated(parameters.map(\.name)) { fail("two of its parameters are named '\(twice)'") }
 
         // Event kinds it adds.
         var eventKinds: [EventKindManifest] = []

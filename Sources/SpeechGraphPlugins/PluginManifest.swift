@@ -129,11 +129,12 @@ extension ParameterManifest {
                 name, kind: .boolean, default: .boolean((numberDefault ?? 0) != 0), required: false, doc: doc)
         case .string:
             return ParameterDescriptor(
-                name, kind: .string, default: stringDefault.map { .string($0) }, required: required, doc: doc)
+                name, kind: .string, default: required ? nil : stringDefault.map { .string($0) }, required: required,
+                doc: doc)
         case .choice:
             return ParameterDescriptor(
-                name, kind: .choice(choices ?? []), default: stringDefault.map { .string($0) }, required: required,
-                doc: doc)
+                name, kind: .choice(choices ?? []), default: required ? nil : stringDefault.map { .string($0) },
+                required: required, doc: doc)
         }
     }
 }

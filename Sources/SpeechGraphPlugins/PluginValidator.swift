@@ -272,6 +272,31 @@ public struct PluginValidator {
         }
 
         let rate = rates.contains(16000) ? 16000 : rates[0]
+        // An input that takes any channel count gets stereo in a graph (from a jack.input, a WAV): every channel
+        // of every frame must be written (the output starts as NaN, so a sample left unwritten shows).
+        if input.channels == 0 {
+            let stereoOut = output.channels > 0 ? output.channels : 2
+            check("\(t): 2 channels at \(rate) Hz (its input takes any channel count)") {
+                let made = Self.create(cls, node, host, Self.values(node))
+                guard let instance = made.instance else { return "create refused the defaults: \(made.error)" }
+                defer { cls.pointee.destroy?(instance) }
+                if let p = Self.prepare(
+                    cls, instance, rate: rate, channels: 2, outChannels: stereoOut, maxFrames: 4096)
+                {
+                    return "prepare refused 2 channels: \(p)"
+                }
+                var out: [Float] = []
+                for block in [7, 1024] {
+                    if let p = Self.drive(
+                        cls, instance, channels: 2, outChannels: stereoOut, block: block, frames: rate / 10,
+                        signal: .noise, output: &out)
+                    {
+                        return "in blocks of \(block): \(p)"
+                    }
+                }
+                return nil
+            }
+        }
         for p in node.parameters where [.number, .integer, .quantity].contains(p.kind) {
             let d = p.descriptor
             guard let range = d.range else { continue }

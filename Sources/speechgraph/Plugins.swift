@@ -89,7 +89,7 @@ extension SpeechgraphCommand {
                 if let failure = outcome.failure { print("FAIL \(failure)") }
                 let failed = outcome.failure != nil || outcome.lines.contains { $0.hasPrefix("FAIL") }
                 let passed = outcome.lines.filter { $0.hasPrefix("PASS") }.count
-                printError("\(file): \(failed ? "failed" : "passed") (\(passed) checks passed)")
+                printError("\(file): \(failed ? "failed" : "passed") (\(passed) check\(passed == 1 ? "" : "s") passed)")
                 if failed { throw Reported(code: Exit.failure) }
             }
 

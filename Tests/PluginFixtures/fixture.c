@@ -1,9 +1,10 @@
 // A test plugin (PluginTests): an audio pass-through node, `fixture.pass`, and variants that break the rules,
-// each chosen with one -D flag: ABI_MAJOR/ABI_MINOR, NO_ENTRY, BAD_DEFAULT, CLASH, CRASH_IN_CONSTRUCTOR,
+// each chosen with one -D flag: ABI_MAJOR/ABI_MINOR, NO_ENTRY, BAD_DEFAULT, BAD_PARAMS, CLASH, CRASH_IN_CONSTRUCTOR,
 // CRASH_IN_ENTRY, CRASH_IN_CREATE, HANG_IN_ENTRY, MALLOC_IN_PROCESS, FIXTURE_TYPE (another type name; make
 // bench builds 20), LOAD_LOG (appends a line to the file named
 // by $FIXTURE_LOAD_LOG each time the library is loaded), PORT_NAMES (audio ports named 'audio' and
-// 'processed'), NAN_OUTPUT (writes NaN), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
+// 'processed'), NAN_OUTPUT (writes NaN), FRAMES_ONLY (writes only the first `frames` samples, not frames times
+// channels), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
 // for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
 // does not have, with FAIL_EVENT it fails on every final result, with FAIL_ON_LEVEL its input accepts results and
 // levels and it fails on a level).
@@ -72,7 +73,12 @@ static void pass_process(void *node, const float *input, float *output, uint32_t
     void *volatile scratch = malloc(64);
     free(scratch);
 #endif
-    for (uint32_t i = 0; i < frames * p->channels; i++) {
+#ifdef FRAMES_ONLY
+    uint32_t count = frames;  // the mistake: samples are frames times channels
+#else
+    uint32_t count = frames * p->channels;
+#endif
+    for (uint32_t i = 0; i < count; i++) {
         float x = input[i] * p->gain;
         output[i] = x == x && x < 1e30f && x > -1e30f ? x : 0;
 #ifdef NAN_OUTPUT
@@ -102,6 +108,12 @@ static const sg_param_descriptor params[] = {
 #else
     {.name = "gain", .type = SG_PARAM_NUMBER, .number_default = 1, .min = 0, .max = 2, .doc = "Gain."},
 #endif
+#ifdef BAD_PARAMS
+    {.name = "loud", .type = SG_PARAM_BOOLEAN, .number_default = 2, .doc = "A boolean whose default is 2."},
+    {.name = "mode", .type = SG_PARAM_CHOICE, .choices = (const char *const[]){"a", "b", "a", NULL},
+     .string_default = "a", .doc = "A choice offered twice."},
+    {.name = "gain", .type = SG_PARAM_NUMBER, .number_default = 1, .min = 0, .max = 2, .doc = "Again."},
+#endif
 };
 
 static const sg_node_descriptor descriptor = {
@@ -120,7 +132,7 @@ static const sg_node_descriptor descriptor = {
     .ports = ports,
     .port_count = 2,
     .params = params,
-    .param_count = 1,
+    .param_count = sizeof params / sizeof params[0],
 };
 
 static const sg_node_class pass_class = {

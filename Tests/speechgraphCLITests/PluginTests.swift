@@ -239,6 +239,10 @@ import Testing
     func badEntryAndDescriptor() throws {
         try expectRefused(["NO_ENTRY"], "exports no entry point 'speechgraph_plugin_entry'")
         try expectRefused(["BAD_DEFAULT"], "parameter 'gain''s default 5.0 is outside its range (0.0 to 2.0)")
+        try expectRefused(
+            ["BAD_PARAMS"],
+            "boolean parameter 'loud' has default 2.0: expected 0 or 1; choice parameter 'mode' offers 'a' twice; "
+                + "two of its parameters are named 'gain'")
     }
 
     @Test("a plugin that crashes while loading, in its entry point or in a node's constructor, or hangs, is skipped")
@@ -380,6 +384,19 @@ import Testing
             #expect(check.status == 1, "\(define): \(check.stdout)")
             #expect(check.stdout.contains("FAIL fixture.count: ") && check.stdout.contains(message), "\(check.stdout)")
         }
+    }
+
+    @Test("plugin check gives an audio node that takes any channel count two: one that writes mono only fails")
+    func stereoChecked() throws {
+        let good = try speechgraph(["plugin", "check", try compile(Self.fixture, "pass.so", into: dir.path("st"))])
+        #expect(good.status == 0 && good.stdout.contains("PASS fixture.pass: 2 channels at 16000 Hz"), "\(good.stdout)")
+        let bad = try compile(Self.fixture, "mono.so", defines: ["FRAMES_ONLY"], into: dir.path("st"))
+        let check = try speechgraph(["plugin", "check", bad])
+        #expect(check.status == 1, "\(check.stdout)")
+        #expect(
+            check.stdout.contains(
+                "FAIL fixture.pass: 2 channels at 16000 Hz (its input takes any channel count): "
+                    + "in blocks of 7: its output holds nan"), "\(check.stdout)")
     }
 
     @Test("a plugin's audio ports may have any names; what it writes that is not a number goes no further")

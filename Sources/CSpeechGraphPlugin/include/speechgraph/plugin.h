@@ -128,7 +128,8 @@ typedef struct sg_event_kind_descriptor {
 } sg_event_kind_descriptor;
 
 typedef enum sg_node_kind {
-    /* Audio in, audio out: `process`. Exactly one audio input "in" and one audio output "out". */
+    /* Audio in, audio out: `process`. Exactly one audio input and one audio output (any names; "in" and "out"
+       by convention). */
     SG_NODE_AUDIO = 0,
     /* Events in, events out: `handle_event`; never on the real-time thread. No audio ports. */
     SG_NODE_EVENT = 1
