@@ -122,9 +122,7 @@ public class PluginNodeBase {
         host.pointee.abi = sg_abi_version(major: UInt32(SG_ABI_MAJOR), minor: UInt32(SG_ABI_MINOR))
         host.pointee.warn = { context, message in
             guard let context, let message else { return }
-            let node = Unmanaged<PluginNodeBase>.fromOpaque(context).takeUnretainedValue()
-            let text = String(cString: message)
-            if !node.collected.contains(text), node.collected.count < 100 { node.collected.append(text) }
+            Unmanaged<PluginNodeBase>.fromOpaque(context).takeUnretainedValue().note(String(cString: message))
         }
         host.pointee.emit = { context, port, kind, time, fields, count in
             guard let context else { return -1 }
@@ -161,6 +159,11 @@ public class PluginNodeBase {
 
     /// The plugin's warnings (the graph names the node).
     public var warnings: [String] { collected }
+
+    /// A warning for the end of the run: each text once, 100 at most.
+    func note(_ text: String) {
+        if !collected.contains(text), collected.count < 100 { collected.append(text) }
+    }
 
     public func close() {
         if let instance { cls.pointee.destroy?(instance) }
@@ -297,7 +300,15 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
     override func emitted(port: Int, kind: String?, time: Double, _ fields: UnsafePointer<sg_value>?, _ count: UInt32)
         -> Int32
     {
-        guard let output = current, let kind, manifest.emitRefusal(port: port, kind: kind) == nil else { return -1 }
+        // A refused event is dropped: said at the end of the run (the plugin may not check what emit returns).
+        if let refusal = manifest.emitRefusal(port: port, kind: kind) {
+            note("\(refusal): the event was dropped")
+            return -1
+        }
+        guard let output = current, let kind else {
+            note("it emitted '\(kind ?? "")' outside handle_event and reset: the event was dropped")
+            return -1
+        }
         let event = CustomEvent(
             kind: EventKind(kind), node: name, time: time.isFinite ? time : nil, fields: parameterValues(fields, count))
         do { try output.emit(.custom(event), port: port) } catch {

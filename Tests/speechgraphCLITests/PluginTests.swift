@@ -386,6 +386,26 @@ import Testing
         }
     }
 
+    @Test("in a graph, an event a plugin node emits that the host refuses is dropped and said, exit 1")
+    func refusedEmitIsSaid() throws {
+        try compile(Self.fixture, "count.so", defines: ["EVENT_NODE", "BAD_EMIT_KIND", "IGNORE_REFUSAL"])
+        let speech = dir.path("c.wav")
+        try TestSpeech.synthesize("good morning", to: speech)
+        let graph = dir.path("count.graph")
+        try """
+        node speech = file.input { path: "\(speech)" }
+        node asr = recognizer { mode: utterance }
+        node c = fixture.count
+        node log = jsonl { path: "\(dir.path("count.jsonl"))" }
+        speech -> asr -> c -> log
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let r = try speechgraph(["run", graph])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(
+            r.stderr.contains("it emitted 'nope' on 'out', which declares only count: the event was dropped"),
+            "\(r.stderr)")
+    }
+
     @Test("plugin check gives an audio node that takes any channel count two: one that writes mono only fails")
     func stereoChecked() throws {
         let good = try speechgraph(["plugin", "check", try compile(Self.fixture, "pass.so", into: dir.path("st"))])
