@@ -1,4 +1,5 @@
 import CSpeechGraphPlugin
+import Dispatch
 import SpeechGraphCore
 import SpeechGraphSinks
 
@@ -192,6 +193,11 @@ public struct PluginValidator {
     }
 
     /// Runs `frames` frames through `instance` in blocks of `block`; the first problem with the output.
+    /// The longest one run of `drive` may take: far beyond what processing its audio takes, even on a busy
+    /// machine.
+    static let slowProcessSeconds = 5.0
+    static let tooSlow = "process is too slow"
+
     static func drive(
         _ cls: UnsafePointer<sg_node_class>, _ instance: UnsafeMutableRawPointer?, channels: Int,
         outChannels: Int, block: Int, frames: Int, signal: Signal, output: inout [Float]
@@ -205,11 +211,20 @@ public struct PluginValidator {
         var seed: UInt64 = 12345
         var done = 0
         output.removeAll(keepingCapacity: true)
+        let start = DispatchTime.now().uptimeNanoseconds
         while done < frames {
             let n = min(block, frames - done)
             signal.fill(input, n * channels, seed: &seed)
             out.initialize(repeating: .nan, count: n * outChannels)
             cls.pointee.process?(instance, input, out, UInt32(n))
+            // A fraction of a second of audio takes microseconds; seconds mean a process that waits or works far
+            // beyond its block (said now, not at the check's overall timeout).
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            if elapsed > slowProcessSeconds {
+                return String(
+                    format: "\(tooSlow): %.1f s for %d frames in blocks of %d (%.1f ms a call)", elapsed,
+                    done + n, block, 1000 * elapsed / Double(done / block + 1))
+            }
             for i in 0..<(n * outChannels) {
                 if !out[i].isFinite { return "its output holds \(out[i]) (frame \(done + i / outChannels))" }
             }
@@ -241,8 +256,10 @@ public struct PluginValidator {
         let rates = input.rate > 0 ? [input.rate] : Self.rates
         let t = node.typeName
         let host = TestHost(node)
+        // A process that is far too slow makes every other check as slow: the first says so, the rest are not run.
+        var tooSlow = false
 
-        for rate in rates {
+        for rate in rates where !tooSlow {
             check(
                 "\(t): \(rate) Hz, blocks of \(Self.blockSizes.map(String.init).joined(separator: ", ")) frames, "
                     + Signal.allCases.map(\.rawValue).joined(separator: ", ")
@@ -263,6 +280,7 @@ public struct PluginValidator {
                             cls, instance, channels: channels, outChannels: outChannels,
                             block: block, frames: max(block * 3, rate / 10), signal: signal, output: &out)
                         {
+                            tooSlow = p.hasPrefix(Self.tooSlow)
                             return "\(signal.rawValue) in blocks of \(block): \(p)"
                         }
                     }
@@ -271,6 +289,10 @@ public struct PluginValidator {
             }
         }
 
+        if tooSlow {
+            check("\(t): the other checks") { "not run: \(Self.tooSlow)" }
+            return
+        }
         let rate = rates.contains(16000) ? 16000 : rates[0]
         // An input that takes any channel count gets stereo in a graph (from a jack.input, a WAV): every channel
         // of every frame must be written (the output starts as NaN, so a sample left unwritten shows).

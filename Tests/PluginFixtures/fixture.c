@@ -4,7 +4,7 @@
 // bench builds 20), LOAD_LOG (appends a line to the file named
 // by $FIXTURE_LOAD_LOG each time the library is loaded), PORT_NAMES (audio ports named 'audio' and
 // 'processed'), NAN_OUTPUT (writes NaN), FRAMES_ONLY (writes only the first `frames` samples, not frames times
-// channels), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
+// channels), SLOW_PROCESS (sleeps 20 ms in each process call), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
 // for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
 // does not have, with FAIL_EVENT it fails on every final result, with FAIL_ON_LEVEL its input accepts results and
 // levels and it fails on a level, with IGNORE_REFUSAL it does not look at what emit returns).
@@ -72,6 +72,9 @@ static void pass_process(void *node, const float *input, float *output, uint32_t
 #ifdef MALLOC_IN_PROCESS
     void *volatile scratch = malloc(64);
     free(scratch);
+#endif
+#ifdef SLOW_PROCESS
+    usleep(20000);  // 20 ms a call, whatever the block
 #endif
 #ifdef FRAMES_ONLY
     uint32_t count = frames;  // the mistake: samples are frames times channels

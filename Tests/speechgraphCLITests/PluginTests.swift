@@ -386,6 +386,17 @@ import Testing
         }
     }
 
+    @Test("plugin check: a process that sleeps 20 ms a call fails as too slow within seconds, not at the timeout")
+    func slowProcess() throws {
+        let plugin = try compile(Self.fixture, "slow.so", defines: ["SLOW_PROCESS"], into: dir.path("slow"))
+        let check = try speechgraph(["plugin", "check", plugin])
+        #expect(check.status == 1, "\(check.stdout)")
+        #expect(check.stdout.contains("FAIL fixture.pass: 8000 Hz"), "\(check.stdout)")
+        #expect(check.stdout.contains("process is too slow: "), "\(check.stdout)")
+        #expect(check.stdout.contains("FAIL fixture.pass: the other checks: not run: process is too slow"))
+        #expect(!check.stdout.contains("did not finish within"), "\(check.stdout)")
+    }
+
     @Test("in a graph, an event a plugin node emits that the host refuses is dropped and said, exit 1")
     func refusedEmitIsSaid() throws {
         try compile(Self.fixture, "count.so", defines: ["EVENT_NODE", "BAD_EMIT_KIND", "IGNORE_REFUSAL"])
