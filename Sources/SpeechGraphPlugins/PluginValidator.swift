@@ -18,10 +18,16 @@ public struct PluginValidator {
     let starting: Report
     /// Type names already taken (the built-in node types): a plugin type of the same name is refused.
     let taken: Set<String>
+    /// Event kinds speechgraph's own node types define: a port that names another kind, one the plugin does not
+    /// add either, gets a note (a misspelling, or another plugin's kind). Empty: no notes.
+    let knownKinds: Set<String>
     private(set) var failures = 0
 
-    public init(taken: Set<String> = [], report: @escaping Report, starting: @escaping Report) {
+    public init(
+        taken: Set<String> = [], knownKinds: Set<String> = [], report: @escaping Report, starting: @escaping Report
+    ) {
         self.taken = taken
+        self.knownKinds = knownKinds
         self.report = report
         self.starting = starting
     }
@@ -70,6 +76,19 @@ public struct PluginValidator {
         for node in manifest.nodes where taken.contains(node.typeName) {
             failures += 1
             report("FAIL \(node.typeName): the type name clashes with the built-in node type '\(node.typeName)'")
+        }
+        if !knownKinds.isEmpty {
+            let own = Set(manifest.nodes.flatMap { $0.eventKinds.map(\.name) })
+            for node in manifest.nodes {
+                for port in node.ports where !port.isAudio {
+                    for kind in port.eventKinds ?? [] where !knownKinds.contains(kind) && !own.contains(kind) {
+                        report(
+                            "note \(node.typeName): '\(port.name)' \(port.isInput ? "accepts" : "emits") '\(kind)', "
+                                + "which neither speechgraph nor this plugin defines (a misspelling, or another "
+                                + "plugin's kind)")
+                    }
+                }
+            }
         }
         for node in manifest.nodes {
             guard let cls = library.nodeClass(node.typeName) else { continue }

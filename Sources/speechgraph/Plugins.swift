@@ -95,8 +95,9 @@ extension SpeechgraphCommand {
 
             /// The child's side: every check, one line each, flushed as it goes.
             func runChecks() -> Never {
+                let builtIn = BuiltinNodes.registry()
                 var validator = PluginValidator(
-                    taken: Set(BuiltinNodes.registry().types.keys),
+                    taken: Set(builtIn.types.keys), knownKinds: Set(builtIn.eventKinds.map(\.rawValue)),
                     report: { line in
                         print(line)
                         fflush(nil)

@@ -7,7 +7,8 @@
 // channels), SLOW_PROCESS (sleeps 20 ms in each process call), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
 // for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
 // does not have, with FAIL_EVENT it fails on every final result, with FAIL_ON_LEVEL its input accepts results and
-// levels and it fails on a level, with IGNORE_REFUSAL it does not look at what emit returns).
+// levels and it fails on a level, with IGNORE_REFUSAL it does not look at what emit returns, with MISSPELT_KIND its input
+// accepts 'levle').
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,9 @@ static int count_handle(void *node, uint32_t port, const sg_event *event, char *
 static const char *const count_kinds[] = {"count", NULL};
 #ifdef FAIL_ON_LEVEL
 static const char *const count_accepts[] = {"result", "level", NULL};
+#define COUNT_ACCEPTS count_accepts
+#elif defined(MISSPELT_KIND)
+static const char *const count_accepts[] = {"result", "levle", NULL};
 #define COUNT_ACCEPTS count_accepts
 #else
 #define COUNT_ACCEPTS NULL

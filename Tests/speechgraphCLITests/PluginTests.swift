@@ -372,6 +372,16 @@ import Testing
         let good = try compile(Self.fixture, "count.so", defines: ["EVENT_NODE"], into: dir.path("ev"))
         let passed = try speechgraph(["plugin", "check", good])
         #expect(passed.status == 0 && !passed.stdout.contains("FAIL"), "\(passed.stdout)")
+        #expect(!passed.stdout.contains("note"), "\(passed.stdout)")
+        // A kind nobody defines is no failure (another plugin may add it), but gets a note.
+        let misspelt = try compile(
+            Self.fixture, "misspelt.so", defines: ["EVENT_NODE", "MISSPELT_KIND"], into: dir.path("ev"))
+        let noted = try speechgraph(["plugin", "check", misspelt])
+        #expect(noted.status == 0, "\(noted.stdout)")
+        #expect(
+            noted.stdout.contains(
+                "note fixture.count: 'in' accepts 'levle', which neither speechgraph nor this plugin defines"),
+            "\(noted.stdout)")
         for (define, message) in [
             ("BAD_EMIT_KIND", "it emitted 'nope' on 'out', which declares only count (in a graph, that stops it)"),
             ("BAD_EMIT_PORT", "it emitted 'count' on port 3, but has 1 event output"),
