@@ -70,7 +70,9 @@ final class SignalHandling {
             source.setEventHandler { [target] in
                 status.clear()
                 if target.stop.isRequested {
-                    printError("speechgraph: stopping now")
+                    // Name what held the graph, when it is inside a node (a plugin's process that never returns).
+                    let busy = target.running.withLock { $0?.busyNode }
+                    printError("speechgraph: stopping now" + (busy.map { " (node '\($0)' had not returned)" } ?? ""))
                     _exit(128 + sig)
                 }
                 printError("speechgraph: stopping (finishing the results in flight; again to stop at once)")

@@ -4,7 +4,8 @@
 // bench builds 20), LOAD_LOG (appends a line to the file named
 // by $FIXTURE_LOAD_LOG each time the library is loaded), PORT_NAMES (audio ports named 'audio' and
 // 'processed'), NAN_OUTPUT (writes NaN), FRAMES_ONLY (writes only the first `frames` samples, not frames times
-// channels), SLOW_PROCESS (sleeps 20 ms in each process call), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
+// channels), SLOW_PROCESS (sleeps 20 ms in each process call), HANG_AT_22050 (process
+// never returns at 22050 Hz, after a line in $FIXTURE_LOAD_LOG), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
 // for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
 // does not have, with FAIL_EVENT it fails on every final result, with FAIL_ON_LEVEL its input accepts results and
 // levels and it fails on a level, with IGNORE_REFUSAL it does not look at what emit returns, with MISSPELT_KIND its input
@@ -44,6 +45,7 @@ __attribute__((constructor)) static void log_load(void) {
 typedef struct pass {
     float gain;
     uint32_t channels;
+    uint32_t rate;
 } pass;
 
 static void *pass_create(const sg_host *host, const sg_config *config, char *error, size_t error_size) {
@@ -65,6 +67,7 @@ static int pass_prepare(void *node, const sg_audio_setup *setup, char *error, si
     (void)error;
     (void)error_size;
     ((pass *)node)->channels = setup->input_channels;
+    ((pass *)node)->rate = setup->sample_rate;
     return 0;
 }
 
@@ -76,6 +79,18 @@ static void pass_process(void *node, const float *input, float *output, uint32_t
 #endif
 #ifdef SLOW_PROCESS
     usleep(20000);  // 20 ms a call, whatever the block
+#endif
+#ifdef HANG_AT_22050
+    // Never returns at 22050 Hz (validation runs it at other rates): says so in $FIXTURE_LOAD_LOG first.
+    if (p->rate == 22050) {
+        const char *mark = getenv("FIXTURE_LOAD_LOG");
+        FILE *f = mark ? fopen(mark, "a") : NULL;
+        if (f) {
+            fputs("hanging\n", f);
+            fclose(f);
+        }
+        for (;;) sleep(1);
+    }
 #endif
 #ifdef FRAMES_ONLY
     uint32_t count = frames;  // the mistake: samples are frames times channels

@@ -407,6 +407,43 @@ import Testing
         #expect(!check.stdout.contains("did not finish within"), "\(check.stdout)")
     }
 
+    @Test("a plugin node whose process never returns holds the graph: the second SIGTERM ends it and names the node")
+    func hangIsNamed() throws {
+        try compile(Self.fixture, "hang.so", defines: ["HANG_AT_22050"])
+        let wav = dir.path("t22.wav")
+        try TestSpeech.sox(["-n", "-r", "22050", "-c", "1", "-b", "16", wav, "synth", "2", "sine", "440"])
+        let graph = dir.path("hang.graph")
+        try """
+        node tone = file.input { path: "\(wav)" }
+        node p = fixture.pass
+        node rec = tap.record { path: "\(dir.path("out.wav"))" }
+        tone -> p -> rec
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let mark = dir.path("hang.log")
+        let errPath = dir.path("hang.err")
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        let process = Process()
+        process.executableURL = TestPaths.binary
+        process.arguments = ["run", graph]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }.merging([
+            "FIXTURE_LOAD_LOG": mark
+        ]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        func stderr() -> String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+        // Once the node is inside its process, never to return.
+        Run.wait(for: process, seconds: 120) { Run.lines(of: mark).contains("hanging") }
+        #expect(Run.lines(of: mark).contains("hanging"), "\(stderr())")
+        kill(process.processIdentifier, SIGTERM)
+        Run.wait(for: process, seconds: 60) { stderr().contains("speechgraph: stopping (") }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 128 + SIGTERM, "\(stderr())")
+        #expect(stderr().contains("speechgraph: stopping now (node 'p' had not returned)"), "\(stderr())")
+    }
+
     @Test("in a graph, an event a plugin node emits that the host refuses is dropped and said, exit 1")
     func refusedEmitIsSaid() throws {
         try compile(Self.fixture, "count.so", defines: ["EVENT_NODE", "BAD_EMIT_KIND", "IGNORE_REFUSAL"])

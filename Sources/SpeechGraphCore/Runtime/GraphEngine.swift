@@ -28,6 +28,9 @@ final class GraphEngine {
     private var audioOutputs: [[Bool]] = []
     /// Streams of events handed out by `RunningGraph.events(of:)`: by node index, or all nodes (`nil`).
     private let observers = Mutex<[Int?: [AsyncStream<GraphEvent>.Continuation]]>([:])
+    /// The node the graph thread is inside now (the innermost, as nodes call on into the next), or -1: read from
+    /// any thread to name a node that does not return (a plugin's process that hangs).
+    let busy = Atomic<Int>(-1)
     /// Set once any observer exists, so that graphs nobody watches never take the lock.
     private let observed = Atomic<Bool>(false)
     /// Called with each event no node takes (`RunningGraph.Options.unrouted`).
@@ -158,6 +161,8 @@ final class GraphEngine {
 
     func deliver(_ block: AudioBlock, from node: Int, port: Int) throws {
         for target in routes[node][port] where !finished[target.node] {
+            let outer = busy.exchange(target.node, ordering: .relaxed)
+            defer { busy.store(outer, ordering: .relaxed) }
             try nodes[target.node].process(block, port: target.port, output: output(target.node))
         }
     }
@@ -182,6 +187,8 @@ final class GraphEngine {
         var taken = false
         for target in routes[node][port] where !finished[target.node] && target.accepts.contains(event.kind) {
             taken = true
+            let outer = busy.exchange(target.node, ordering: .relaxed)
+            defer { busy.store(outer, ordering: .relaxed) }
             try nodes[target.node].handle(event, port: target.port, output: output(target.node))
         }
         if !taken, let unrouted { unrouted(plan.nodes[node].name, event) }

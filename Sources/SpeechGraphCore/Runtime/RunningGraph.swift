@@ -202,6 +202,13 @@ public final class RunningGraph: @unchecked Sendable {
         return stream
     }
 
+    /// The node the graph thread is inside now (processing a block or handling an event), if any: what holds
+    /// a graph that does not stop (a plugin node whose process never returns). Any thread.
+    public var busyNode: String? {
+        let i = engine.busy.load(ordering: .relaxed)
+        return plan.nodes.indices.contains(i) ? plan.nodes[i].name : nil
+    }
+
     /// The writing end of the `push.input` node called `name`: feed it audio from outside.
     public func input(named name: String) -> AudioPusher? {
         guard let index = plan.index(of: name) else { return nil }
