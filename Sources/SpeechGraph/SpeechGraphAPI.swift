@@ -116,14 +116,14 @@ public final class SpeechGraph: Sendable {
         guard types[node] == "recognizer" else {
             throw Error.noSuchNode(
                 types[node].map { "node '\(node)' is a \($0), not a recognizer" }
-                    ?? "no recognizer named '\(node)' in the graph")
+                    ?? "no node named '\(node)' in the graph")
         }
         let running = self.running
         let outcomes = await Task.detached {
             running.reloadModels(parameters: [node: ["lm": .string(lm), "weight": .number(weight)]])
         }.value
         if let failure = outcomes.first(where: { $0.node == node })?.failure {
-            throw Error.failed("\(node): the language model could not be loaded: \(failure)")
+            throw Error.failed("\(node): the language model was not taken: \(failure)")
         }
     }
 

@@ -123,7 +123,8 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
     /// Whether a problem may go away while the file stays the same (a library it needs installed, the library
     /// path set, what its `init` looks for put in place): such a problem is not cached.
     static func mayPassLater(_ problem: String) -> Bool {
-        problem.hasPrefix(notLoaded) || problem == initRefused
+        // A library it needs that the loader cannot find (not a file that is no library at all).
+        problem.hasPrefix(notLoaded) && problem.contains("cannot open shared object file") || problem == initRefused
     }
 }
 

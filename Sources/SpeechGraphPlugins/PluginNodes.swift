@@ -111,7 +111,8 @@ public class PluginNodeBase {
     let name: String
     private(set) var host: UnsafeMutablePointer<sg_host>?
     var instance: UnsafeMutableRawPointer?
-    private(set) var collected: [String] = []
+    /// Its warnings: `host->warn` and refused emits may come from any thread the plugin calls from.
+    private let collected = Mutex<[String]>([])
 
     init(cls: UnsafePointer<sg_node_class>, context: NodeContext) throws {
         self.cls = cls
@@ -158,11 +159,13 @@ public class PluginNodeBase {
     { -1 }
 
     /// The plugin's warnings (the graph names the node).
-    public var warnings: [String] { collected }
+    public var warnings: [String] { collected.withLock { $0 } }
 
     /// A warning for the end of the run: each text once, 100 at most.
     func note(_ text: String) {
-        if !collected.contains(text), collected.count < 100 { collected.append(text) }
+        collected.withLock { all in
+            if !all.contains(text), all.count < 100 { all.append(text) }
+        }
     }
 
     public func close() {

@@ -151,12 +151,16 @@ public final class VADNode: GraphNode {
         }
         try detector.process(samples) { event in try self.report(event, output) }
         try flushKnownSpeech(output)
-        // No onset can be found before the timeout any more, and none was: nobody spoke in time.
-        if noSpeechPending && detector.onsetFloor >= noSpeechSamples, let origin {
-            noSpeechPending = false
-            let time = Double(origin + noSpeechSamples) / Double(VoiceActivityDetector.sampleRate)
-            try output.emit(.custom(CustomEvent(kind: .noSpeech, node: name, time: time)), port: 1)
-        }
+        try reportNoSpeech(when: detector.onsetFloor >= noSpeechSamples, output)
+    }
+
+    /// `noSpeech`, once, when `decided`: no onset can be found before the timeout any more, and none was. Checked
+    /// at every frame and before an onset, so the same audio gives the same events whatever the block size.
+    private func reportNoSpeech(when decided: @autoclosure () -> Bool, _ output: NodeOutput) throws {
+        guard noSpeechPending, decided(), let origin else { return }
+        noSpeechPending = false
+        let time = Double(origin + noSpeechSamples) / Double(VoiceActivityDetector.sampleRate)
+        try output.emit(.custom(CustomEvent(kind: .noSpeech, node: name, time: time)), port: 1)
     }
 
     public func finish(output: NodeOutput) throws {
@@ -186,6 +190,8 @@ public final class VADNode: GraphNode {
         let rate = Double(VoiceActivityDetector.sampleRate)
         switch event {
         case .started(let sample):
+            // Speech that starts after the timeout comes after the noSpeech it missed.
+            try reportNoSpeech(when: sample >= noSpeechSamples, output)
             noSpeechPending = false
             try output.emit(.speechStarted(node: name, time: Double(origin + sample) / rate), port: 1)
             let preRoll = Int64((settings.preRoll * rate).rounded())
@@ -200,7 +206,7 @@ public final class VADNode: GraphNode {
         case .resumed(let sample):
             try output.emit(.speechResumed(node: name, time: Double(origin + sample) / rate), port: 1)
         case .frame:
-            break
+            try reportNoSpeech(when: detector.onsetFloor >= noSpeechSamples, output)
         }
     }
 

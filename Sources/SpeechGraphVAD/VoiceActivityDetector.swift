@@ -254,7 +254,10 @@ public final class VoiceActivityDetector {
     public var onsetFloor: Int64 {
         if regionOpen { return regionStartSample }
         let undecided = max(0, frameCount - Self.smoothing - 4)
-        return Self.firstSample(ofFrame: min(runStart ?? undecided, undecided))
+        // A burst's onset reaches back at most `maxBacktrack` frames from the frame that confirms it: noise that
+        // hovers between the thresholds does not hold the floor back for ever.
+        let burst = runStart.map { max($0, undecided - Self.maxBacktrack) } ?? undecided
+        return Self.firstSample(ofFrame: max(0, min(burst, undecided)))
     }
 
     /// Feeds samples (16 kHz, mono, -1...1). Events are handed to `handler` as they are decided.

@@ -162,6 +162,23 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         #expect(noSpeech(plain).isEmpty)
         let late = try VADHarness.run(file: path, block: 333, parameters: "no-speech: \(onset + 1) s").events
         #expect(noSpeech(late).isEmpty, "\(late)")
+        // Around the vad's own onset: just after it, no noSpeech; just before it, noSpeech and then the speech.
+        // The same whatever the block size (a block that holds both used to lose the noSpeech).
+        guard case .speechStarted(_, let start)? = plain.first(where: { $0.kind == .speechStarted }) else {
+            Issue.record("no speech in \(plain)")
+            return
+        }
+        for block in [32, 333, 4096] {
+            let after = try VADHarness.run(file: path, block: block, parameters: "no-speech: \(start + 0.02) s").events
+            #expect(noSpeech(after).isEmpty, "block \(block): \(after)")
+            let before = try VADHarness.run(file: path, block: block, parameters: "no-speech: \(start - 0.02) s")
+                .events
+            let said = noSpeech(before)
+            #expect(said.count == 1, "block \(block): \(before)")
+            let first = before.firstIndex { $0.kind == .speechStarted }
+            #expect(said.first.map(\.index) ?? .max < first ?? -1, "block \(block): \(before)")
+            #expect(before.filter { $0.kind != .noSpeech } == plain)
+        }
     }
 
     /// A stream that ends in the middle of speech closes its region at the last sample.

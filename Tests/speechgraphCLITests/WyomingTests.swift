@@ -340,6 +340,9 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         let r = try #require(answered.first)
         #expect(r["error"] is NSNull, "\(r)")
         #expect(!((r["text"] as? String) ?? "").isEmpty, "\(r)")
+        // It was max-utterance, not a pause: the default graph (30 s) leaves the same stream unanswered.
+        let unanswered = try Peer.transcribe(server.uri, [endless], options: ["--hold", "--timeout", "8"])
+        #expect(unanswered.first?["text"] is NSNull, "\(unanswered)")
     }
 
     @Test("hostile clients: bounded frames, bad JSON, garbage, busy, idle, vanishing, 1000 fuzzed frames")

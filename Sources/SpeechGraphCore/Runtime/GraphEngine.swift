@@ -27,7 +27,12 @@ final class GraphEngine {
     private var prepareOrder: [Int] = []
     private var audioOutputs: [[Bool]] = []
     /// Streams of events handed out by `RunningGraph.events(of:)`: by node index, or all nodes (`nil`).
-    private let observers = Mutex<[Int?: [AsyncStream<GraphEvent>.Continuation]]>([:])
+    private let observers = Mutex<Observers>(Observers())
+    private struct Observers {
+        var streams: [Int?: [AsyncStream<GraphEvent>.Continuation]] = [:]
+        /// The graph has ended: a stream asked for now ends at once.
+        var ended = false
+    }
     /// The node the graph thread is inside now (the innermost, as nodes call on into the next), or -1: read from
     /// any thread to name a node that does not return (a plugin's process that hangs).
     let busy = Atomic<Int>(-1)
@@ -138,6 +143,8 @@ final class GraphEngine {
     func finishNode(_ i: Int) throws {
         guard !finished[i] else { return }
         finished[i] = true
+        let outer = busy.exchange(i, ordering: .relaxed)
+        defer { busy.store(outer, ordering: .relaxed) }
         try nodes[i].finish(output: output(i))
         for d in downstream[i] {
             finishedUpstream[d] += 1
@@ -170,6 +177,8 @@ final class GraphEngine {
     func deliverDiscontinuity(from node: Int) throws {
         for (port, isAudio) in audioOutputs[node].enumerated() where isAudio {
             for target in routes[node][port] where !finished[target.node] {
+                let outer = busy.exchange(target.node, ordering: .relaxed)
+                defer { busy.store(outer, ordering: .relaxed) }
                 try nodes[target.node].discontinuity(port: target.port, output: output(target.node))
             }
         }
@@ -178,8 +187,8 @@ final class GraphEngine {
     func deliver(_ event: GraphEvent, from node: Int, port: Int) throws {
         if observed.load(ordering: .acquiring) {
             observers.withLock { observers in
-                for c in observers[node] ?? [] { c.yield(event) }
-                for c in observers[nil] ?? [] { c.yield(event) }
+                for c in observers.streams[node] ?? [] { c.yield(event) }
+                for c in observers.streams[nil] ?? [] { c.yield(event) }
             }
         }
         // An input gets only the kinds it accepts (a port may carry more: `vad.events` into a recognizer's
@@ -196,15 +205,21 @@ final class GraphEngine {
 
     /// Any thread: `continuation` receives every event node `index` emits (every node's, for `nil`).
     func observe(_ index: Int?, _ continuation: AsyncStream<GraphEvent>.Continuation) {
-        observers.withLock { $0[index, default: []].append(continuation) }
-        observed.store(true, ordering: .releasing)
+        let ended = observers.withLock { observers in
+            if !observers.ended { observers.streams[index, default: []].append(continuation) }
+            return observers.ended
+        }
+        if ended { continuation.finish() } else { observed.store(true, ordering: .releasing) }
     }
 
     /// Any thread: ends every stream handed out; later ones end at once.
     func endObservers() {
         let all = observers.withLock { observers in
-            defer { observers.removeAll() }
-            return observers.values.flatMap { $0 }
+            defer {
+                observers.streams.removeAll()
+                observers.ended = true
+            }
+            return observers.streams.values.flatMap { $0 }
         }
         for c in all { c.finish() }
     }

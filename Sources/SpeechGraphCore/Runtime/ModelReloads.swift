@@ -19,13 +19,24 @@ public final class ModelReloads: Sendable {
     /// Asks for a reload; `parameters` (by node name) replace those nodes' parameters from now on. Every
     /// observer is called, on this thread, with all the parameters given so far; returns when they return, with
     /// each reloading node's outcome.
+    /// A node whose new models could not be loaded keeps its earlier parameters: the values it refused are not
+    /// asked for again by the next request.
     @discardableResult
     public func request(parameters: [String: [String: ParameterValue]] = [:]) -> [(node: String, failure: String?)] {
-        let (observers, all) = state.withLock { s -> ([Observer], [String: [String: ParameterValue]]) in
+        let (observers, all, before) = state.withLock {
+            s -> ([Observer], [String: [String: ParameterValue]], [String: [String: ParameterValue]]) in
+            let before = s.parameters
             for (node, values) in parameters { s.parameters[node, default: [:]].merge(values) { $1 } }
-            return (s.observers, s.parameters)
+            return (s.observers, s.parameters, before)
         }
-        return observers.map { $0(all) }
+        let outcomes = observers.map { $0(all) }
+        let refused = outcomes.filter { $0.failure != nil && parameters[$0.node] != nil }.map(\.node)
+        if !refused.isEmpty {
+            state.withLock { s in
+                for node in refused { s.parameters[node] = before[node] }
+            }
+        }
+        return outcomes
     }
 
     /// Called on every request (a node that reloads starts loading from it).

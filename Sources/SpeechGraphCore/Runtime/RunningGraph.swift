@@ -124,11 +124,9 @@ public final class RunningGraph: @unchecked Sendable {
             phase = .ended
             return true
         }
-        if neverStarted {
-            // Nothing ran: no sink wrote, so the files they would rewrite stay as they were.
-            engine.closeAll()
-            engine.endObservers()
-        }
+        // Nothing ran: its event sequences end now. Its nodes are closed with the graph (no sink wrote, so the
+        // files they would rewrite stay as they were); the engine stays the creating thread's until then.
+        if neverStarted { engine.endObservers() }
         resources.wake.post()
     }
 

@@ -283,7 +283,7 @@ typedef const sg_plugin *(*sg_plugin_entry_fn)(void);
    *speechgraph_plugin_entry(void) { ... }`. Declared here with C linkage, so that in a C++ plugin the
    definition keeps the name the host looks for even without `SG_EXTERN_C` (not a mangled one), and a C plugin
    built with -Wmissing-prototypes gets no warning. Swift plugins define it with
-   `@_cdecl("speechgraph_plugin_entry")` and do not see this declaration. */
+   `@_cdecl("speechgraph_plugin_entry")` under another Swift name (`entry`), beside the imported declaration. */
 #ifndef SG_NO_ENTRY_PROTOTYPE
 SG_EXTERN_C SG_EXPORT const sg_plugin *speechgraph_plugin_entry(void);
 #endif
