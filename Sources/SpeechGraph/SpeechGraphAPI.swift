@@ -113,7 +113,7 @@ public final class SpeechGraph: Sendable {
     /// the graph (nothing is reloaded), and ``Error/failed(_:)`` with the reason when the model could not be
     /// loaded (the recognizer keeps its model).
     public func setLanguageModel(_ lm: String, weight: Double = 1, node: String = "asr") async throws {
-        guard types[node] == "recognizer" else {
+        guard types[node] == RecognizerNode.descriptor.typeName else {
             throw Error.noSuchNode(
                 types[node].map { "node '\(node)' is a \($0), not a recognizer" }
                     ?? "no node named '\(node)' in the graph")

@@ -102,10 +102,7 @@ public final class WyomingSink: GraphNode {
         guard !done else { return }
         if case .custom(let e) = event, e.kind == .noSpeech {
             // Nobody has spoken: the client need not wait for its audio-stop to hear that.
-            if endpoint && finals.isEmpty && !outlet.inputComplete() {
-                complete()
-                outlet.endpoint()
-            }
+            if finals.isEmpty { answerBeforeAudioStop() }
             return
         }
         guard case .result(let t) = event else { return }
@@ -130,10 +127,15 @@ public final class WyomingSink: GraphNode {
             finals.append(t.text)
         }
         committed = sent.count
-        if endpoint && !words.isEmpty && !outlet.inputComplete() {
-            complete()
-            outlet.endpoint()
-        }
+        if !words.isEmpty { answerBeforeAudioStop() }
+    }
+
+    /// With 'endpoint', while the client still sends: the transcript goes out now, and the rest of the audio is
+    /// not needed.
+    private func answerBeforeAudioStop() {
+        guard endpoint && !outlet.inputComplete() else { return }
+        complete()
+        outlet.endpoint()
     }
 
     public func finish(output: NodeOutput) throws { complete() }

@@ -48,6 +48,18 @@ import Testing
         return out
     }
 
+    /// A graph file `name`: `input` through a `fixture.pass` node called `p` (with `parameters`), recorded to `output`.
+    func passGraph(_ name: String, from input: String, to output: String, parameters: String = "") throws -> String {
+        let graph = dir.path(name)
+        try """
+        node tone = file.input { path: "\(input)" }
+        node p = fixture.pass \(parameters)
+        node rec = tap.record { path: "\(output)" }
+        tone -> p -> rec
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        return graph
+    }
+
     func speechgraph(_ arguments: [String], extra: [String: String] = [:]) throws -> ProcessResult {
         try Run.speechgraph(arguments, environment: environment.merging(extra) { $1 })
     }
@@ -215,13 +227,7 @@ import Testing
         #expect(warnings.count == 1, "\(nodes.stderr)", sourceLocation: sourceLocation)
         #expect(warnings.first?.contains(message) == true, "\(nodes.stderr)", sourceLocation: sourceLocation)
         // A graph that names its type: the type is unknown, and the warning says why.
-        let graph = dir.path("uses.graph")
-        try """
-        node tone = file.input { path: "\(dir.path("none.wav"))" }
-        node p = fixture.pass
-        node rec = tap.record { path: "\(dir.path("x.wav"))" }
-        tone -> p -> rec
-        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let graph = try passGraph("uses.graph", from: dir.path("none.wav"), to: dir.path("x.wav"))
         let uses = try speechgraph(["check", graph])
         #expect(uses.status == 2, sourceLocation: sourceLocation)
         #expect(
@@ -322,13 +328,7 @@ import Testing
         // A graph that uses it loads it in the running process too, and runs it.
         let input = dir.path("tone.wav")
         try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", input, "synth", "0.5", "sine", "440", "vol", "0.5"])
-        let graph = dir.path("pass.graph")
-        try """
-        node tone = file.input { path: "\(input)" }
-        node p = fixture.pass { gain: 0.5 }
-        node rec = tap.record { path: "\(dir.path("x.wav"))" }
-        tone -> p -> rec
-        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let graph = try passGraph("pass.graph", from: input, to: dir.path("x.wav"), parameters: "{ gain: 0.5 }")
         let run = try speechgraph(["run", graph], extra: extra)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(Run.lines(of: loads).count == 3)
@@ -412,13 +412,7 @@ import Testing
         try compile(Self.fixture, "hang.so", defines: ["HANG_AT_22050"])
         let wav = dir.path("t22.wav")
         try TestSpeech.sox(["-n", "-r", "22050", "-c", "1", "-b", "16", wav, "synth", "2", "sine", "440"])
-        let graph = dir.path("hang.graph")
-        try """
-        node tone = file.input { path: "\(wav)" }
-        node p = fixture.pass
-        node rec = tap.record { path: "\(dir.path("out.wav"))" }
-        tone -> p -> rec
-        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let graph = try passGraph("hang.graph", from: wav, to: dir.path("out.wav"))
         let mark = dir.path("hang.log")
         let errPath = dir.path("hang.err")
         FileManager.default.createFile(atPath: errPath, contents: nil)
@@ -496,13 +490,7 @@ import Testing
 
         let nanDir = dir.path("nan")
         try compile(Self.fixture, "nan.so", defines: ["NAN_OUTPUT"], into: nanDir)
-        let plain = dir.path("plain.graph")
-        try """
-        node speech = file.input { path: "\(speech)" }
-        node p = fixture.pass
-        node rec = tap.record { path: "\(dir.path("nan.wav"))" }
-        speech -> p -> rec
-        """.write(toFile: plain, atomically: true, encoding: .utf8)
+        let plain = try passGraph("plain.graph", from: speech, to: dir.path("nan.wav"))
         let nan = try speechgraph(["run", "--plugin-path", nanDir, plain])
         #expect(nan.status == 1)
         #expect(nan.stderr.contains("warning: node 'p': its output: "), "\(nan.stderr)")

@@ -7,6 +7,16 @@ import Testing
 @Suite struct SwiftAPITests {
     let dir = TemporaryDirectory()
 
+    /// `text` synthesised into `file`, read whole into one buffer, as an app reads a file with AVFAudio.
+    func synthesizedBuffer(_ text: String, file: String) throws -> AVAudioPCMBuffer {
+        let wav = dir.path(file)
+        try TestSpeech.synthesize(text, to: wav)
+        let audio = try AVAudioFile(forReading: URL(fileURLWithPath: wav))
+        let buffer = try #require(AVAudioPCMBuffer(pcmFormat: audio.processingFormat, frameCapacity: 1 << 20))
+        try audio.read(into: buffer)
+        return buffer
+    }
+
     @Test("a graph file's results as an AsyncSequence: volatile then final, runs with times and confidences")
     func resultsOfAGraphFile() async throws {
         let wav = dir.path("call.wav")
@@ -187,11 +197,7 @@ import Testing
 
     @Test("Apple's shape: an analyzer made with its input sequence analyses it; a locale with no model is an error")
     func appleShapeAutonomousAndLocale() async throws {
-        let wav = dir.path("a.wav")
-        try TestSpeech.synthesize("good morning", to: wav)
-        let audio = try AVAudioFile(forReading: URL(fileURLWithPath: wav))
-        let buffer = try #require(AVAudioPCMBuffer(pcmFormat: audio.processingFormat, frameCapacity: 1 << 20))
-        try audio.read(into: buffer)
+        let buffer = try synthesizedBuffer("good morning", file: "a.wav")
         let transcriber = SpeechTranscriber(locale: Locale(identifier: "en_US"), preset: .offlineTranscription)
         let (sequence, builder) = AsyncStream.makeStream(of: AnalyzerInput.self)
         let analyzer = SpeechAnalyzer(inputSequence: sequence, modules: [transcriber])
@@ -234,11 +240,7 @@ import Testing
 
     @Test("Apple's shape: SpeechTranscriber's options (alternatives), and a transcript's span for a time range")
     func appleShapeOptionsAndTimeRanges() async throws {
-        let wav = dir.path("o.wav")
-        try TestSpeech.synthesize("please call my mother", to: wav)
-        let audio = try AVAudioFile(forReading: URL(fileURLWithPath: wav))
-        let buffer = try #require(AVAudioPCMBuffer(pcmFormat: audio.processingFormat, frameCapacity: 1 << 20))
-        try audio.read(into: buffer)
+        let buffer = try synthesizedBuffer("please call my mother", file: "o.wav")
         let transcriber = SpeechTranscriber(
             locale: Locale(identifier: "en_US"), transcriptionOptions: [],
             reportingOptions: [.volatileResults, .alternativeTranscriptions], attributeOptions: [.audioTimeRange])
