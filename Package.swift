@@ -47,9 +47,12 @@ let package = Package(
         .target(name: "SpeechGraphVAD", dependencies: ["SpeechGraphCore", "CFFTW"]),
         // The plugin ABI: one C header, speechgraph/plugin.h (installed by `make install`).
         .target(name: "CSpeechGraphPlugin"),
+        // Names the plugin node a crash happened in: a per-thread mark around each call into a plugin.
+        .target(name: "CPluginGuard"),
         // Plugin loading: search path, validation in a child process, cache, plugin node types.
         .target(
-            name: "SpeechGraphPlugins", dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSpeechGraphPlugin"]),
+            name: "SpeechGraphPlugins",
+            dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSpeechGraphPlugin", "CPluginGuard"]),
         // For plugins in Swift: the exported ABI version (C) and the Swift layer over the ABI.
         .target(name: "SpeechGraphPluginABI", dependencies: ["CSpeechGraphPlugin"]),
         .target(name: "SpeechGraphPluginKit", dependencies: ["CSpeechGraphPlugin", "SpeechGraphPluginABI"]),

@@ -1,3 +1,4 @@
+import CPluginGuard
 import CSpeechGraphPlugin
 import SpeechGraphCore
 import SpeechGraphSinks
@@ -35,8 +36,8 @@ extension NodeManifest {
                 throw SpeechGraphError("plugin \(path) no longer offers node type '\(manifest.typeName)'")
             }
             switch manifest.kind {
-            case .audio: return try PluginAudioNode(cls: cls, manifest: manifest, context: context)
-            case .event: return try PluginEventNode(cls: cls, manifest: manifest, context: context)
+            case .audio: return try PluginAudioNode(cls: cls, manifest: manifest, path: path, context: context)
+            case .event: return try PluginEventNode(cls: cls, manifest: manifest, path: path, context: context)
             }
         }
     }
@@ -106,17 +107,22 @@ func parameterValues(_ values: UnsafePointer<sg_value>?, _ count: UInt32) -> [St
 }
 
 /// What every plugin node does: make the C instance with its configuration, collect its warnings, free it.
+/// Every call into the plugin is marked (`guarded`), so that a crash in it names the node and the call.
 public class PluginNodeBase {
     let cls: UnsafePointer<sg_node_class>
     let name: String
+    /// "node 'g' (gate, plugin /path/gate.so)": what a crash inside one of its calls prints (CPluginGuard).
+    let crashLabel: UnsafeMutablePointer<CChar>
     private(set) var host: UnsafeMutablePointer<sg_host>?
     var instance: UnsafeMutableRawPointer?
     /// Its warnings: `host->warn` and refused emits may come from any thread the plugin calls from.
     private let collected = Mutex<[String]>([])
 
-    init(cls: UnsafePointer<sg_node_class>, context: NodeContext) throws {
+    init(cls: UnsafePointer<sg_node_class>, typeName: String, path: String, context: NodeContext) throws {
         self.cls = cls
         name = context.config.name
+        crashLabel = strdup("node '\(name)' (\(typeName), plugin \(path))")!
+        sg_guard_install()
         let host = UnsafeMutablePointer<sg_host>.allocate(capacity: 1)
         self.host = host
         host.initialize(to: sg_host())
@@ -139,13 +145,31 @@ public class PluginNodeBase {
         c.values = UnsafePointer(config.values)
         c.value_count = UInt32(config.count)
         var error = [CChar](repeating: 0, count: 512)
-        guard let create = cls.pointee.create, let made = create(host, &c, &error, error.count) else {
+        let made = cls.pointee.create.flatMap { create in
+            Self.guarded(crashLabel, SG_GUARD_CREATE) { create(host, &c, &error, error.count) }
+        }
+        guard let made else {
             self.host = nil
             host.deallocate()
             throw SpeechGraphError(
                 "could not be made: \(Self.sentence(error, or: "its plugin gave no reason"))")
         }
         instance = made
+    }
+
+    /// Runs `body`, a call into the plugin, with the calling thread marked as inside `call` of this node.
+    @inline(__always)
+    static func guarded<T>(_ label: UnsafePointer<CChar>, _ call: sg_guard_call, _ body: () throws -> T) rethrows
+        -> T
+    {
+        let previous = sg_guard_enter(label, call)
+        defer { sg_guard_leave(previous) }
+        return try body()
+    }
+
+    @inline(__always)
+    func guarded<T>(_ call: sg_guard_call, _ body: () throws -> T) rethrows -> T {
+        try Self.guarded(crashLabel, call, body)
     }
 
     static func sentence(_ buffer: [CChar], or fallback: String) -> String {
@@ -168,8 +192,13 @@ public class PluginNodeBase {
         }
     }
 
+    /// The plugin's `reset`, if it has one.
+    func reset() {
+        if let instance, let reset = cls.pointee.reset { guarded(SG_GUARD_RESET) { reset(instance) } }
+    }
+
     public func close() {
-        if let instance { cls.pointee.destroy?(instance) }
+        if let instance, let destroy = cls.pointee.destroy { guarded(SG_GUARD_DESTROY) { destroy(instance) } }
         instance = nil
     }
 
@@ -188,6 +217,7 @@ public class PluginNodeBase {
     deinit {
         close()
         host?.deallocate()
+        free(crashLabel)
     }
 }
 
@@ -197,6 +227,8 @@ struct HandedOff: @unchecked Sendable {
     var cls: UnsafePointer<sg_node_class>
     var instance: UnsafeMutableRawPointer?
     var host: UnsafeMutablePointer<sg_host>?
+    /// What the real-time thread calls: the plugin's `process` and instance, and its own copy of the crash label.
+    var processor: UnsafeMutablePointer<sg_guarded_processor>
 }
 
 /// An audio node from a plugin (SG_NODE_AUDIO): `process` on every block, into a buffer sized when the
@@ -216,7 +248,7 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         super.warnings + (sampleGuard.warning.map { ["its output: \($0)"] } ?? [])
     }
 
-    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, context: NodeContext) throws {
+    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, path: String, context: NodeContext) throws {
         // Its one audio input and one audio output (the manifest checked that), whatever their names.
         let inName = manifest.ports.first { $0.isAudio && $0.isInput }?.name ?? "in"
         let outName = manifest.ports.first { $0.isAudio && !$0.isInput }?.name ?? "out"
@@ -228,12 +260,14 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         maxFrames = max(1, context.maxBlockFrames)
         output = .allocate(capacity: maxFrames * out.channelCount)
         output.initialize(repeating: 0, count: maxFrames * out.channelCount)
-        try super.init(cls: cls, context: context)
+        try super.init(cls: cls, typeName: manifest.typeName, path: path, context: context)
         var setup = sg_audio_setup(
             sample_rate: UInt32(input.sampleRate), input_channels: UInt32(input.channelCount),
             output_channels: UInt32(out.channelCount), max_frames: UInt32(maxFrames))
         var error = [CChar](repeating: 0, count: 512)
-        if let prepare = cls.pointee.prepare, prepare(instance, &setup, &error, error.count) != 0 {
+        if let prepare = cls.pointee.prepare,
+            guarded(SG_GUARD_PREPARE, { prepare(instance, &setup, &error, error.count) }) != 0
+        {
             close()
             throw SpeechGraphError(
                 "could not be prepared: \(Self.sentence(error, or: "its plugin gave no reason"))")
@@ -242,15 +276,28 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
             let source = context.sources[inName], source.consumers == 1,
             let host = context.resources.realtimeHost(for: source.node)
         {
+            // Called through sg_guarded_process, which marks the real-time thread (no allocation, no lock).
+            let guardedProcessor = UnsafeMutablePointer<sg_guarded_processor>.allocate(capacity: 1)
+            guardedProcessor.initialize(
+                to: sg_guarded_processor(process: process, instance: instance, node: UnsafePointer(strdup(crashLabel))))
+            let given = HandedOff(cls: cls, instance: instance, host: self.host, processor: guardedProcessor)
             let processor = RealtimeProcessor(
-                function: process, instance: instance, channels: input.channelCount, maxFrames: maxFrames,
-                release: { [given = HandedOff(cls: cls, instance: instance, host: self.host)] in
-                    if let instance = given.instance { given.cls.pointee.destroy?(instance) }
+                function: sg_guarded_process, instance: UnsafeMutableRawPointer(guardedProcessor),
+                channels: input.channelCount, maxFrames: maxFrames,
+                release: {
+                    if let instance = given.instance, let destroy = given.cls.pointee.destroy {
+                        Self.guarded(given.processor.pointee.node, SG_GUARD_DESTROY) { destroy(instance) }
+                    }
                     given.host?.deallocate()
+                    free(UnsafeMutablePointer(mutating: given.processor.pointee.node))
+                    given.processor.deallocate()
                 })
             if host.host(processor) {
                 _ = handOff()
                 isHostedInRealtime = true
+            } else {
+                free(UnsafeMutablePointer(mutating: guardedProcessor.pointee.node))
+                guardedProcessor.deallocate()
             }
         }
     }
@@ -266,7 +313,7 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         let inChannels = block.format.channelCount
         while start < frames {
             let n = min(maxFrames, frames - start)
-            process(instance, base + start * inChannels, output, UInt32(n))
+            guarded(SG_GUARD_PROCESS) { process(instance, base + start * inChannels, output, UInt32(n)) }
             sampleGuard.clean(
                 UnsafeMutableBufferPointer(start: output, count: n * outputFormat.channelCount),
                 channels: outputFormat.channelCount)
@@ -279,12 +326,12 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
     }
 
     public func discontinuity(port: Int, output: NodeOutput) throws {
-        if let instance { cls.pointee.reset?(instance) }
+        reset()
         try output.emitDiscontinuity()
     }
 
     public func finish(output: NodeOutput) throws {
-        if let instance { cls.pointee.reset?(instance) }
+        reset()
     }
 }
 
@@ -295,9 +342,9 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
     private var current: NodeOutput?
     private var emitError: (any Error)?
 
-    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, context: NodeContext) throws {
+    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, path: String, context: NodeContext) throws {
         self.manifest = manifest
-        try super.init(cls: cls, context: context)
+        try super.init(cls: cls, typeName: manifest.typeName, path: path, context: context)
     }
 
     override func emitted(port: Int, kind: String?, time: Double, _ fields: UnsafePointer<sg_value>?, _ count: UInt32)
@@ -327,7 +374,7 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
         var e = Self.cEvent(event, json: JSONLines.line(for: event), &values)
         var error = [CChar](repeating: 0, count: 512)
         current = output
-        let status = handle(instance, UInt32(port), &e, &error, error.count)
+        let status = guarded(SG_GUARD_HANDLE_EVENT) { handle(instance, UInt32(port), &e, &error, error.count) }
         current = nil
         if let emitError {
             self.emitError = nil
@@ -340,7 +387,7 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
 
     func finish(output: NodeOutput) throws {
         current = output
-        cls.pointee.reset?(instance)
+        reset()
         current = nil
         if let emitError { throw emitError }
     }

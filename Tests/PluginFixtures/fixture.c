@@ -5,7 +5,7 @@
 // by $FIXTURE_LOAD_LOG each time the library is loaded), PORT_NAMES (audio ports named 'audio' and
 // 'processed'), NAN_OUTPUT (writes NaN), FRAMES_ONLY (writes only the first `frames` samples, not frames times
 // channels), SLOW_PROCESS (sleeps 20 ms in each process call), HANG_AT_22050 (process
-// never returns at 22050 Hz, after a line in $FIXTURE_LOAD_LOG), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
+// never returns at 22050 Hz, after a line in $FIXTURE_LOAD_LOG), CRASH_AT_22050 (process crashes at 22050 Hz), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
 // for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
 // does not have, with FAIL_EVENT it fails on every final result, with FAIL_ON_LEVEL its input accepts results and
 // levels and it fails on a level, with IGNORE_REFUSAL it does not look at what emit returns, with MISSPELT_KIND its input
@@ -90,6 +90,14 @@ static void pass_process(void *node, const float *input, float *output, uint32_t
             fclose(f);
         }
         for (;;) sleep(1);
+    }
+#endif
+#ifdef CRASH_AT_22050
+    // Crashes at 22050 Hz (validation runs it at other rates), after its first call.
+    static int calls;
+    if (p->rate == 22050 && ++calls > 1) {
+        volatile int *null = NULL;
+        *null = 1;
     }
 #endif
 #ifdef FRAMES_ONLY

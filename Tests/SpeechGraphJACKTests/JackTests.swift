@@ -119,6 +119,37 @@ import Testing
             "\(contents(out)) \(contents(out + ".err"))")
     }
 
+    /// A real-time safe plugin node that crashes in the process callback is named, as in a worker.
+    @Test func pluginCrashInTheProcessCallbackIsNamed() throws {
+        // The fixture crashes at 22050 Hz only (its validation runs it at other rates).
+        try server.start(rate: 22050)
+        let plugins = dir.path("plugins")
+        try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
+        let cc = try Run.process(
+            "/usr/bin/env",
+            [
+                "clang", "-shared", "-fPIC", "-O2", "-I", "Sources/CSpeechGraphPlugin/include", "-DCRASH_AT_22050",
+                "Tests/PluginFixtures/fixture.c", "-o", plugins + "/crash.so",
+            ], currentDirectory: TestPaths.packageRoot)
+        try #require(cc.status == 0, "\(cc.stderr)")
+        try """
+        node mic = jack.input
+        node p = fixture.pass
+        node rec = tap.record { path: "\(dir.path("rt.wav"))" }
+        mic -> p -> rec
+        """.write(toFile: dir.path("rt.graph"), atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(
+            ["run", "--plugin-path", plugins, "--name", "sg-crash-\(getpid())", dir.path("rt.graph")],
+            environment: env.merging(["XDG_CACHE_HOME": dir.path("cache")]) { $1 }, timeout: 120)
+        #expect(r.signaled && r.status == SIGSEGV, "\(r.status) \(r.stderr)")
+        #expect(
+            r.stderr.split(separator: "\n").first.map(String.init)
+                == "speechgraph: error: node 'p' (fixture.pass, plugin \(plugins)/crash.so) crashed in its process "
+                + "function (Segmentation fault)", "\(r.stderr)")
+        // In the process callback (Swift's backtracer names the function that called the plugin).
+        #expect(r.stderr.contains("speechgraphProcess"), "\(r.stderr)")
+    }
+
     @Test func portsNamesMetadataAndConnections() throws {
         try server.start()
         var listing = ""

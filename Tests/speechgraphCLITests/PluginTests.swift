@@ -438,6 +438,28 @@ import Testing
         #expect(stderr().contains("speechgraph: stopping now (node 'p' had not returned)"), "\(stderr())")
     }
 
+    @Test("a plugin node that crashes in process is named in one line before Swift's backtrace, and ends the run")
+    func crashIsNamed() throws {
+        let plugin = try compile(Self.fixture, "crash.so", defines: ["CRASH_AT_22050"])
+        let wav = dir.path("t22.wav")
+        try TestSpeech.sox(["-n", "-r", "22050", "-c", "1", "-b", "16", wav, "synth", "2", "sine", "440"])
+        let graph = try passGraph("crash.graph", from: wav, to: dir.path("out.wav"))
+        // Swift's backtracer as a user has it (on): the line comes first, then the backtrace, which names the
+        // plugin's function; the process ends with the signal.
+        let run = try speechgraph(["run", graph])
+        #expect(run.signaled && run.status == SIGSEGV, "\(run.status) \(run.stderr)")
+        let line =
+            "speechgraph: error: node 'p' (fixture.pass, plugin \(plugin)) crashed in its process function "
+            + "(Segmentation fault)"
+        let lines = run.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.first == line, "\(run.stderr)")
+        #expect(run.stderr.contains("pass_process"), "\(run.stderr)")
+        // With the backtracer off, that line is all.
+        let quiet = try speechgraph(["run", graph], extra: ["SWIFT_BACKTRACE": "enable=no"])
+        #expect(quiet.signaled && quiet.status == SIGSEGV, "\(quiet.stderr)")
+        #expect(quiet.stderr.split(separator: "\n").map(String.init) == [line], "\(quiet.stderr)")
+    }
+
     @Test("in a graph, an event a plugin node emits that the host refuses is dropped and said, exit 1")
     func refusedEmitIsSaid() throws {
         try compile(Self.fixture, "count.so", defines: ["EVENT_NODE", "BAD_EMIT_KIND", "IGNORE_REFUSAL"])
