@@ -13,7 +13,9 @@ extension SpeechgraphCommand {
                 Each transcription a client asks for runs in a graph of its own (graphs/wyoming.graph unless \
                 --graph names another): the client's audio in, a vad that ends the command after its pause, a \
                 recognizer, and the protocol's sink, which streams transcript chunks and sends the transcript as \
-                soon as the command ends. The server listens on loopback unless the address says otherwise. \
+                soon as the command ends. A stream in which nobody speaks for 8 s gets an empty transcript then \
+                (the vad's no-speech), and speech that goes on for 30 s is cut there (the recognizer's \
+                max-utterance). The server listens on loopback unless the address says otherwise. \
                 Ctrl-C or SIGTERM stops taking connections, lets transcriptions in flight send their transcript, \
                 then exits. See docs/wyoming.md (Home Assistant, systemd, haproxy).
                 """)
