@@ -8,7 +8,7 @@
 // never returns at 22050 Hz, after a line in $FIXTURE_LOAD_LOG), CRASH_AT_22050 (process crashes at 22050 Hz), EVENT_NODE (adds `fixture.count`, an event node that emits a `count`
 // for each final result; with BAD_EMIT_KIND it emits a kind it did not declare, with BAD_EMIT_PORT on a port it
 // does not have, with FAIL_EVENT it fails on every final result, with FAIL_ON_LEVEL its input accepts results and
-// levels and it fails on a level, with IGNORE_REFUSAL it does not look at what emit returns, with MISSPELT_KIND its input
+// levels and it fails on a level, with CRASH_LATE it also accepts levels and aborts on an event after 10 s, with IGNORE_REFUSAL it does not look at what emit returns, with MISSPELT_KIND its input
 // accepts 'levle').
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +188,10 @@ static void *count_create(const sg_host *host, const sg_config *config, char *er
 static int count_handle(void *node, uint32_t port, const sg_event *event, char *error, size_t error_size) {
     (void)port;
     counter *c = node;
+#ifdef CRASH_LATE
+    // plugin check's events are all within the first 4 s.
+    if (event->time > 10) abort();
+#endif
 #ifdef FAIL_ON_LEVEL
     if (strcmp(event->kind, "level") == 0) {
         snprintf(error, error_size, "levels are not for me");
@@ -227,7 +231,7 @@ static int count_handle(void *node, uint32_t port, const sg_event *event, char *
 }
 
 static const char *const count_kinds[] = {"count", NULL};
-#ifdef FAIL_ON_LEVEL
+#if defined(FAIL_ON_LEVEL) || defined(CRASH_LATE)
 static const char *const count_accepts[] = {"result", "level", NULL};
 #define COUNT_ACCEPTS count_accepts
 #elif defined(MISSPELT_KIND)

@@ -460,6 +460,28 @@ import Testing
         #expect(quiet.stderr.split(separator: "\n").map(String.init) == [line], "\(quiet.stderr)")
     }
 
+    @Test("a plugin event node that aborts in handle_event is named too")
+    func abortIsNamed() throws {
+        let plugin = try compile(Self.fixture, "late.so", defines: ["EVENT_NODE", "CRASH_LATE"])
+        let wav = dir.path("tone.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "synth", "12", "sine", "440"])
+        let graph = dir.path("late.graph")
+        try """
+        node tone = file.input { path: "\(wav)" }
+        node levels = tap.level
+        node c = fixture.count
+        tone -> levels
+        levels.events -> c
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try speechgraph(["run", graph], extra: ["SWIFT_BACKTRACE": "enable=no"])
+        #expect(run.signaled && run.status == SIGABRT, "\(run.status) \(run.stderr)")
+        #expect(
+            run.stderr.split(separator: "\n").map(String.init) == [
+                "speechgraph: error: node 'c' (fixture.count, plugin \(plugin)) crashed in its handle_event function "
+                    + "(Aborted)"
+            ], "\(run.stderr)")
+    }
+
     @Test("in a graph, an event a plugin node emits that the host refuses is dropped and said, exit 1")
     func refusedEmitIsSaid() throws {
         try compile(Self.fixture, "count.so", defines: ["EVENT_NODE", "BAD_EMIT_KIND", "IGNORE_REFUSAL"])
