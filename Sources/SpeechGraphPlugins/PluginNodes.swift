@@ -361,6 +361,9 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
         }
         let event = CustomEvent(
             kind: EventKind(kind), node: name, time: time.isFinite ? time : nil, fields: parameterValues(fields, count))
+        // The nodes downstream run inside this call: a crash there is not the plugin's.
+        let mark = sg_guard_enter(nil, SG_GUARD_HANDLE_EVENT)
+        defer { sg_guard_leave(mark) }
         do { try output.emit(.custom(event), port: port) } catch {
             emitError = error
             return -1

@@ -32,8 +32,9 @@ typedef struct sg_guard_mark {
 void sg_guard_install(void);
 
 /// Marks the calling thread as being inside `call` of the node described by `node` (a C string that outlives the
-/// call, e.g. "node 'g' (gate, plugin /usr/lib/.../gate.so)"). Never allocates, locks or makes a system call:
-/// safe on a real-time thread.
+/// call, e.g. "node 'g' (gate, plugin /usr/lib/.../gate.so)"), or as outside any plugin when `node` is NULL (the
+/// host's code a plugin calls back into). Never allocates, locks or makes a system call: safe on a real-time
+/// thread.
 sg_guard_mark sg_guard_enter(const char *node, sg_guard_call call);
 
 /// Puts back the mark `sg_guard_enter` returned.
