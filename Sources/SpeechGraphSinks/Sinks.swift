@@ -52,6 +52,7 @@ public final class JSONLinesSink: GraphNode {
         }
         out.write(JSONLines.line(for: event, source: source, extra: extra) + "\n")
         out.flush()
+        try out.tellFailure(output, at: JSONLines.audioEnd(of: event))
     }
 
     public func finish(output: NodeOutput) throws { out.finish() }
@@ -193,6 +194,7 @@ public final class ConsoleSink: GraphNode {
         clearTail()
         out.write(line + "\n")
         out.flush()
+        try out.tellFailure(output, at: JSONLines.audioEnd(of: event))
     }
 
     public func finish(output: NodeOutput) throws {

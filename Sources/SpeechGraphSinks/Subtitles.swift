@@ -175,6 +175,7 @@ public final class SubtitleSink: GraphNode {
         guard case .result(let t) = event, t.isFinal else { return }
         out.write(writer.text(for: t))
         out.flush()
+        try out.tellFailure(output, at: t.range.end)
     }
 
     static func text(_ cue: Cue, index: Int, format: Format) -> String {
@@ -286,6 +287,7 @@ public final class TextSink: GraphNode {
         guard case .result(let t) = event, t.isFinal, !t.text.isEmpty else { return }
         out.write(t.text + "\n")
         out.flush()
+        try out.tellFailure(output, at: t.range.end)
     }
 
     public func finish(output: NodeOutput) throws { out.finish() }

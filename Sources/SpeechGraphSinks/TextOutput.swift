@@ -23,6 +23,7 @@ public final class TextOutput {
     private let standardOutput: StandardOutput?
     /// The first write of this output that failed, as a message for the user.
     public private(set) var failure: String?
+    private var failureTold = false
     /// A file opened to be rewritten keeps what it held until this output writes or `finish`es: a graph that
     /// fails before it runs (another node cannot start) leaves the user's file as it was.
     private var truncatePending = false
@@ -106,6 +107,14 @@ public final class TextOutput {
     private var closed = false
 
     public var isTerminal: Bool { isatty(fd) == 1 }
+
+    /// Tells `failure` as a `warning` event (``NodeOutput/warn(_:time:)``) the first time it is seen, so that a
+    /// user hears of a full disk when it happens, not when the run ends. Called by the sink after `flush`.
+    public func tellFailure(_ output: NodeOutput, at time: Double?) throws {
+        guard let failure, !failureTold else { return }
+        failureTold = true
+        try output.warn(failure, time: time)
+    }
 
     public func write(_ text: String) {
         buffer.append(contentsOf: text.utf8)

@@ -194,7 +194,8 @@ final class GraphEngine {
         // An input gets only the kinds it accepts (a port may carry more: `vad.events` into a recognizer's
         // control and into a sink that writes every event).
         var taken = false
-        for target in routes[node][port] where !finished[target.node] && target.accepts.contains(event.kind) {
+        let targets = port == NodeOutput.noPort ? [] : routes[node][port]
+        for target in targets where !finished[target.node] && target.accepts.contains(event.kind) {
             taken = true
             let outer = busy.exchange(target.node, ordering: .relaxed)
             defer { busy.store(outer, ordering: .relaxed) }

@@ -101,6 +101,20 @@ public struct NodeOutput {
         try engine.deliver(event, from: node, port: port)
     }
 
+    /// A `warning` event from this node that goes to no port: to the graph's observers (`RunningGraph.events`)
+    /// and its `unrouted` handler (`speechgraph run` prints it on standard error at once). For what a node
+    /// without event outputs (a sink whose file can no longer be written) must tell while the graph runs; the
+    /// node still reports it in `warnings` at the end.
+    public func warn(_ reason: String, time: Double?) throws {
+        let event = GraphEvent.custom(
+            CustomEvent(
+                kind: .warning, node: engine.plan.nodes[node].name, time: time, fields: ["reason": .string(reason)]))
+        try emit(event, port: NodeOutput.noPort)
+    }
+
+    /// The port of an event that goes to no node (`warn`).
+    static let noPort = -1
+
     /// Tells every node downstream of this node's audio outputs that the audio is interrupted.
     public func emitDiscontinuity() throws {
         if deferred != nil { return }  // event-only nodes have no audio outputs
