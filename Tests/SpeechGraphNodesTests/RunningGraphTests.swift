@@ -187,6 +187,37 @@ import Testing
         #expect(routed.unrouted.isEmpty, "\(routed.unrouted)")
     }
 
+    @Test("a sink that cannot write: one warning event from it, in events() and to unrouted, and in warnings")
+    func sinkWriteFailureIsAnEvent() async throws {
+        let wav = dir.path("tone.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "synth", "2", "sine", "440"])
+        let seen = Mutex<[(String, GraphEvent)]>([])
+        let graph = try RunningGraph(
+            plan: Harness.plan(
+                """
+                node src = file.input { path: "\(wav)" }
+                node levels = tap.level
+                node log = jsonl { path: "/dev/full" }
+                src -> levels
+                levels.events -> log
+                """), registry: Harness.registry,
+            options: RunningGraph.Options(unrouted: { node, event in seen.withLock { $0.append((node, event)) } }))
+        let events = graph.events(of: "log")
+        graph.start()
+        var warnings: [CustomEvent] = []
+        for await event in events {
+            if case .custom(let e) = event, e.kind == .warning { warnings.append(e) }
+        }
+        try await graph.wait()
+        let reason = "cannot write /dev/full: No space left on device"
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.node == "log")
+        #expect(warnings.first?.fields["reason"] == .string(reason))
+        #expect(warnings.first?.time.map { $0 > 0 && $0 <= 2 } == true)
+        #expect(seen.withLock { $0.map(\.0) } == ["log"])
+        #expect(graph.warnings == ["node 'log': \(reason)"])
+    }
+
     @Test("pushed NaN and infinite samples: no trap, the text of the clean audio, one warning event")
     func pushedNonFiniteSamples() throws {
         let (plain, _, _) = try speech()
