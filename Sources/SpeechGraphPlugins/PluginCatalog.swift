@@ -176,7 +176,7 @@ struct PluginCache: Codable {
 
     /// Written to a temporary file and renamed, so that two speechgraph processes never see half a cache.
     func write(to path: String) {
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = PathNames.folder(of: path)
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         guard let data = try? JSONEncoder().encode(self) else { return }
         let temporary = "\(path).\(getpid()).tmp"
@@ -210,7 +210,7 @@ enum PluginPermissions {
                 return "\(what) can be written by group \(st.st_gid), whose members could put any code in it"
             }
             if current == "/" { return nil }
-            let parent = (current as NSString).deletingLastPathComponent
+            let parent = PathNames.folder(of: current)
             current = parent.isEmpty ? "/" : parent
             isFile = false
         }

@@ -44,7 +44,7 @@ public struct DomainModel: Hashable, Sendable {
             return try DomainModel(directory: directory, weight: weight)
         }
         // A model file that `lm build` wrote: the pronunciations of its words are beside it.
-        let words = (path as NSString).deletingLastPathComponent + "/words.dict"
+        let words = PathNames.folder(of: path) + "/words.dict"
         return DomainModel(lm: path, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
     }
 
@@ -137,7 +137,7 @@ public enum SphinxLanguageModels {
             let report = try build(spec, into: temporary, dictionary: dictionary)
             notes?.lines += report.guessWarnings(spec, file: spec.phrases.first?.location?.file ?? "phrases")
             try? fm.createDirectory(
-                atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                atPath: PathNames.folder(of: directory), withIntermediateDirectories: true)
             if rename(temporary, directory) != 0 {
                 try? fm.removeItem(atPath: temporary)
                 guard complete(directory) else {

@@ -54,7 +54,7 @@ public struct SphinxModel: Hashable, Sendable {
         var jsgf = jsgf
         // The grammar.jsgf of a directory `lm build` wrote is that directory's grammar, with its words.dict.
         if let file = jsgf, (file as NSString).lastPathComponent == "grammar.jsgf" {
-            let parent = (file as NSString).deletingLastPathComponent
+            let parent = PathNames.folder(of: file)
             let dir = parent.isEmpty ? "." : parent
             if FileManager.default.fileExists(atPath: dir + "/words.dict") { jsgf = dir }
         }

@@ -244,8 +244,8 @@ enum RealtimeSanitizer {
     static func runtime() -> String? {
         let candidates = [
             ProcessInfo.processInfo.environment["SPEECHGRAPH_RTSAN_RUNTIME"],
-            (selfExecutable() as NSString).deletingLastPathComponent + "/rtsan/libspeechgraph-rtsan.so",
-            (selfExecutable() as NSString).deletingLastPathComponent + "/../lib/speechgraph/libspeechgraph-rtsan.so",
+            PathNames.folder(of: selfExecutable()) + "/rtsan/libspeechgraph-rtsan.so",
+            PathNames.folder(of: selfExecutable()) + "/../lib/speechgraph/libspeechgraph-rtsan.so",
         ].compactMap { $0 }
         return candidates.first { FileManager.default.fileExists(atPath: $0) }
     }

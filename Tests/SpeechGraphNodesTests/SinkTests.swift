@@ -125,6 +125,37 @@ import Testing
                 .replacingOccurrences(of: "./log.jsonl", with: "two.jsonl"))
     }
 
+    @Test("two sinks one file in folders still to be made: an error too; a one-letter folder is no trap")
+    func filesInNewFolders() throws {
+        let dir = TemporaryDirectory()
+        let wav = dir.path("speech.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "0.1"])
+        let graph = """
+            node src = file.input { path: "\(wav)" }
+            node vad = vad
+            node log = jsonl { path: "\(dir.path("new/o/log.jsonl"))" }
+            node two = jsonl { path: "\(dir.path("new/x/../o/./log.jsonl"))" }
+            node one = jsonl { path: "o/l.txt" }
+            src -> vad.in
+            vad.events -> log, two, one
+            """
+        #expect {
+            _ = try Harness.plan(graph)
+        } throws: { error in
+            let lines = (error as? GraphError)?.diagnostics.map(\.description) ?? []
+            return lines.count == 1 && lines[0].hasPrefix("test.graph:4:")
+                && lines[0].hasSuffix("which node 'log' writes too ('path' at line 3)")
+        }
+        _ = try Harness.plan(graph.replacingOccurrences(of: "../o/./log", with: "log"))
+        #expect(PathNames.folder(of: "o") == "")
+        #expect(PathNames.folder(of: "o/") == "")
+        #expect(PathNames.folder(of: "o/l.txt") == "o")
+        #expect(PathNames.folder(of: "/a//b/") == "/a")
+        #expect(PathNames.folder(of: "/a") == "/")
+        #expect(PathNames.folder(of: "/") == "/")
+        #expect(OutputPath.problem("x") == nil && OutputPath.problem("x/y/l.txt") == nil)
+    }
+
     @Test func consoleClock() {
         #expect(ConsoleSink.clock(0) == "00:00.000")
         #expect(ConsoleSink.clock(61.2345) == "01:01.235")

@@ -8,6 +8,20 @@ extension FileManager {
     }
 }
 
+/// Path names taken apart by hand: Foundation's `NSString.deletingLastPathComponent` traps on a one-character
+/// name ("o", "o/", "."), which a user's relative path reaches ("o/log.jsonl").
+public enum PathNames {
+    /// The folder part of `path`, as `dirname` without its "." (`a/b` → `a`, `/a` → `/`, `a` → ``, `/` → `/`).
+    public static func folder(of path: String) -> String {
+        var name = Substring(path)
+        while name.count > 1 && name.hasSuffix("/") { name = name.dropLast() }
+        guard let slash = name.lastIndex(of: "/") else { return "" }
+        var head = name[..<slash]
+        while head.count > 1 && head.hasSuffix("/") { head = head.dropLast() }
+        return head.isEmpty ? "/" : String(head)
+    }
+}
+
 /// A path a node will write (a sink's file or folder), checked before anything is written.
 public enum OutputPath {
     /// Why `path` cannot be written, in words, or `nil` when it can (as far as can be told without writing):
@@ -18,8 +32,8 @@ public enum OutputPath {
         if access(path, F_OK) == 0 {
             return access(path, W_OK) == 0 ? nil : "cannot write \(path): \(String(cString: strerror(errno)))"
         }
-        var folder = (path as NSString).deletingLastPathComponent
-        while !folder.isEmpty && access(folder, F_OK) != 0 { folder = (folder as NSString).deletingLastPathComponent }
+        var folder = PathNames.folder(of: path)
+        while !folder.isEmpty && access(folder, F_OK) != 0 { folder = PathNames.folder(of: folder) }
         let parent = folder.isEmpty ? "." : folder
         guard FileManager.default.isDirectory(parent) else { return "cannot write \(path): \(parent) is not a folder" }
         guard access(parent, W_OK) == 0 else {
@@ -30,7 +44,7 @@ public enum OutputPath {
 
     /// Makes the folders `path` is to be written in, when they do not exist yet (as `mkdir -p`).
     public static func makeFolders(for path: String) throws {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = PathNames.folder(of: path)
         guard !folder.isEmpty, access(folder, F_OK) != 0 else { return }
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -290,9 +290,9 @@ public struct GraphPlanner {
     }
 
     /// What tells two paths apart: the device and inode of a file or folder that exists; for one that does not
-    /// exist yet, its folder's real path (links followed) and its name. `nil` when neither can be known (its folder
-    /// does not exist either: the sink fails to open it anyway), and for a device, pipe or socket, or a standard
-    /// stream by name (`/dev/null`, `/dev/stdout`, `/dev/fd/1`: any number of nodes may share one, as `-`).
+    /// exist yet, the real path (links followed) of the nearest folder above it that exists, and the names below
+    /// it (a sink makes the folders it needs). `nil` for a device, pipe or socket, or a standard stream by name
+    /// (`/dev/null`, `/dev/stdout`, `/dev/fd/1`: any number of nodes may share one, as `-`).
     private static func fileIdentity(_ path: String) -> String? {
         if path.hasPrefix("/dev/std") || path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/") { return nil }
         var info = stat()
@@ -301,11 +301,21 @@ public struct GraphPlanner {
             guard kind == S_IFREG || kind == S_IFDIR else { return nil }
             return "\(info.st_dev):\(info.st_ino)"
         }
-        let url = URL(fileURLWithPath: path)
-        let folder = url.deletingLastPathComponent().path
+        // The names below the nearest folder that exists, without "." and with ".." taken back where it can be.
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var folder = PathNames.folder(of: absolute)
+        var below = [String(absolute.split(separator: "/").last ?? "")]
+        while folder != "/" && access(folder, F_OK) != 0 {
+            below.insert(String(folder.split(separator: "/").last ?? ""), at: 0)
+            folder = PathNames.folder(of: folder)
+        }
         guard let real = realpath(folder, nil) else { return nil }
         defer { free(real) }
-        return String(cString: real) + "/" + url.lastPathComponent
+        var names = String(cString: real).split(separator: "/").map(String.init)
+        for name in below where name != "." {
+            if name == ".." { _ = names.popLast() } else { names.append(name) }
+        }
+        return "/" + names.joined(separator: "/")
     }
 
     public func negotiate(_ validated: GraphPlan, resources: GraphResources? = nil) throws -> GraphPlan {
