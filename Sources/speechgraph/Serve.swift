@@ -48,7 +48,7 @@ extension SpeechgraphCommand {
         @Option(
             help: ArgumentHelp(
                 "Close a connection that sends nothing for this long (also mid-stream), unless it waits for the "
-                    + "transcript of audio it has ended.",
+                    + "transcript of audio it has ended (above 0, at most 86400).",
                 valueName: "seconds"))
         var idleTimeout = 60.0
         @Flag(

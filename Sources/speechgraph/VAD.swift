@@ -13,7 +13,8 @@ extension SpeechgraphCommand {
 
                 Formats: tsv ('start_s<TAB>end_s' per region, in seconds with 3 decimals, as \
                 ../shared/tools/vad_score.py reads them; with several files a third column names the file), \
-                jsonl (the speechStarted and speechEnded events, see docs/events.md).
+                jsonl (the vad's events: speechStarted, speechEnded, speechPaused and speechResumed, noSpeech; \
+                see docs/events.md).
 
                 A file that cannot be read is reported and skipped; the others are still processed, and the \
                 exit status is then 1. A wrong parameter exits with 2 before anything runs.
