@@ -11,7 +11,9 @@ final class Match: EventNode {
         typeName: "match",
         summary: "Emits phraseHeard when a result contains one of its phrases; can run a command (a Swift plugin).",
         doc: "Words are compared without case or punctuation, as whole words in order: the phrase 'lights on' is "
-            + "heard in 'turn the lights on please'. Each phrase is reported at most once per utterance.",
+            + "heard in 'turn the lights on please'. Each phrase is reported at most once per utterance. Results "
+            + "marked rejected (speech outside the recognizer's grammar or domain model) are not looked at unless "
+            + "'rejected' is on.",
         category: .analysis,
         ports: [
             .eventInput("in", accepts: ["result"], doc: "Results from a recognizer."),
@@ -24,6 +26,10 @@ final class Match: EventNode {
             .choice(
                 "results", ["final", "volatile"], default: "final",
                 doc: "final: look in final results only; volatile: also in volatile ones (sooner, may be wrong)."),
+            .boolean(
+                "rejected", default: false,
+                doc: "Also look in results marked rejected: speech outside the grammar or domain model, read as the "
+                    + "nearest thing in it (off: a command is not run for what was not said)."),
             .string(
                 "command", default: nil,
                 doc: "A shell command run for each phrase heard, with SPEECHGRAPH_PHRASE and SPEECHGRAPH_TEXT in "
@@ -39,6 +45,7 @@ final class Match: EventNode {
     private let host: PluginHost
     private let phrases: [(text: String, words: [String])]
     private let volatileToo: Bool
+    private let rejectedToo: Bool
     private let command: String?
     /// Phrases already reported in the current utterance.
     private var reported: Set<String> = []
@@ -53,6 +60,7 @@ final class Match: EventNode {
         guard !list.isEmpty else { throw PluginFailure("'phrases' names no phrase: write \"first phrase|second\"") }
         phrases = list.map { ($0, Self.words($0)) }
         volatileToo = config["results"]?.string == "volatile"
+        rejectedToo = config["rejected"] == .boolean(true)
         command = config["command"]?.string.flatMap { $0.isEmpty ? nil : $0 }
     }
 
@@ -62,7 +70,7 @@ final class Match: EventNode {
 
     func handle(_ event: PluginEvent, port: Int) throws {
         guard event.kind == "result", let text = event.text else { return }
-        guard event.isFinal || volatileToo else { return }
+        guard event.isFinal || volatileToo, !event.isRejected || rejectedToo else { return }
         if event.utterance != utterance {
             utterance = event.utterance
             reported = []

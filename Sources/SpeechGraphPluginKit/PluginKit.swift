@@ -150,6 +150,10 @@ public struct PluginEvent: Sendable {
     public var fields: [String: PluginValue]
     /// The event's JSON Lines form (docs/events.md).
     public var json: String
+
+    /// Results: speech outside the recognizer's grammar or domain model, read as the nearest thing in it. A
+    /// voice-control node should not act on it (docs/events.md, `rejected`).
+    public var isRejected: Bool { fields["rejected"] == .boolean(true) }
 }
 
 /// What a node may ask of the host. Valid from `init` until the node is released.

@@ -431,7 +431,7 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
         case .result(let t):
             return [
                 "text": .string(t.text), "isFinal": .boolean(t.isFinal), "utterance": .integer(t.utterance),
-                "start": .number(t.range.start), "end": .number(t.range.end),
+                "start": .number(t.range.start), "end": .number(t.range.end), "rejected": .boolean(t.rejected),
             ]
         case .gap(_, _, let reason): return ["reason": .string(reason)]
         case .availability(_, let available, let reason):

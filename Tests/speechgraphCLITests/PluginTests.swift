@@ -209,6 +209,55 @@ import Testing
         }
     }
 
+    @Test("match acts on no result marked rejected (speech outside the grammar) unless 'rejected' is on")
+    func matchIgnoresRejected() throws {
+        var parts: [String] = []
+        for (i, text) in ["lights on", "the weather today is cold and windy"].enumerated() {
+            let part = dir.path("part\(i).wav")
+            try TestSpeech.synthesize(text, to: part)
+            parts.append(part)
+        }
+        let speech = dir.path("two.wav")
+        try TestSpeech.sox(parts + [speech, "pad", "0.5", "1.5"])
+        let grammar = dir.path("commands.jsgf")
+        try """
+        #JSGF V1.0;
+        grammar commands;
+        public <command> = lights on | lights off | next slide;
+        """.write(toFile: grammar, atomically: true, encoding: .utf8)
+        func heard(rejected: Bool) throws -> (phrases: [String], results: [String]) {
+            let log = dir.path("heard-\(rejected).jsonl")
+            let graph = dir.path("heard-\(rejected).graph")
+            try """
+            node speech = file.input { path: "\(speech)" }
+            node vad = vad
+            node asr = recognizer { mode: utterance, grammar: "\(grammar)" }
+            node m = match { phrases: "lights on|lights off|next slide", rejected: \(rejected) }
+            node log = jsonl { path: "\(log)" }
+            speech -> vad
+            vad.out -> asr.in
+            vad.events -> asr.control
+            asr -> m
+            asr -> log
+            m -> log
+            """.write(toFile: graph, atomically: true, encoding: .utf8)
+            let run = try speechgraph(["run", "--plugin-path", Self.built.path, graph])
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines: [String] = Run.lines(of: log).map { String($0) }
+            let phrases = lines.filter { $0.contains(#""type":"phraseHeard""#) }
+            let finals = lines.filter { $0.contains(#""type":"result""#) && $0.contains(#""isFinal":true"#) }
+            return (phrases, finals)
+        }
+        let strict = try heard(rejected: false)
+        // The sentence outside the grammar was read as a command, and marked rejected.
+        try #require(strict.results.count == 2, "\(strict.results)")
+        #expect(!strict.results[0].contains(#""rejected":true"#), "\(strict.results)")
+        try #require(strict.results[1].contains(#""rejected":true"#), "\(strict.results)")
+        #expect(strict.phrases.count == 1 && strict.phrases[0].contains(#""phrase":"lights on""#), "\(strict.phrases)")
+        let all = try heard(rejected: true)
+        #expect(all.phrases.count == 2, "\(all.phrases)")
+    }
+
     /// A refused plugin: `plugin check` fails with `message`, `nodes` and `run` still work and name it once.
     func expectRefused(
         _ defines: [String], _ message: String, check checkMessage: String? = nil,

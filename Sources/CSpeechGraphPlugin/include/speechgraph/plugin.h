@@ -195,7 +195,9 @@ typedef struct sg_event {
     const char *text;         /* results: the transcript; NULL otherwise */
     int32_t is_final;         /* results: 1 when final */
     int32_t utterance;        /* results: the utterance number; 0 otherwise */
-    const sg_value *fields;   /* events a node type added: their fields */
+    const sg_value *fields;   /* events a node type added: their fields; results: text, isFinal, utterance,
+                                 start, end and rejected (1: speech outside the grammar or domain model, which a
+                                 voice-control node should not act on) */
     uint32_t field_count;
     const char *json;
 } sg_event;
