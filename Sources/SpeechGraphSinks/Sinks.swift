@@ -120,6 +120,9 @@ public final class ConsoleSink: GraphNode {
         colourBelow = styled ? config.number(of: "colour-below") : 0
     }
 
+    /// What follows a rejected result's text (here and in the `text` sink).
+    public static let rejectedMark = " (rejected: outside the grammar or domain model)"
+
     /// The final text with its unsure words coloured: red below half the threshold, yellow below it.
     public static func coloured(_ t: Transcription, below threshold: Double) -> String {
         guard threshold > 0, !t.words.isEmpty else { return t.text }
@@ -173,7 +176,7 @@ public final class ConsoleSink: GraphNode {
         case .result(let t):
             var text = t.isFinal ? Self.coloured(t, below: colourBelow) : t.text
             // Speech outside a grammar (or a domain-only model): a command a voice-controlled tool must not act on.
-            if t.isFinal && t.rejected { text += " (rejected: outside the grammar or domain model)" }
+            if t.isFinal && t.rejected { text += Self.rejectedMark }
             line = timestamps ? "[\(Self.clock(t.range.start)) - \(Self.clock(t.range.end))] \(text)" : text
             if !t.isFinal {
                 guard live else { return }

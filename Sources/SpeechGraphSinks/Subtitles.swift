@@ -267,6 +267,9 @@ public final class TextSink: GraphNode {
     public static let descriptor = NodeDescriptor(
         typeName: "text",
         summary: "Writes the plain transcript: the text of each final result, one per line.",
+        doc: "A result marked rejected (speech outside the recognizer's grammar or domain model, read as the nearest "
+            + "thing in it) is followed by ' (rejected: outside the grammar or domain model)', as on the console, "
+            + "so that a script reading the lines as commands does not take it for one.",
         category: .sink,
         ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
         parameters: [
@@ -285,7 +288,7 @@ public final class TextSink: GraphNode {
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         guard case .result(let t) = event, t.isFinal, !t.text.isEmpty else { return }
-        out.write(t.text + "\n")
+        out.write(t.text + (t.rejected ? ConsoleSink.rejectedMark : "") + "\n")
         out.flush()
         try out.tellFailure(output, at: t.range.end)
     }

@@ -50,7 +50,8 @@ extension SpeechgraphCommand {
         @Option(
             help: ArgumentHelp(
                 "A grammar to decode with instead of a language model: a JSGF file, or a spec (.lmspec) or model "
-                    + "directory (its phrases and templates); speech outside it is marked rejected in JSON Lines.",
+                    + "directory (its phrases and templates); speech outside it is marked rejected in JSON Lines (the "
+                    + "other formats do not show it: use jsonl to act on commands).",
                 valueName: "file"))
         var grammar: String?
         @Option(help: ArgumentHelp("The same as --grammar (its earlier name).", visibility: .hidden)) var jsgf: String?

@@ -268,6 +268,45 @@ import Testing
         #expect(rate <= 1.0 / 21, "\(hyps)")  // 21 words: at most one wrong
     }
 
+    @Test("Speech outside a grammar: rejected in JSON Lines, and marked so in a text sink's lines")
+    func rejectedMarkedInPlainText() throws {
+        let command = dir.path("command.wav")
+        let other = dir.path("other.wav")
+        try TestSpeech.synthesize("lights on", to: command)
+        try TestSpeech.synthesize("the weather today is cold and windy", to: other)
+        let grammar = dir.path("commands.jsgf")
+        try """
+        #JSGF V1.0;
+        grammar commands;
+        public <command> = lights on | lights off | next slide;
+        """.write(toFile: grammar, atomically: true, encoding: .utf8)
+        let jsonl = try Run.speechgraph(
+            ["transcribe", "--format", "jsonl", "--grammar", grammar, command, other], environment: environment)
+        let finals = jsonl.stdout.split(separator: "\n").filter { $0.contains(#""isFinal":true"#) }
+        try #require(finals.count == 2, "\(jsonl.stdout) \(jsonl.stderr)")
+        #expect(!finals[0].contains(#""rejected":true"#) && finals[0].contains(#""text":"lights on""#))
+        try #require(finals[1].contains(#""rejected":true"#), "\(finals[1])")
+        // The text sink, as a script reading commands line by line uses it.
+        let both = dir.path("both.wav")
+        try TestSpeech.sox([command, other, both, "pad", "0.5", "1.5"])
+        let graph = dir.path("text.graph")
+        try """
+        node src = file.input { path: "\(both)" }
+        node vad = vad
+        node asr = recognizer { mode: utterance, grammar: "\(grammar)" }
+        node lines = text
+        src -> vad
+        vad.out -> asr.in
+        vad.events -> asr.control
+        asr -> lines
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let run = try Run.speechgraph(["run", graph], environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0] == "lights on", "\(run.stdout)")
+        #expect(lines.last?.hasSuffix(" (rejected: outside the grammar or domain model)") == true, "\(run.stdout)")
+    }
+
     @Test("A grammar's optional words left out are no words: no \"(NULL)\" among a result's words or alternatives")
     func grammarNullTransitions() throws {
         let shared = try TestPaths.requireShared()
