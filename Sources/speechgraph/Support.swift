@@ -14,6 +14,8 @@ final class SignalHandling {
     private final class Target: Sendable {
         let stop = StopSignal()
         let running = Mutex<RunningGraph?>(nil)
+        /// The program waits for a stream's first bytes (its WAV header), before any graph: nothing to finish.
+        let waitingForAudio = Atomic<Bool>(false)
     }
 
     let status: StatusLine
@@ -69,6 +71,11 @@ final class SignalHandling {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [target] in
                 status.clear()
+                if target.waitingForAudio.load(ordering: .acquiring) {
+                    // Blocked reading a stream that has sent nothing yet: no result can be lost.
+                    printError("speechgraph: stopped before any audio came")
+                    _exit(0)
+                }
                 if target.stop.isRequested {
                     // Name what held the graph, when it is inside a node (a plugin's process that never returns).
                     let busy = target.running.withLock { $0?.busyNode }
@@ -92,6 +99,14 @@ final class SignalHandling {
         }
         quit.resume()
         sources.append(quit)
+    }
+
+    /// Runs `body`, which waits for a stream's first bytes before any graph runs: Ctrl-C or SIGTERM meanwhile ends
+    /// the program at once (exit 0: there is nothing to finish), instead of when the stream sends or closes.
+    func waitingForAudio<T>(_ body: () throws -> T) rethrows -> T {
+        target.waitingForAudio.store(true, ordering: .releasing)
+        defer { target.waitingForAudio.store(false, ordering: .releasing) }
+        return try body()
     }
 
     /// Runs `graph` to its end; a signal meanwhile stops it.

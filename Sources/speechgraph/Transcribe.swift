@@ -169,14 +169,17 @@ extension SpeechgraphCommand {
                 do {
                     var fd: Int32 = 0
                     if stream != "-" {
-                        fd = open(stream, O_RDONLY | O_CLOEXEC)
+                        // A FIFO's open waits for its writer.
+                        fd = signals.waitingForAudio { open(stream, O_RDONLY | O_CLOEXEC) }
                         if fd < 0 {
                             printError("speechgraph: error: \(stream): \(String(cString: strerror(errno)))")
                             throw Reported(code: Exit.failure)
                         }
                     }
-                    stdin = try WAVStreamReader(
-                        rate: rate, channels: channels, fd: fd, name: stream == "-" ? "standard input" : stream)
+                    stdin = try signals.waitingForAudio {
+                        try WAVStreamReader(
+                            rate: rate, channels: channels, fd: fd, name: stream == "-" ? "standard input" : stream)
+                    }
                 } catch let error as WAVStreamReader.Failure {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)

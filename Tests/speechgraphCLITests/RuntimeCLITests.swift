@@ -67,6 +67,38 @@ import Testing
         #expect(two.stderr.contains("one push.input node; this graph has 2 (a, b)"), "\(two.stderr)")
     }
 
+    @Test("transcribe - on a stream that sends nothing: SIGTERM ends it at once, exit 0, not when the stream closes")
+    func signalBeforeAnyAudio() throws {
+        let stdin = Pipe()
+        let errPath = dir.path("idle.err")
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        let process = Process()
+        process.executableURL = TestPaths.binary
+        process.arguments = ["transcribe", "-"]
+        process.standardInput = stdin
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            try? stdin.fileHandleForWriting.close()
+        }
+        // Once its main thread waits in read(0, ...) for the WAV header (x86-64: system call 0, first argument 0).
+        let syscall = "/proc/\(process.processIdentifier)/syscall"
+        Run.wait(for: process, seconds: 60) {
+            ((try? String(contentsOfFile: syscall, encoding: .utf8)) ?? "").hasPrefix("0 0x0 ")
+        }
+        kill(process.processIdentifier, SIGTERM)
+        // The write end stays open: without the fix, it would wait here until the stream closes.
+        Run.wait(for: process, seconds: 60) { false }
+        #expect(!process.isRunning)
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(stderr)")
+        #expect(stderr == "speechgraph: stopped before any audio came\n", "\(stderr)")
+    }
+
     @Test("one file three times in streaming mode: three times the text of the first (no file learns from another)")
     func streamingFilesDoNotLearnFromEachOther() throws {
         let once = try speech()
