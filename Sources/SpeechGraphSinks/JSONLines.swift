@@ -84,7 +84,8 @@ public enum JSONLines {
     /// The keys every event may have: a custom event's field of the same name is left out.
     private static let commonKeys: Set<String> = ["v", "type", "node", "time", "source"]
 
-    /// The audio time an event is about the end of: a result's range end, a speech edge's time.
+    /// The audio time an event is about the end of: a result's range end, a speech edge's time, the `end` field of
+    /// an event a node added that has one (a plugin's `phraseHeard` is at its result's start, and ends with it).
     public static func audioEnd(of event: GraphEvent) -> Double? {
         switch event {
         case .result(let t): return t.range.end
@@ -94,7 +95,12 @@ public enum JSONLines {
         case .gap(_, let r, _): return r.end
         case .level(_, let time, _, _): return time
         case .availability: return nil
-        case .custom(let e): return e.time
+        case .custom(let e):
+            switch e.fields["end"] {
+            case .number(let end)?: return end
+            case .integer(let end)?: return Double(end)
+            default: return e.time
+            }
         }
     }
 
