@@ -351,6 +351,17 @@ func runEachFile(
                 }
                 break
             }
+        } catch let error as GraphError
+            where !error.diagnostics.isEmpty
+            && error.diagnostics.allSatisfy({
+                $0.location.map { FileManager.default.fileExists(atPath: $0.file) } ?? false
+            })
+        {
+            // Errors in a file an option names (a grammar, a language-model spec), not in the audio: every file
+            // would get them. A usage error, as in `run` (docs/cli.md, exit status 2).
+            signals.status.clear()
+            printGraphErrors(error, in: error.diagnostics[0].location!.file)
+            throw Reported(code: Exit.usage)
         } catch {
             guard reportFileFailure(error, status: signals.status) else { throw error }
             failures += 1

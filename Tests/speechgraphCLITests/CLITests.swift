@@ -131,6 +131,21 @@ import Testing
         #expect(grammar.stderr == "speechgraph: error: --grammar: grammar not found: /no/such.jsgf\n")
     }
 
+    @Test("a grammar with errors: located errors, their count, exit 2 as with run, and no file transcribed")
+    func badGrammarIsAUsageError() throws {
+        let wav = try speech()
+        let dir = TemporaryDirectory()
+        let bad = dir.path("bad.jsgf")
+        try "#JSGF V1.0;\ngrammar c;\npublic <cmd> = lights on | lights off\n".write(
+            toFile: bad, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(["transcribe", "--grammar", bad, wav, wav])
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(
+            r.stderr == "\(bad):4:1: error: expected ';' to end rule <cmd>, found 'the end of the file'\n"
+                + "1 error in \(bad)\n", "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
     @Test func vadCommandNamesItsSettingAsTyped() throws {
         let r = try Run.speechgraph(["vad", "--set", "threshold=loud", try speech()])
         #expect(r.status == 2)
