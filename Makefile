@@ -52,7 +52,7 @@ install: build
 ## Without one: a private dummy server, and graphs/jack-demo.graph plays the synthesised demo
 ## recording through JACK into speechgraph's input, so the whole live path runs without a sound card.
 run: build out/demo.wav
-	@if (jack_lsp >/dev/null 2>&1) 2>/dev/null; then \
+	@if (jack_lsp >/dev/null 2>&1; exit $$?) 2>/dev/null; then \
 		echo "make run: JACK server found: running graphs/live.graph (Ctrl-C to stop)" >&2; \
 		$(BIN) run graphs/live.graph; \
 	else \

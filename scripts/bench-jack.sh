@@ -26,7 +26,7 @@ start_server() { # period
   local name=speechgraph-bench-$$
   setpriv --pdeathsig KILL jackd -n "$name" --no-realtime -d dummy -r 48000 -p "$1" >/dev/null 2>&1 &
   jackd_pid=$!
-  for _ in $(seq 200); do jack_lsp -s "$name" >/dev/null 2>&1 && break; sleep 0.02; done
+  for _ in $(seq 200); do (jack_lsp -s "$name" >/dev/null 2>&1; exit $?) 2>/dev/null && break; sleep 0.02; done
   export JACK_DEFAULT_SERVER=$name
 }
 

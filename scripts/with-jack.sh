@@ -3,7 +3,7 @@
 # server, or $JACK_DEFAULT_SERVER), against it; otherwise against a private dummy server (no sound
 # card needed) that this script starts, and stops with SIGTERM when CMD ends.
 set -euo pipefail
-if (jack_lsp >/dev/null 2>&1) 2>/dev/null; then
+if (jack_lsp >/dev/null 2>&1; exit $?) 2>/dev/null; then
   echo "with-jack: using the running JACK server" >&2
   exec "$@"
 fi
@@ -18,14 +18,17 @@ stop() {
 }
 trap stop EXIT
 # Wait until the server answers. jack_lsp aborts while it is not up yet: probe in a subshell whose
-# stderr goes nowhere, so that bash's "Aborted" reports stay quiet.
+# stderr goes nowhere, so that bash's "Aborted" reports stay quiet. The subshell must not be a bare command:
+# bash would exec it in place, and this script's shell, not the subshell, would report the abort.
+# A deadline only bounds a jackd that hangs (a loaded machine can take many seconds to start one).
 ready=0
-for _ in $(seq 1500); do
-  if (jack_lsp -s "$name" >/dev/null 2>&1) 2>/dev/null; then ready=1; break; fi
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  if (jack_lsp -s "$name" >/dev/null 2>&1; exit $?) 2>/dev/null; then ready=1; break; fi
   kill -0 "$jackd_pid" 2>/dev/null || { echo "with-jack: jackd failed to start" >&2; exit 1; }
   sleep 0.02
 done
-[ "$ready" = 1 ] || { echo "with-jack: jackd did not answer within 30 s" >&2; exit 1; }
+[ "$ready" = 1 ] || { echo "with-jack: jackd did not answer within 60 s" >&2; exit 1; }
 export JACK_DEFAULT_SERVER=$name
 status=0
 "$@" || status=$?
