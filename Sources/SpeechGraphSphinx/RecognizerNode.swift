@@ -198,7 +198,25 @@ public final class RecognizerNode: GraphNode {
             let model = try SphinxModel.resolve(c, buildSpec: false)
             try model.checkRate()
         },
-        validate: { try SphinxModel.validate($0) }, make: { try RecognizerNode($0) })
+        validate: { try SphinxModel.validate($0) }, advise: advice, make: { try RecognizerNode($0) })
+
+    /// `check`'s warnings: a grammar or a domain-only model that streaming mode decodes without rejection (a
+    /// voice-control graph would act on speech outside it).
+    static func advice(_ c: NodeConfig) -> [SpeechGraphError] {
+        let domainOnly =
+            c.string("grammar") != nil || c.string("jsgf") != nil
+            || (c.string("lm") != nil && c.number(of: "weight") >= 1)
+        guard domainOnly, c.string(of: "mode") == "streaming", !c.bool(of: "final-pass"), c.bool(of: "reject") else {
+            return []
+        }
+        return [
+            SpeechGraphError(
+                "streaming mode without final-pass marks nothing rejected: speech outside the "
+                    + (c.string("lm") != nil ? "domain model" : "grammar")
+                    + " comes out as its nearest sentence, unmarked (utterance mode, or final-pass, rejects it; "
+                    + "reject: false says this is meant)", parameter: "mode")
+        ]
+    }
 
     /// The `results` presets.
     public enum Results: String, CaseIterable, Sendable {

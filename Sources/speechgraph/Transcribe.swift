@@ -185,9 +185,19 @@ extension SpeechgraphCommand {
                     throw Reported(code: Exit.failure)
                 }
             }
+            var warned = false
             try runEachFile(
                 files, registry: registry, signals: signals, output: output, realtime: realtime,
-                plan: { try planner.plan(graph(for: $0, stdin: $0 == stream ? stdin : nil)) },
+                plan: { file in
+                    let plan = try planner.plan(graph(for: file, stdin: file == stream ? stdin : nil))
+                    // What check would warn about the options together (a grammar streamed without rejection):
+                    // once, with the first file.
+                    if !warned {
+                        warned = true
+                        printDiagnostics(plan.warnings.filter { $0.severity == .warning })
+                    }
+                    return plan
+                },
                 started: { file, graph in
                     if file == stream, let stdin, let pusher = graph.input(named: "src") { stdin.feed(pusher) }
                 },
@@ -206,6 +216,7 @@ extension SpeechgraphCommand {
         static let recognizerOptions = [
             "model": "--model", "hmm": "--hmm", "lm": "--lm", "weight": "--lm-weight", "phrases": "--phrases",
             "dict": "--dict", "grammar": "--grammar", "alternatives": "--alternatives", "confidence": "--confidence",
+            "mode": "--mode",
         ]
 
         private func graph(for file: String, stdin: WAVStreamReader?) -> GraphSpec {

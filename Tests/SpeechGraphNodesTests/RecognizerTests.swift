@@ -310,6 +310,31 @@ extension Decoding {
             #expect(Harness.transcript(events) == "call my mother")
         }
 
+        @Test("check warns of a grammar streamed without rejection, and only then")
+        func grammarStreamedWithoutRejectionIsAWarning() throws {
+            let grammar = dir.path("w.jsgf")
+            try "#JSGF V1.0;\ngrammar w;\npublic <w> = lights on | lights off;\n".write(
+                toFile: grammar, atomically: true, encoding: .utf8)
+            func warnings(_ parameters: String) throws -> [String] {
+                let plan = try GraphPlanner(registry: Harness.registry).validate(
+                    GraphParser.parse(
+                        """
+                        node src = push.input
+                        node asr = recognizer { grammar: "\(grammar)"\(parameters) }
+                        node out = collect
+                        src -> asr -> out
+                        """, file: "w.graph"))
+                return plan.warnings.filter { $0.severity == .warning }.map(\.description)
+            }
+            let streamed = try warnings("")
+            #expect(streamed.count == 1, "\(streamed)")
+            #expect(streamed.first?.hasPrefix("w.graph:2:") == true, "\(streamed)")
+            #expect(streamed.first?.contains("streaming mode without final-pass marks nothing rejected") == true)
+            for fine in [", mode: utterance", ", final-pass: true", ", reject: false"] {
+                #expect(try warnings(fine).isEmpty, "\(fine)")
+            }
+        }
+
         @Test func silenceGivesAnEmptyFinalResult() throws {
             let wav = dir.path("silence.wav")
             try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "trim", "0", "1.0"])

@@ -82,6 +82,12 @@ public struct GraphPlanner {
                     diagnostics.error("node '\(decl.name.value)': \(error)", at: decl.location)
                 }
             }
+            if diagnostics.errorCount == errorsBefore {
+                for advice in type.advise?(config) ?? [] {
+                    let (option, at) = config.origin(of: advice.parameter)
+                    diagnostics.append(Diagnostic(.warning, at: at, (option.map { "\($0): " } ?? "") + advice.message))
+                }
+            }
             nodeIndex[decl.name.value] = nodes.count
             nodes.append(
                 PlannedNode(

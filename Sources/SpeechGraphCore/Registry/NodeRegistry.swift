@@ -204,6 +204,10 @@ public struct NodeType: Sendable {
     /// queue) or a value's form (an address). Run by `speechgraph check` with the parameters (nothing opened, no
     /// file read): a `SpeechGraphError` naming the parameter is a graph error at its value.
     public var validate: (@Sendable (NodeConfig) throws -> Void)?
+    /// What `speechgraph check` should warn about in a valid configuration: values that work together but
+    /// probably not as meant (a grammar whose rejection this mode turns off). Each a `SpeechGraphError` naming the
+    /// parameter it is about, reported as a warning at its value; a warning does not stop a run.
+    public var advise: (@Sendable (NodeConfig) -> [SpeechGraphError])?
 
     public init(
         _ descriptor: NodeDescriptor,
@@ -212,9 +216,11 @@ public struct NodeType: Sendable {
         inputRequirement: (@Sendable (inout PlanContext, String) throws -> AudioRequirement?)? = nil,
         resourceCheck: (@Sendable (NodeConfig) throws -> Void)? = nil,
         validate: (@Sendable (NodeConfig) throws -> Void)? = nil,
+        advise: (@Sendable (NodeConfig) -> [SpeechGraphError])? = nil,
         make: @escaping @Sendable (NodeContext) throws -> any GraphNode
     ) {
         self.validate = validate
+        self.advise = advise
         self.resourceCheck = resourceCheck
         self.inputRequirement = inputRequirement
         self.descriptor = descriptor
