@@ -137,6 +137,9 @@ public final class JackInputNode: SourceNode {
     /// Stream time in frames: audio emitted plus audio lost.
     private var streamFrame: Int64 = 0
     private var pendingGap: GapRecord?
+    /// Where the graph's audio epoch (for the jsonl sink's `latency`) is set, once, from the first audio taken.
+    private let resources: GraphResources
+    private var epochSet = false
     /// xruns are reported at most once a second, as one gap event with their count.
     private var xrunsPending = 0
     private var sampleGuard = SampleGuard()
@@ -151,6 +154,7 @@ public final class JackInputNode: SourceNode {
         block = c.integer(of: "block")
         exitOnServerLoss = JackSettings.exitsOnServerLoss(context.resources)
         session = JackSettings.session(context.resources)
+        resources = context.resources
         try session.expect(rate: format.sampleRate)
         let frames = Int(c.number(of: "buffer") * Double(format.sampleRate))
         let base = c.string(of: "port")
@@ -264,6 +268,12 @@ public final class JackInputNode: SourceNode {
     /// its loop and sees a stop), in blocks, with gap events where periods were dropped.
     private func drain(output: NodeOutput) throws {
         var budget = rings.map(\.endpoint.availableToRead).min() ?? 0
+        if !epochSet && budget > 0 {
+            // The newest of this audio was captured a moment ago (the last period): audio time 0, that much before.
+            epochSet = true
+            resources.setAudioEpochIfUnset(
+                Date().timeIntervalSince1970 - Double(streamFrame + Int64(budget)) / Double(format.sampleRate))
+        }
         while true {
             if pendingGap == nil { pendingGap = session.nextGap() }
             var available = rings.map(\.endpoint.availableToRead).min() ?? 0

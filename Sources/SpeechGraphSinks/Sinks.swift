@@ -23,8 +23,9 @@ public final class JSONLinesSink: GraphNode {
                 doc: "A label written as \"source\" on each event (transcribe sets the file path)."),
             .boolean(
                 "latency", default: false,
-                doc: "When the graph runs paced like live audio, add \"latency\": seconds "
-                    + "from the end of the audio an event describes to the moment it was written."),
+                doc: "When the audio runs on a clock (jack.input, push.input fed as the audio is captured, a file "
+                    + "played in real time), add \"latency\": seconds from the end of the audio an event describes "
+                    + "to the moment it was written."),
         ])
 
     public static let type = NodeType(descriptor, make: { try JSONLinesSink($0) })

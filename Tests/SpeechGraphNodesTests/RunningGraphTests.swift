@@ -218,6 +218,38 @@ import Testing
         #expect(graph.warnings == ["node 'log': \(reason)"])
     }
 
+    @Test("audio pushed as a microphone gives it: the jsonl sink's latency is there, and small")
+    func pushedAudioHasLatency() throws {
+        let log = dir.path("latency.jsonl")
+        let graph = try RunningGraph(
+            plan: Harness.plan(
+                """
+                node src = push.input { rate: 16 kHz }
+                node levels = tap.level
+                node log = jsonl { path: "\(log)", latency: true }
+                src -> levels
+                levels.events -> log
+                """), registry: Harness.registry)
+        let pusher = try #require(graph.input(named: "src"))
+        graph.start()
+        // 1 s of a tone, 100 ms at a time, as a capture device hands it over (the pacing is the simulated
+        // microphone's, not a wait for the graph).
+        let chunk = (0..<1600).map { Float(sin(Double($0) * 0.2) * 0.3) }
+        for _ in 0..<10 {
+            _ = pusher.write(chunk, waitForRoom: true)
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        pusher.end()
+        try graph.run()
+        let latencies = try Run.lines(of: log).map { line in
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return try #require(o["latency"] as? Double, "\(line)")
+        }
+        #expect(latencies.count >= 5)
+        // From the end of each level's 100 ms to its line: a moment, not the seconds since the graph was made.
+        #expect(latencies.allSatisfy { $0 > -0.5 && $0 < 5 }, "\(latencies)")
+    }
+
     @Test("pushed NaN and infinite samples: no trap, the text of the clean audio, one warning event")
     func pushedNonFiniteSamples() throws {
         let (plain, _, _) = try speech()

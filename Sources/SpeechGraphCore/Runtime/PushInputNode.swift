@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// The writing end of a `push.input` node: audio fed into a running graph from outside (an app's
@@ -218,11 +219,15 @@ public final class PushInputNode: SourceNode {
     private var readFrames = 0
     private var pendingGap: GapRecord?
     private var sampleGuard = SampleGuard()
+    /// Where the graph's audio epoch (for the jsonl sink's `latency`) is set, once, from the first audio taken.
+    private let resources: GraphResources
+    private var epochSet = false
 
     init(_ context: NodeContext) throws {
         // The planner derives it from `rate` and `channels` (the port's format rule).
         let format = context.outputFormats["out"]!
         name = context.config.name
+        resources = context.resources
         block = context.config.integer(of: "block")
         let seconds = context.config.number(of: "buffer")
         pusher = AudioPusher(
@@ -245,6 +250,11 @@ public final class PushInputNode: SourceNode {
         let rate = Double(pusher.format.sampleRate)
         // What the ring held on entry, no more: a writer that keeps up must not keep the graph thread here.
         var budget = pusher.ring.endpoint.availableToRead / channels
+        if !epochSet && budget > 0 {
+            // Live audio: the newest of it was written a moment ago. Audio time 0 was due that much before.
+            epochSet = true
+            resources.setAudioEpochIfUnset(Date().timeIntervalSince1970 - Double(streamFrame + Int64(budget)) / rate)
+        }
         while true {
             if pendingGap == nil {
                 var record = GapRecord(ringIndex: 0, frames: 0)
