@@ -26,6 +26,16 @@ public enum JSGFCheck {
         try check(text, file: path)
     }
 
+    /// The words a grammar file's rules say, each where it is (a quoted token's words at its place), in order;
+    /// empty when the file cannot be read. For naming the words a dictionary lacks.
+    public static func words(file path: String) -> [(text: String, location: SourceLocation)] {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+        else { return [] }
+        var parser = Parser(text: Array(text.unicodeScalars), file: path)
+        parser.parse()
+        return parser.words
+    }
+
     /// Checks grammar text; `file` names it in the diagnostics.
     public static func check(_ text: String, file: String) throws {
         var parser = Parser(text: Array(text.unicodeScalars), file: file)
@@ -53,6 +63,8 @@ public enum JSGFCheck {
         var defined: [String: SourceLocation] = [:]
         var referenced: [(String, SourceLocation)] = []
         var hasPublic = false
+        /// The words of the rules, with their places.
+        var words: [(text: String, location: SourceLocation)] = []
 
         init(text: [Unicode.Scalar], file: String) {
             self.text = text
@@ -270,7 +282,13 @@ public enum JSGFCheck {
             while true {
                 guard let t = next() else { return nil }
                 switch t.kind {
-                case .word, .quoted:
+                case .word:
+                    words.append((t.text, t.location))
+                    items += 1
+                case .quoted:
+                    for w in t.text.dropFirst().dropLast().split(separator: " ") {
+                        words.append((String(w), t.location))
+                    }
                     items += 1
                 case .rule:
                     referenced.append((t.text, t.location))

@@ -361,9 +361,46 @@ public final class SphinxDecoder: @unchecked Sendable {
         }
         // Load again with the log captured, to say why.
         let reason = SphinxLog.capture { _ = Self.load(model).map { ps_free($0) } }
+        // PocketSphinx names the first word of a grammar its dictionary lacks: name them all, where they are.
+        if let jsgf = model.jsgf, reason.contains("is missing in the dictionary") {
+            let missing = Self.wordsMissing(from: model.dict, in: jsgf)
+            if !missing.isEmpty {
+                let listed =
+                    missing.prefix(10).map {
+                        "'\($0.text)' (\($0.location.line):\($0.location.column)"
+                            + ($0.lowercaseKnown ? "; the dictionary has '\($0.text.lowercased())')" : ")")
+                    }
+                    .joined(separator: ", ") + (missing.count > 10 ? ", ..." : "")
+                throw SpeechGraphError(
+                    "the grammar \(jsgf) says \(missing.count == 1 ? "a word" : "\(missing.count) words") that the "
+                        + "dictionary (\(model.dict)) does not have: \(listed). Give "
+                        + (missing.count == 1 ? "it a pronunciation" : "them pronunciations")
+                        + " in a dictionary ('dict'), or write the grammar as a .lmspec spec, whose new words "
+                        + "espeak-ng pronounces (docs/lm.md)", parameter: "grammar")
+            }
+        }
         // A grammar's words are checked against the dictionary as it loads: name it, or the acoustic model is blamed.
         let grammar = model.jsgf.map { ", with the grammar \($0)" } ?? ""
         throw SpeechGraphError("PocketSphinx could not load the model (\(model.hmm)\(grammar)): \(reason)")
+    }
+
+    /// The grammar's words (each once, in order) that `dictionary` has no entry for (an entry is its line's first
+    /// field, without an alternative's "(2)"; case counts, as for PocketSphinx).
+    static func wordsMissing(from dictionary: String, in grammar: String)
+        -> [(text: String, location: SourceLocation, lowercaseKnown: Bool)]
+    {
+        guard let data = FileManager.default.contents(atPath: dictionary) else { return [] }
+        var known = Set<Substring>()
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard var word = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).first else { continue }
+            if word.hasSuffix(")"), let open = word.lastIndex(of: "(") { word = word[..<open] }
+            known.insert(word)
+        }
+        var seen = Set<String>()
+        return JSGFCheck.words(file: grammar).filter {
+            !known.contains(Substring($0.text)) && seen.insert($0.text).inserted
+        }
+        .map { ($0.text, $0.location, known.contains(Substring($0.text.lowercased()))) }
     }
 
     private static func load(_ model: SphinxModel) -> OpaquePointer? {

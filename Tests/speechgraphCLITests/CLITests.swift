@@ -131,6 +131,26 @@ import Testing
         #expect(grammar.stderr == "speechgraph: error: --grammar: grammar not found: /no/such.jsgf\n")
     }
 
+    @Test("a grammar's words the dictionary lacks are all named, where they are, in one message")
+    func grammarWordsOutsideTheDictionary() throws {
+        let wav = try speech()
+        let dir = TemporaryDirectory()
+        let grammar = dir.path("oov.jsgf")
+        try "#JSGF V1.0;\ngrammar c;\npublic <c> = hello zorblax | Lights on | open \"the quuxgate\";\n".write(
+            toFile: grammar, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(["transcribe", "--grammar", grammar, wav])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        #expect(
+            r.stderr.hasPrefix(
+                "speechgraph: error: --grammar: the grammar \(grammar) says 3 words that the dictionary ("))
+        #expect(
+            r.stderr.contains(
+                "does not have: 'zorblax' (3:20), 'Lights' (3:30; the dictionary has 'lights'), 'quuxgate' (3:47)."),
+            "\(r.stderr)")
+        #expect(r.stderr.contains("write the grammar as a .lmspec spec"))
+    }
+
     @Test("a grammar with errors: located errors, their count, exit 2 as with run, and no file transcribed")
     func badGrammarIsAUsageError() throws {
         let wav = try speech()
