@@ -25,7 +25,8 @@ final class Match: EventNode {
                 doc: "The phrases to listen for, separated by '|': \"lights on|lights off\"."),
             .choice(
                 "results", ["final", "volatile"], default: "final",
-                doc: "final: look in final results only; volatile: also in volatile ones (sooner, may be wrong)."),
+                doc: "final: look in final results only; volatile: also in volatile ones (sooner, may be wrong, and "
+                    + "never marked rejected: speech outside the grammar can run a command)."),
             .boolean(
                 "rejected", default: false,
                 doc: "Also look in results marked rejected: speech outside the grammar or domain model, read as the "

@@ -46,7 +46,11 @@ static void on_fatal_signal(int signal, siginfo_t *info, void *context) {
     int call = marked_call;
     size_t index = 0;
     while (index < GUARDED_COUNT && guarded_signals[index] != signal) index++;
-    if (node) {
+    // The plugin's own doing: a fault (the kernel's si_code > 0), or abort() or raise() in this process. A signal
+    // sent from outside (kill -SEGV) is not blamed on whatever node this thread happens to be in.
+    int own = info == NULL || info->si_code > 0 || info->si_code == SI_KERNEL
+              || ((info->si_code == SI_TKILL || info->si_code == SI_USER) && info->si_pid == getpid());
+    if (node && own) {
         marked_node = NULL;
         if (stderr_is_terminal) say("\r\033[2K");
         say("speechgraph: error: ");
@@ -65,9 +69,11 @@ static void on_fatal_signal(int signal, siginfo_t *info, void *context) {
         fallback.sa_handler = SIG_DFL;
         sigaction(signal, &fallback, NULL);
     }
-    // A fault happens again when the handler returns, into that handler; a signal that was sent (abort, kill)
-    // is sent again, and arrives once this one returns.
-    if (info == NULL || info->si_code <= 0 || signal == SIGABRT) raise(signal);
+    // A fault happens again when the handler returns, into that handler. A signal that was sent (abort, kill),
+    // and a trap whose instruction does not run again (x86's int3: SIGTRAP past it, si_code SI_KERNEL), is sent
+    // again: it arrives at that handler once this one returns.
+    if (info == NULL || info->si_code <= 0 || info->si_code == SI_KERNEL || signal == SIGABRT || signal == SIGTRAP)
+        raise(signal);
 }
 
 static void install_once(void) {

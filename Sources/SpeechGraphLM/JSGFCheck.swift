@@ -286,9 +286,13 @@ public enum JSGFCheck {
                     words.append((t.text, t.location))
                     items += 1
                 case .quoted:
-                    for w in t.text.dropFirst().dropLast().split(separator: " ") {
-                        words.append((String(w), t.location))
-                    }
+                    // PocketSphinx looks a quoted token up as one word, quotes and spaces included: no dictionary
+                    // has it, and the model would not load.
+                    let inside = t.text.dropFirst().dropLast()
+                    diagnostics.error(
+                        "PocketSphinx reads the quoted token \(t.text) as one word, quotes included, which no "
+                            + "dictionary has: write \(inside.isEmpty ? "the words" : String(inside)) without quotes",
+                        at: t.location)
                     items += 1
                 case .rule:
                     referenced.append((t.text, t.location))

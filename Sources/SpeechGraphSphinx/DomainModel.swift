@@ -44,7 +44,8 @@ public struct DomainModel: Hashable, Sendable {
             return try DomainModel(directory: directory, weight: weight)
         }
         // A model file that `lm build` wrote: the pronunciations of its words are beside it.
-        let words = PathNames.folder(of: path) + "/words.dict"
+        let folder = PathNames.folder(of: path)
+        let words = (folder.isEmpty ? "." : folder) + "/words.dict"
         return DomainModel(lm: path, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
     }
 

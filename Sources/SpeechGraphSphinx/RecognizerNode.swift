@@ -213,8 +213,8 @@ public final class RecognizerNode: GraphNode {
             SpeechGraphError(
                 "streaming mode without final-pass marks nothing rejected: speech outside the "
                     + (c.string("lm") != nil ? "domain model" : "grammar")
-                    + " comes out as its nearest sentence, unmarked (utterance mode, or final-pass, rejects it; "
-                    + "reject: false says this is meant)", parameter: "mode")
+                    + " comes out as its nearest sentence, unmarked (utterance mode, or final-pass, rejects it"
+                    + (c.origins["mode"] == nil ? "; reject: false says this is meant)" : ")"), parameter: "mode")
         ]
     }
 

@@ -362,6 +362,11 @@ func runEachFile(
             signals.status.clear()
             printGraphErrors(error, in: error.diagnostics[0].location!.file)
             throw Reported(code: Exit.usage)
+        } catch let error as SpeechGraphError where error.parameter.map({ $0 != "path" }) ?? false {
+            // A value an option gave (a model, a dictionary, a grammar whose words the dictionary lacks), not the
+            // audio file: every file would fail the same way. Said once; the files after it are not tried.
+            reportFailure(error, status: signals.status)
+            throw Reported(code: Exit.failure)
         } catch {
             guard reportFileFailure(error, status: signals.status) else { throw error }
             failures += 1

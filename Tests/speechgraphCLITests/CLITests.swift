@@ -136,9 +136,10 @@ import Testing
         let wav = try speech()
         let dir = TemporaryDirectory()
         let grammar = dir.path("oov.jsgf")
-        try "#JSGF V1.0;\ngrammar c;\npublic <c> = hello zorblax | Lights on | open \"the quuxgate\";\n".write(
+        try "#JSGF V1.0;\ngrammar c;\npublic <c> = hello zorblax | Lights on | open the quuxgate;\n".write(
             toFile: grammar, atomically: true, encoding: .utf8)
-        let r = try Run.speechgraph(["transcribe", "--grammar", grammar, wav])
+        // Three files: the grammar fails each the same way, so it is said once and the others are not tried.
+        let r = try Run.speechgraph(["transcribe", "--grammar", grammar, wav, wav, wav])
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
         #expect(
@@ -146,8 +147,15 @@ import Testing
                 "speechgraph: error: --grammar: the grammar \(grammar) says 3 words that the dictionary ("))
         #expect(
             r.stderr.contains(
-                "does not have: 'zorblax' (3:20), 'Lights' (3:30; the dictionary has 'lights'), 'quuxgate' (3:47)."),
+                "does not have: 'zorblax' (3:20), 'Lights' (3:30; the dictionary has 'lights'), 'quuxgate' (3:51)."),
             "\(r.stderr)")
+        // A quoted token is one word to PocketSphinx, quotes included: a located error before it loads anything.
+        let quoted = dir.path("quoted.jsgf")
+        try "#JSGF V1.0;\ngrammar c;\npublic <c> = turn \"lights on\";\n".write(
+            toFile: quoted, atomically: true, encoding: .utf8)
+        let q = try Run.speechgraph(["transcribe", "--grammar", quoted, wav])
+        #expect(q.status == 2, "\(q.stderr)")
+        #expect(q.stderr.hasPrefix("\(quoted):3:19: error: PocketSphinx reads the quoted token"), "\(q.stderr)")
         #expect(r.stderr.contains("write the grammar as a .lmspec spec"))
     }
 

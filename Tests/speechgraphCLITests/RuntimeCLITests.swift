@@ -83,10 +83,12 @@ import Testing
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             try? stdin.fileHandleForWriting.close()
         }
-        // Once its main thread waits in read(0, ...) for the WAV header (x86-64: system call 0, first argument 0).
+        // Once its main thread waits in read(0, ...) for the WAV header: read is system call 0 on x86-64, 63 on
+        // arm64; its first argument is the descriptor.
         let syscall = "/proc/\(process.processIdentifier)/syscall"
         Run.wait(for: process, seconds: 60) {
-            ((try? String(contentsOfFile: syscall, encoding: .utf8)) ?? "").hasPrefix("0 0x0 ")
+            let call = (try? String(contentsOfFile: syscall, encoding: .utf8)) ?? ""
+            return call.hasPrefix("0 0x0 ") || call.hasPrefix("63 0x0 ")
         }
         kill(process.processIdentifier, SIGTERM)
         // The write end stays open: without the fix, it would wait here until the stream closes.
