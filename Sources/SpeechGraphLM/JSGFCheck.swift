@@ -3,7 +3,8 @@ import SpeechGraphCore
 
 /// Checks a JSGF grammar file before PocketSphinx reads it: the JSGF that PocketSphinx's parser takes (a
 /// `#JSGF` header, `grammar`, `import` and rule declarations, alternatives with weights, optional and grouped
-/// parts, `*` and `+`, quoted tokens and tags), and rule references that name a rule. PocketSphinx's own
+/// parts, `*` and `+`, tags; a quoted token, which PocketSphinx looks up as one word with its quotes, is an
+/// error), and rule references that name a rule. PocketSphinx's own
 /// parser writes what its scanner does not recognise to standard output (where a graph's results go), says
 /// where it failed only in its log, and takes a grammar whose rule references name nothing, recognising
 /// nothing then; this gives each problem as a `file:line:col: error:` instead.
