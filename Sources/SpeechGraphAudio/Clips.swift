@@ -69,7 +69,7 @@ public final class ClipsSink: GraphNode {
         blocks.append((block.startFrame, Array(block.samples)))
         let newest = block.startFrame + Int64(block.frameCount)
         writeReady(streamAt: block.startFrame)
-        try tellProblem(output, at: Double(block.startFrame) / Double(format.sampleRate))
+        if let problem { try output.warn(problem, time: Double(block.startFrame) / Double(format.sampleRate)) }
         while first < blocks.count,
             blocks[first].start + Int64(blocks[first].samples.count / format.channelCount) < newest - keepFrames
         {
@@ -88,16 +88,9 @@ public final class ClipsSink: GraphNode {
         let to = Int64((t.range.end + pad) * rate)
         waiting.append((event, from, to))
         writeReady(streamAt: nil)
-        try tellProblem(output, at: t.range.end)
+        // Said when it happens (`warn` tells it once), and at the end in `warnings`.
+        if let problem { try output.warn(problem, time: t.range.end) }
     }
-
-    /// Says `problem` as a `warning` event the first time (``NodeOutput/warn(_:time:)``): when it happens.
-    private func tellProblem(_ output: NodeOutput, at time: Double?) throws {
-        guard let problem, !problemTold else { return }
-        problemTold = true
-        try output.warn(problem, time: time)
-    }
-    private var problemTold = false
 
     /// Writes the waiting clips, in order, whose trailing audio has come, or which the stream (now at the block
     /// starting at `streamAt`) has moved past, or whose first audio is about to be dropped.

@@ -115,7 +115,7 @@ public final class FileInputNode: SourceNode {
             let now = Date().timeIntervalSinceReferenceDate
             if wallStart == nil {
                 wallStart = now - Double(n) / Double(format.sampleRate)
-                resources.setAudioEpochIfUnset(Date().timeIntervalSince1970 - Double(n) / Double(format.sampleRate))
+                resources.setAudioEpochIfUnset(heard: Double(n) / Double(format.sampleRate))
             }
             let due = wallStart! + position
             if due > now { Thread.sleep(forTimeInterval: due - now) }

@@ -271,8 +271,7 @@ public final class JackInputNode: SourceNode {
         if !epochSet && budget > 0 {
             // The newest of this audio was captured a moment ago (the last period): audio time 0, that much before.
             epochSet = true
-            resources.setAudioEpochIfUnset(
-                Date().timeIntervalSince1970 - Double(streamFrame + Int64(budget)) / Double(format.sampleRate))
+            resources.setAudioEpochIfUnset(heard: Double(streamFrame + Int64(budget)) / Double(format.sampleRate))
         }
         while true {
             if pendingGap == nil { pendingGap = session.nextGap() }

@@ -289,20 +289,24 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
                         Self.guarded(given.processor.pointee.node, SG_GUARD_DESTROY) { destroy(instance) }
                     }
                     given.host?.deallocate()
-                    free(UnsafeMutablePointer(mutating: given.processor.pointee.node))
-                    given.processor.deallocate()
+                    Self.free(given.processor)
                 })
             if host.host(processor) {
                 _ = handOff()
                 isHostedInRealtime = true
             } else {
-                free(UnsafeMutablePointer(mutating: guardedProcessor.pointee.node))
-                guardedProcessor.deallocate()
+                Self.free(guardedProcessor)
             }
         }
     }
 
     deinit { output.deallocate() }
+
+    /// Frees what `init` made for the real-time thread: the processor and its copy of the crash label.
+    private static func free(_ processor: UnsafeMutablePointer<sg_guarded_processor>) {
+        Glibc.free(UnsafeMutablePointer(mutating: processor.pointee.node))
+        processor.deallocate()
+    }
 
     public func process(_ block: AudioBlock, port: Int, output next: NodeOutput) throws {
         // Processed in the real-time thread already.

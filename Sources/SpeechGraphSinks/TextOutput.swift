@@ -23,7 +23,6 @@ public final class TextOutput {
     private let standardOutput: StandardOutput?
     /// The first write of this output that failed, as a message for the user.
     public private(set) var failure: String?
-    private var failureTold = false
     /// A file opened to be rewritten keeps what it held until this output writes or `finish`es: a graph that
     /// fails before it runs (another node cannot start) leaves the user's file as it was.
     private var truncatePending = false
@@ -108,12 +107,10 @@ public final class TextOutput {
 
     public var isTerminal: Bool { isatty(fd) == 1 }
 
-    /// Tells `failure` as a `warning` event (``NodeOutput/warn(_:time:)``) the first time it is seen, so that a
-    /// user hears of a full disk when it happens, not when the run ends. Called by the sink after `flush`.
+    /// Tells `failure` as a `warning` event (``NodeOutput/warn(_:time:)``, which tells it once), so that a user
+    /// hears of a full disk when it happens, not when the run ends. Called by the sink after `flush`.
     public func tellFailure(_ output: NodeOutput, at time: Double?) throws {
-        guard let failure, !failureTold else { return }
-        failureTold = true
-        try output.warn(failure, time: time)
+        if let failure { try output.warn(failure, time: time) }
     }
 
     public func write(_ text: String) {

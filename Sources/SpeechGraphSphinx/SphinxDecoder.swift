@@ -384,23 +384,17 @@ public final class SphinxDecoder: @unchecked Sendable {
         throw SpeechGraphError("PocketSphinx could not load the model (\(model.hmm)\(grammar)): \(reason)")
     }
 
-    /// The grammar's words (each once, in order) that `dictionary` has no entry for (an entry is its line's first
-    /// field, without an alternative's "(2)"; case counts, as for PocketSphinx).
+    /// The grammar's words (each once, in order) that `dictionary` has no entry for (case counts, as for
+    /// PocketSphinx), and whether it has the word in lower case.
     static func wordsMissing(from dictionary: String, in grammar: String)
         -> [(text: String, location: SourceLocation, lowercaseKnown: Bool)]
     {
-        guard let data = FileManager.default.contents(atPath: dictionary) else { return [] }
-        var known = Set<Substring>()
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            guard var word = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).first else { continue }
-            if word.hasSuffix(")"), let open = word.lastIndex(of: "(") { word = word[..<open] }
-            known.insert(word)
-        }
+        let said = JSGFCheck.words(file: grammar)
+        let asked = Set(said.flatMap { [$0.text, $0.text.lowercased()] })
+        guard let known = try? Lexicon(dictionary: dictionary, words: asked).entries else { return [] }
         var seen = Set<String>()
-        return JSGFCheck.words(file: grammar).filter {
-            !known.contains(Substring($0.text)) && seen.insert($0.text).inserted
-        }
-        .map { ($0.text, $0.location, known.contains(Substring($0.text.lowercased()))) }
+        return said.filter { known[$0.text] == nil && seen.insert($0.text).inserted }
+            .map { ($0.text, $0.location, known[$0.text.lowercased()] != nil) }
     }
 
     private static func load(_ model: SphinxModel) -> OpaquePointer? {

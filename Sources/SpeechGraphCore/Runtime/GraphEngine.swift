@@ -38,6 +38,8 @@ final class GraphEngine {
     let busy = Atomic<Int>(-1)
     /// Set once any observer exists, so that graphs nobody watches never take the lock.
     private let observed = Atomic<Bool>(false)
+    /// The warnings `NodeOutput.warn` told while the graph ran, worded as `warnings` words them: each once.
+    private(set) var told: Set<String> = []
     /// Called with each event no node takes (`RunningGraph.Options.unrouted`).
     var unrouted: (@Sendable (String, GraphEvent) -> Void)?
 
@@ -185,6 +187,12 @@ final class GraphEngine {
     }
 
     func deliver(_ event: GraphEvent, from node: Int, port: Int) throws {
+        if port == NodeOutput.noPort {
+            // A warning told while running (`NodeOutput.warn`): once for each node and reason.
+            guard case .custom(let e) = event, case .string(let reason)? = e.fields["reason"],
+                told.insert(plan.nodes[node].config.warning(reason)).inserted
+            else { return }
+        }
         if observed.load(ordering: .acquiring) {
             observers.withLock { observers in
                 for c in observers.streams[node] ?? [] { c.yield(event) }

@@ -36,6 +36,12 @@ public final class GraphResources: Sendable {
         epoch.withLock { if $0 == nil { $0 = value } }
     }
 
+    /// The epoch from audio that has just been heard, `seconds` of it since audio time 0 (a live source's
+    /// newest audio, a paced file's first block): audio time 0 was due that long ago.
+    public func setAudioEpochIfUnset(heard seconds: Double) {
+        setAudioEpochIfUnset(Date().timeIntervalSince1970 - seconds)
+    }
+
     /// The graph's object of type `T`, if one was made or provided.
     public func existing<T: AnyObject & Sendable>(_ type: T.Type) -> T? {
         objects.withLock { $0[ObjectIdentifier(type)] as? T }

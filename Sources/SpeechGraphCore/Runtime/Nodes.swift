@@ -104,7 +104,8 @@ public struct NodeOutput {
     /// A `warning` event from this node that goes to no port: to the graph's observers (`RunningGraph.events`)
     /// and its `unrouted` handler (`speechgraph run` prints it on standard error at once). For what a node
     /// without event outputs (a sink whose file can no longer be written) must tell while the graph runs; the
-    /// node still reports it in `warnings` at the end.
+    /// node still reports it in `warnings` at the end. The graph tells each reason of a node once, however often
+    /// it is called (`RunningGraph.warningsToldWhileRunning`).
     public func warn(_ reason: String, time: Double?) throws {
         let event = GraphEvent.custom(
             CustomEvent(

@@ -1,4 +1,3 @@
-import Foundation
 import Synchronization
 
 /// The writing end of a `push.input` node: audio fed into a running graph from outside (an app's
@@ -253,7 +252,7 @@ public final class PushInputNode: SourceNode {
         if !epochSet && budget > 0 {
             // Live audio: the newest of it was written a moment ago. Audio time 0 was due that much before.
             epochSet = true
-            resources.setAudioEpochIfUnset(Date().timeIntervalSince1970 - Double(streamFrame + Int64(budget)) / rate)
+            resources.setAudioEpochIfUnset(heard: Double(streamFrame + Int64(budget)) / rate)
         }
         while true {
             if pendingGap == nil {

@@ -227,6 +227,14 @@ public final class RunningGraph: @unchecked Sendable {
         return engine.warnings
     }
 
+    /// Those of `warnings` that were also told while the graph ran (a sink that could not write: a `warning`
+    /// event to `events()` and `Options.unrouted`), so that a program that printed them then need not again.
+    /// After the end.
+    public var warningsToldWhileRunning: Set<String> {
+        guard phase.withLock({ $0 != .running }) else { return [] }
+        return engine.told
+    }
+
     /// The node called `name`, for tests and tools that look inside; only before `start` or after the end.
     public func node(named name: String) -> (any GraphNode)? {
         guard phase.withLock({ $0 != .running }) else { return nil }
