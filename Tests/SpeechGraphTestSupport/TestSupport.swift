@@ -190,20 +190,48 @@ public func wordErrorRate(reference: String, hypothesis: String) -> Double {
     return Double(d[h.count]) / Double(r.count)
 }
 
-/// A test fixture computed once per test process, by the first test that asks (the others wait for it): for an
-/// expensive result several tests read, such as one decoding of a corpus file, never for anything a test changes.
+/// A test fixture computed once per test process, by the first test that asks; the others await it without
+/// holding a thread of the test runner (which has one per core). For an expensive result several tests read, such
+/// as one decoding of a corpus file, never for anything a test changes. A failure is every asker's.
 public final class ComputedOnce<Value: Sendable>: Sendable {
-    private let value = Mutex<Value?>(nil)
+    private enum State {
+        case notAsked
+        case making(waiting: [CheckedContinuation<Value, Error>])
+        case made(Result<Value, Error>)
+    }
+    private let state = Mutex<State>(.notAsked)
     private let make: @Sendable () throws -> Value
 
     public init(_ make: @escaping @Sendable () throws -> Value) { self.make = make }
 
-    public func get() throws -> Value {
-        try value.withLock { value in
-            if let value { return value }
-            let made = try make()
-            value = made
-            return made
+    public func get() async throws -> Value {
+        let first = state.withLock { state in
+            guard case .notAsked = state else { return false }
+            state = .making(waiting: [])
+            return true
+        }
+        if first {
+            let result = Result { try make() }
+            let waiting = state.withLock { state in
+                guard case .making(let waiting) = state else { return [CheckedContinuation<Value, Error>]() }
+                state = .made(result)
+                return waiting
+            }
+            for continuation in waiting { continuation.resume(with: result) }
+            return try result.get()
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            let made: Result<Value, Error>? = state.withLock { state in
+                switch state {
+                case .made(let result): return result
+                case .making(var waiting):
+                    waiting.append(continuation)
+                    state = .making(waiting: waiting)
+                    return nil
+                case .notAsked: return .failure(TestSpeech.Failure(description: "ComputedOnce: never started"))
+                }
+            }
+            if let made { continuation.resume(with: made) }
         }
     }
 }

@@ -491,7 +491,7 @@ enum RealSetTranscription {
 /// same model and search width (so the bound follows the peer, not a figure written down once).
 @Suite struct CorpusTests {
     @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
-    func realSpeechWordErrorRate() throws {
+    func realSpeechWordErrorRate() async throws {
         let shared = try TestPaths.requireShared()
         let corpus = shared.appendingPathComponent("corpus/real")
         let manifest = corpus.appendingPathComponent("manifest.tsv")
@@ -501,7 +501,7 @@ enum RealSetTranscription {
         let dir = TemporaryDirectory()
         // One decoding for two checks: JSON Lines (word detail on gives the same text as the tsv format) for the
         // word error rate and for the calibrated confidences.
-        let r = try RealSetTranscription.jsonl.get()
+        let r = try await RealSetTranscription.jsonl.get()
         #expect(r.status == 0, "\(r.stderr)")
         try r.stdout.write(toFile: dir.path("sg.jsonl"), atomically: true, encoding: .utf8)
         let rows = try Reliability.transcripts(r.stdout)
@@ -539,20 +539,21 @@ enum RealSetTranscription {
 
 /// `speechgraph transcribe` on the 148 s long-form files (the vad node cuts them into utterances), scored by
 /// wer.py against the figures of Debian's `pocketsphinx_continuous` on the same files, as issue 4 measured
-/// them (239 words each, one word 0.42 points): long_clean 29.3%, long_white15db 66.9%, long_pink15db 61.5%.
-/// Those are measured figures, so each limit allows one word more than the peer's. speechgraph measured
-/// 23.85%, 65.69% and 56.07% (docs/endpointing.md).
+/// them (239 words each, one word 0.42 points): long_clean 29.3%, long_white15db 66.9%. Those are measured
+/// figures, so each limit allows one word more than the peer's. speechgraph measured 23.85% and 65.69%
+/// (docs/endpointing.md). long_pink15db (56.07% against 61.5%) is the same check in another noise at twice the
+/// CPU of long_clean: `make bench` scores it (transcribe_long_pink15db_wer), the tests do not.
 @Suite struct LongFormTests {
     @Test(
         .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
-        arguments: [("long_clean", 29.3), ("long_white15db", 66.9), ("long_pink15db", 61.5)])
-    func longFormWordErrorRate(file: String, peer: Double) throws {
+        arguments: [("long_clean", 29.3), ("long_white15db", 66.9)])
+    func longFormWordErrorRate(file: String, peer: Double) async throws {
         let shared = try TestPaths.requireShared()
         let long = shared.appendingPathComponent("corpus/long")
         // long_clean: the decoding SubtitleTests reads too, of the graph transcribe builds (one decoding for both).
         let (status, stdout, stderr): (Int32, String, String)
         if file == "long_clean" {
-            let decoded = try LongCleanDecoding.output.get()
+            let decoded = try await LongCleanDecoding.output.get()
             (status, stdout, stderr) = (decoded.status, decoded.jsonl, decoded.stderr)
         } else {
             let r = try Run.speechgraph(

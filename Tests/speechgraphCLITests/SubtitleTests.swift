@@ -55,10 +55,10 @@ enum LongCleanDecoding {
     }
 
     @Test("long_clean.wav as SRT and WebVTT: real parsers read them, every cue within the limits")
-    func longCleanSubtitles() throws {
+    func longCleanSubtitles() async throws {
         let shared = try TestPaths.requireShared()
         let wav = shared.appendingPathComponent("corpus/long/long_clean.wav").path
-        let decoded = try LongCleanDecoding.output.get()
+        let decoded = try await LongCleanDecoding.output.get()
         #expect(decoded.status == 0, "\(decoded.stderr)")
         for (name, text) in [("long.srt", decoded.srt), ("long.vtt", decoded.vtt), ("long.jsonl", decoded.jsonl)] {
             try text.write(toFile: dir.path(name), atomically: true, encoding: .utf8)

@@ -449,7 +449,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
     }
 
     @Test("the real set through Wyoming: WER beside transcribe's (the default graph within 0.5 points)")
-    func realSetWordErrorRate() throws {
+    func realSetWordErrorRate() async throws {
         let fast = TestPaths.packageRoot.appendingPathComponent("graphs/wyoming-fast.graph").path
         let server = try WyomingServerProcess(["--model", "fast=\(fast)"])
         defer { server.stop() }
@@ -457,7 +457,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         let alone = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "2"]))
         let fastTexts = texts(try Peer.transcribe(server.uri, files, options: ["--clients", "8", "--name", "fast"]))
         // `speechgraph transcribe` of the same files (run once for this test and CorpusTests).
-        let reference = try RealSetTranscription.jsonl.get()
+        let reference = try await RealSetTranscription.jsonl.get()
         try #require(reference.status == 0, "\(reference.stderr)")
         var transcribed: [String: String] = [:]
         for row in try Reliability.transcripts(reference.stdout) {
