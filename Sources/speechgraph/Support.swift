@@ -272,11 +272,27 @@ func reportFileFailure(_ error: any Error, status: StatusLine) -> Bool {
 let diagnosticLimit = 100
 
 /// Prints diagnostics, one a line, the first `diagnosticLimit` of them, then how many more there were.
-/// A graph file's diagnostics, then how many errors it has: `1 error in FILE`.
+/// A graph file's diagnostics, then how many errors it has: `1 error in FILE`; with errors in more than one
+/// file (a graph and the grammar or spec it names), `3 errors: 2 in FILE, 1 in OTHER`. An error without a
+/// location counts as `path`'s.
 func printGraphErrors(_ error: GraphError, in path: String) {
     printDiagnostics(error.diagnostics)
-    let errors = error.diagnostics.filter { $0.severity == .error }.count
-    printError("\(errors) error\(errors == 1 ? "" : "s") in \(path)")
+    var files: [(file: String, errors: Int)] = []
+    for d in error.diagnostics where d.severity == .error {
+        let file = d.location?.file ?? path
+        if let i = files.firstIndex(where: { $0.file == file }) {
+            files[i].errors += 1
+        } else {
+            files.append((file, 1))
+        }
+    }
+    let errors = files.reduce(0) { $0 + $1.errors }
+    let plural = errors == 1 ? "" : "s"
+    if files.count > 1 {
+        printError("\(errors) error\(plural): " + files.map { "\($0.errors) in \($0.file)" }.joined(separator: ", "))
+    } else {
+        printError("\(errors) error\(plural) in \(files.first?.file ?? path)")
+    }
 }
 
 func printDiagnostics(_ diagnostics: [Diagnostic]) {
