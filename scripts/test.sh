@@ -1,43 +1,64 @@
 #!/usr/bin/env bash
-# make test's run of the built tests: every test once, in two test processes side by side.
+# make test's run of the built tests: every test once, in three test processes side by side.
 #
-# The second process runs, from the start, the tests that spend their time waiting rather than computing:
-# - the JACK suite: serialized (libjack in one process talks to one server at a time), and most of its minute and
-#   a half is real-time audio;
-# - the tests listed in `beside` below, which play audio in real time or wait for a timeout (web captions in a
+# Two processes run, from the start, the tests that spend their time waiting rather than computing:
+# - the JACK suite: serialized (libjack in one process talks to one server at a time; the suite sets the
+#   process's JACK_DEFAULT_SERVER for its in-process clients, which is why no other test shares its process), and
+#   most of its minute and a half is real-time audio;
+# - the tests listed in `waiting` below, which play audio in real time or wait for a timeout (web captions in a
 #   browser, a signal after 25 s of audio, a closed pipe, plugins that hang, a satellite that streams silence).
 # Why: a test process runs as many tests at once as there are cores, so in one process with the rest, a test that
 # waits holds a core's turn, and a long one left to the end runs alone. Beside the rest, their waiting overlaps
 # the CPU-bound tests. (The rest is not run at a lower priority: `nice swift test` starts the test process at
 # priority 0 whatever its own.)
-# Both processes take the same pattern, one to run and one to skip, so a renamed test still runs once, in the
-# first process.
-# Exit status: non-zero when either process fails. Ctrl-C or SIGTERM stops both.
+# The main process skips what the other two run, by the same patterns, so a renamed test still runs once, there.
+# Exit status: non-zero when any process fails. Ctrl-C or SIGTERM stops the three test processes at once (each in
+# a process group of its own; what a test started in a group of its own, a browser or a speechgraph run, is left
+# to end by itself).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
 bundle=.build/debug/speechgraphPackageTests.xctest
 [ -x "$bundle" ] || { echo "scripts/test.sh: $bundle not found: swift build --build-tests first" >&2; exit 1; }
-beside='SpeechGraphJACKTests\.|WebCaptionsTests/'
-beside+='|OutputFaultTests/(signalAfter25Seconds|closedPipeOnStandardOutput|fullDiskSaidWhenItHappens)\('
-beside+='|PluginTests/(crashesAndHangs|slowProcess)\('
-beside+='|WyomingTests/noSpeechAndEndlessSpeech\('
-beside_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-beside.XXXXXX")
-"$bundle" --testing-library swift-testing --filter "$beside" >"$beside_log" 2>&1 &
-second=$!
-stop() { kill -TERM "$second" 2>/dev/null; wait "$second" 2>/dev/null; rm -f "$beside_log"; }
+jack='SpeechGraphJACKTests\.'
+waiting='WebCaptionsTests/'
+waiting+='|OutputFaultTests/(signalAfter25Seconds|closedPipeOnStandardOutput|fullDiskSaidWhenItHappens)\('
+waiting+='|PluginTests/(crashesAndHangs|slowProcess)\('
+waiting+='|WyomingTests/noSpeechAndEndlessSpeech\('
+jack_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-jack.XXXXXX")
+waiting_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-waiting.XXXXXX")
+# setsid: each in a process group of its own (in a script, a background job is not a group leader, so setsid
+# runs it in place: its PID is its group's).
+setsid "$bundle" --testing-library swift-testing --filter "$jack" >"$jack_log" 2>&1 &
+jack_pid=$!
+setsid "$bundle" --testing-library swift-testing --filter "$waiting" >"$waiting_log" 2>&1 &
+waiting_pid=$!
+# The main run in the background too, so that a signal to this script is handled at once (bash runs a trap only
+# between commands, and `wait` is one it interrupts).
+setsid "$swift" test --skip-build --skip "$jack|$waiting" > >(cat) 2>&1 &
+main_pid=$!
+stop() {
+  for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do kill -TERM -- "-$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -f "$jack_log" "$waiting_log"
+}
 trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
-"$swift" test --skip-build --skip "$beside" 2>&1 | cat
-main=${PIPESTATUS[0]}
-wait "$second"
-second_status=$?
+wait "$main_pid"
+main=$?
+wait "$jack_pid"
+jack_status=$?
+wait "$waiting_pid"
+waiting_status=$?
+wait  # the main run's output, still being copied
 trap - INT TERM
-echo "── the JACK tests and the tests that wait on the clock, run in a process of their own beside the others:"
-cat "$beside_log"
-rm -f "$beside_log"
-if [ "$main" -ne 0 ] || [ "$second_status" -ne 0 ]; then
-  echo "scripts/test.sh: tests failed (the others: exit $main; the JACK tests and those beside them:" \
-    "exit $second_status)" >&2
+echo "── the JACK tests (SpeechGraphJACKTests), run in a process of their own beside the others:"
+cat "$jack_log"
+echo "── the tests that wait on the clock, run in a process of their own beside the others:"
+cat "$waiting_log"
+rm -f "$jack_log" "$waiting_log"
+if [ "$main" -ne 0 ] || [ "$jack_status" -ne 0 ] || [ "$waiting_status" -ne 0 ]; then
+  echo "scripts/test.sh: tests failed (the others: exit $main; the JACK tests: exit $jack_status;" \
+    "the tests that wait: exit $waiting_status)" >&2
   exit 1
 fi

@@ -174,14 +174,16 @@ import Testing
         #expect(r.stdout.isEmpty)
         // Named by a graph file: the count says the file the error is in.
         let graph = dir.path("commands.graph")
-        try "node src = file.input { path: \"\(wav)\" }\nnode asr = recognizer { grammar: \"\(bad)\" }\nsrc -> asr\n"
-            .write(toFile: graph, atomically: true, encoding: .utf8)
+        try """
+        node src = file.input { path: "\(wav)" }
+        node asr = recognizer { mode: utterance, grammar: "\(bad)" }
+        src -> asr
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
         let check = try Run.speechgraph(["check", "--plan", graph])
         #expect(check.status == 2, "\(check.stderr)")
         #expect(
-            check.stderr.hasSuffix(
-                ":4:1: error: expected ';' to end rule <cmd>, found 'the end of the file'\n1 error in \(bad)\n"),
-            "\(check.stderr)")
+            check.stderr == "\(bad):4:1: error: expected ';' to end rule <cmd>, found 'the end of the file'\n"
+                + "1 error in \(bad)\n", "\(check.stderr)")
     }
 
     @Test func vadCommandNamesItsSettingAsTyped() throws {
