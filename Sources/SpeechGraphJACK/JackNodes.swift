@@ -139,7 +139,6 @@ public final class JackInputNode: SourceNode {
     private var pendingGap: GapRecord?
     /// Where the graph's audio epoch (for the jsonl sink's `latency`) is set, once, from the first audio taken.
     private let resources: GraphResources
-    private var epochSet = false
     /// xruns are reported at most once a second, as one gap event with their count.
     private var xrunsPending = 0
     private var sampleGuard = SampleGuard()
@@ -268,9 +267,8 @@ public final class JackInputNode: SourceNode {
     /// its loop and sees a stop), in blocks, with gap events where periods were dropped.
     private func drain(output: NodeOutput) throws {
         var budget = rings.map(\.endpoint.availableToRead).min() ?? 0
-        if !epochSet && budget > 0 {
+        if budget > 0 {
             // The newest of this audio was captured a moment ago (the last period): audio time 0, that much before.
-            epochSet = true
             resources.setAudioEpochIfUnset(heard: Double(streamFrame + Int64(budget)) / Double(format.sampleRate))
         }
         while true {

@@ -15,6 +15,13 @@ import Testing
         #expect(!r.stderr.contains("Current stack trace"), comment)
     }
 
+    /// A JSGF file of grammar `c` with these rules, written into `dir`: its path.
+    func jsgf(_ rules: String, _ name: String, in dir: TemporaryDirectory) throws -> String {
+        let path = dir.path(name)
+        try ("#JSGF V1.0;\ngrammar c;\n" + rules).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     func speech(_ name: String = "call.wav") throws -> String {
         let path = dir.path(name)
         if !FileManager.default.fileExists(atPath: path) {
@@ -135,9 +142,7 @@ import Testing
     func grammarWordsOutsideTheDictionary() throws {
         let wav = try speech()
         let dir = TemporaryDirectory()
-        let grammar = dir.path("oov.jsgf")
-        try "#JSGF V1.0;\ngrammar c;\npublic <c> = hello zorblax | Lights on | open the quuxgate;\n".write(
-            toFile: grammar, atomically: true, encoding: .utf8)
+        let grammar = try jsgf("public <c> = hello zorblax | Lights on | open the quuxgate;\n", "oov.jsgf", in: dir)
         // Three files: the grammar fails each the same way, so it is said once and the others are not tried.
         let r = try Run.speechgraph(["transcribe", "--grammar", grammar, wav, wav, wav])
         #expect(r.status == 1, "\(r.stderr)")
@@ -150,9 +155,7 @@ import Testing
                 "does not have: 'zorblax' (3:20), 'Lights' (3:30; the dictionary has 'lights'), 'quuxgate' (3:51)."),
             "\(r.stderr)")
         // A quoted token is one word to PocketSphinx, quotes included: a located error before it loads anything.
-        let quoted = dir.path("quoted.jsgf")
-        try "#JSGF V1.0;\ngrammar c;\npublic <c> = turn \"lights on\";\n".write(
-            toFile: quoted, atomically: true, encoding: .utf8)
+        let quoted = try jsgf("public <c> = turn \"lights on\";\n", "quoted.jsgf", in: dir)
         let q = try Run.speechgraph(["transcribe", "--grammar", quoted, wav])
         #expect(q.status == 2, "\(q.stderr)")
         #expect(q.stderr.hasPrefix("\(quoted):3:19: error: PocketSphinx reads the quoted token"), "\(q.stderr)")
@@ -163,9 +166,7 @@ import Testing
     func badGrammarIsAUsageError() throws {
         let wav = try speech()
         let dir = TemporaryDirectory()
-        let bad = dir.path("bad.jsgf")
-        try "#JSGF V1.0;\ngrammar c;\npublic <cmd> = lights on | lights off\n".write(
-            toFile: bad, atomically: true, encoding: .utf8)
+        let bad = try jsgf("public <cmd> = lights on | lights off\n", "bad.jsgf", in: dir)
         let r = try Run.speechgraph(["transcribe", "--grammar", bad, wav, wav])
         #expect(r.status == 2, "\(r.stderr)")
         #expect(

@@ -12,6 +12,8 @@ public final class GraphResources: Sendable {
     /// Objects by type (Sendable: each object's own thread contract governs how it is used once handed out).
     private let objects: Mutex<[ObjectIdentifier: any AnyObject & Sendable]>
     private let epoch = Mutex<Double?>(nil)
+    /// Whether `epoch` is set: read without the lock by the sources that offer it on every drain.
+    private let epochIsSet = Atomic<Bool>(false)
     /// Audio sources that run real-time processors, by node name (``RealtimeProcessorHost``).
     let realtimeHosts = Mutex<[String: any RealtimeProcessorHost]>([:])
     /// Settings from the command line (`--name` sets "jack.name").
@@ -34,11 +36,14 @@ public final class GraphResources: Sendable {
 
     public func setAudioEpochIfUnset(_ value: Double) {
         epoch.withLock { if $0 == nil { $0 = value } }
+        epochIsSet.store(true, ordering: .releasing)
     }
 
     /// The epoch from audio that has just been heard, `seconds` of it since audio time 0 (a live source's
-    /// newest audio, a paced file's first block): audio time 0 was due that long ago.
+    /// newest audio, a paced file's first block): audio time 0 was due that long ago. Once it is set, a load and
+    /// nothing more: live sources call it on each drain that has audio.
     public func setAudioEpochIfUnset(heard seconds: Double) {
+        guard !epochIsSet.load(ordering: .acquiring) else { return }
         setAudioEpochIfUnset(Date().timeIntervalSince1970 - seconds)
     }
 

@@ -220,7 +220,6 @@ public final class PushInputNode: SourceNode {
     private var sampleGuard = SampleGuard()
     /// Where the graph's audio epoch (for the jsonl sink's `latency`) is set, once, from the first audio taken.
     private let resources: GraphResources
-    private var epochSet = false
 
     init(_ context: NodeContext) throws {
         // The planner derives it from `rate` and `channels` (the port's format rule).
@@ -249,9 +248,8 @@ public final class PushInputNode: SourceNode {
         let rate = Double(pusher.format.sampleRate)
         // What the ring held on entry, no more: a writer that keeps up must not keep the graph thread here.
         var budget = pusher.ring.endpoint.availableToRead / channels
-        if !epochSet && budget > 0 {
+        if budget > 0 {
             // Live audio: the newest of it was written a moment ago. Audio time 0 was due that much before.
-            epochSet = true
             resources.setAudioEpochIfUnset(heard: Double(streamFrame + Int64(budget)) / rate)
         }
         while true {
