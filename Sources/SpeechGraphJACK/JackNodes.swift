@@ -268,8 +268,10 @@ public final class JackInputNode: SourceNode {
     private func drain(output: NodeOutput) throws {
         var budget = rings.map(\.endpoint.availableToRead).min() ?? 0
         if budget > 0 {
-            // The newest of this audio was captured a moment ago (the last period): audio time 0, that much before.
-            resources.setAudioEpochIfUnset(heard: Double(streamFrame + Int64(budget)) / Double(format.sampleRate))
+            // The newest of this audio was captured a moment ago (the last period): audio time 0, that much before,
+            // counting periods dropped (a full ring) since the session started as heard too.
+            let heard = rings[0].endpoint.readCount + budget + session.overrunFrames
+            resources.setAudioEpochIfUnset(heard: Double(heard) / Double(format.sampleRate))
         }
         while true {
             if pendingGap == nil { pendingGap = session.nextGap() }

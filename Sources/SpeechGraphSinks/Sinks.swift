@@ -186,6 +186,7 @@ public final class ConsoleSink: GraphNode {
                 out.write(styled ? "\r\u{1B}[2K\u{1B}[2m" + line + "\u{1B}[0m" : "\r\u{1B}[2K" + line)
                 out.flush()
                 tailShown = true
+                try out.tellFailure(output, at: t.range.end)
                 return
             }
         case .gap, .availability, .custom:

@@ -16,8 +16,8 @@ extension SpeechgraphCommand {
                 soon as the command ends. A stream in which nobody speaks for 8 s gets an empty transcript then \
                 (the vad's no-speech), and speech that goes on for 30 s is cut there (the recognizer's \
                 max-utterance). The server listens on loopback unless the address says otherwise. \
-                Ctrl-C or SIGTERM stops taking connections, lets transcriptions in flight send their transcript, \
-                then exits. See docs/wyoming.md (Home Assistant, systemd, haproxy).
+                Ctrl-C, SIGTERM or SIGHUP stops taking connections, lets transcriptions in flight send their \
+                transcript, then exits. See docs/wyoming.md (Home Assistant, systemd, haproxy).
                 """)
 
         @Option(
@@ -160,7 +160,8 @@ extension SpeechgraphCommand {
             // The avahi-publish child (--zeroconf): ended on the way out, however the server stops.
             let publisher = Mutex<Process?>(nil)
             var signalSources: [DispatchSourceSignal] = []
-            for sig in [SIGINT, SIGTERM] {
+            // A closed terminal (SIGHUP) drains as SIGTERM does.
+            for sig in [SIGINT, SIGTERM, SIGHUP] {
                 signal(sig, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
                 source.setEventHandler {
@@ -175,6 +176,7 @@ extension SpeechgraphCommand {
                 source.resume()
                 signalSources.append(source)
             }
+            signalSources.append(SignalHandling.quitOnSIGQUIT { publisher.withLock { $0?.terminate() } })
             signal(SIGPIPE, SIG_IGN)
             let idle = server.decoders.idleCount
             let loaded = idle == 1 ? "1 decoder loaded" : "\(idle) decoders loaded"

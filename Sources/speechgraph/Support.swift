@@ -89,16 +89,21 @@ final class SignalHandling {
             source.resume()
             sources.append(source)
         }
-        // Ctrl-\ (SIGQUIT) quits at once, as it does elsewhere: no backtrace, no finishing.
+        sources.append(Self.quitOnSIGQUIT { status.clear() })
+    }
+
+    /// Ctrl-\ (SIGQUIT) quits at once, as it does elsewhere: no backtrace, no finishing. `first`: what to do before
+    /// (clear the status line, end a child process). Keep the source: the handling ends with it.
+    static func quitOnSIGQUIT(first: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
         signal(SIGQUIT, SIG_IGN)
         let quit = DispatchSource.makeSignalSource(signal: SIGQUIT, queue: .global())
         quit.setEventHandler {
-            status.clear()
+            first()
             printError("speechgraph: quit (SIGQUIT): results in flight are lost")
             _exit(128 + SIGQUIT)
         }
         quit.resume()
-        sources.append(quit)
+        return quit
     }
 
     /// Runs `body`, which waits for a stream's first bytes before any graph runs: Ctrl-C or SIGTERM meanwhile ends

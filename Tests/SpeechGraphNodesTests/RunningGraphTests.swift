@@ -250,6 +250,40 @@ import Testing
         #expect(latencies.allSatisfy { $0 > -0.5 && $0 < 5 }, "\(latencies)")
     }
 
+    @Test("audio dropped before the graph first drains its input counts as heard: the epoch is that much earlier")
+    func audioDroppedBeforeTheFirstDrain() async throws {
+        let graph = try RunningGraph(
+            plan: Harness.plan(
+                """
+                node src = push.input { rate: 16 kHz, buffer: 200 ms }
+                node levels = tap.level
+                node out = collect
+                src -> levels
+                levels.events -> out
+                """), registry: Harness.registry)
+        let pusher = try #require(graph.input(named: "src"))
+        let before = Date().timeIntervalSince1970
+        // 10 s of a tone, written before the graph runs: the ring takes its first 200 ms, the rest is dropped.
+        let chunk = (0..<1600).map { Float(sin(Double($0) * 0.2) * 0.3) }
+        var taken = 0
+        for _ in 0..<100 { taken += pusher.write(chunk) }
+        #expect(taken > 0 && pusher.droppedFrames > 0)
+        // What the level tap emits: its first level comes from the first drain's audio.
+        let events = graph.events(of: "levels")
+        graph.start()
+        var iterator = events.makeAsyncIterator()
+        _ = await iterator.next()
+        let after = Date().timeIntervalSince1970
+        pusher.end()
+        try await graph.wait()
+        // The first drain, between `before` and `after`, heard all 10 s, the dropped audio too.
+        let heard = Double(taken + pusher.droppedFrames) / 16000
+        #expect(heard == 10)
+        let epoch = try #require(graph.resources.audioEpoch)
+        #expect(
+            epoch >= before - heard && epoch <= after - heard, "\(before - heard) ... \(epoch) ... \(after - heard)")
+    }
+
     @Test("pushed NaN and infinite samples: no trap, the text of the clean audio, one warning event")
     func pushedNonFiniteSamples() throws {
         let (plain, _, _) = try speech()

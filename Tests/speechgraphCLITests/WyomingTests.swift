@@ -448,6 +448,24 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(probed.contains(#""ok": true"#), "\(probed)")
     }
 
+    @Test(
+        "SIGHUP (a closed terminal) drains as SIGTERM does: exit 0; SIGQUIT (Ctrl-\\) quits at once: exit 131",
+        arguments: [SIGHUP, SIGQUIT])
+    func hangupDrainsAndQuitQuits(signal: Int32) throws {
+        let server = try WyomingServerProcess()
+        kill(server.process.processIdentifier, signal)
+        Run.wait(for: server.process, seconds: 60) { false }
+        let status = server.stop()
+        if signal == SIGHUP {
+            #expect(status == 0 && server.process.terminationReason == .exit, "\(server.stderr)")
+            #expect(
+                server.stderr.contains("speechgraph: stopping (transcriptions in flight finish"), "\(server.stderr)")
+        } else {
+            #expect(status == 131 && server.process.terminationReason == .exit, "\(server.stderr)")
+            #expect(server.stderr.hasSuffix("speechgraph: quit (SIGQUIT): results in flight are lost\n"))
+        }
+    }
+
     @Test("the real set through Wyoming: WER beside transcribe's (the default graph within 0.5 points)")
     func realSetWordErrorRate() async throws {
         let fast = TestPaths.packageRoot.appendingPathComponent("graphs/wyoming-fast.graph").path

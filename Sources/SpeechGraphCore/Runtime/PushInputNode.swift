@@ -249,8 +249,9 @@ public final class PushInputNode: SourceNode {
         // What the ring held on entry, no more: a writer that keeps up must not keep the graph thread here.
         var budget = pusher.ring.endpoint.availableToRead / channels
         if budget > 0 {
-            // Live audio: the newest of it was written a moment ago. Audio time 0 was due that much before.
-            resources.setAudioEpochIfUnset(heard: Double(streamFrame + Int64(budget)) / rate)
+            // Live audio: the newest of it was written a moment ago. Audio time 0 was due that much before (the
+            // chunks dropped so far, a full ring, count as heard too).
+            resources.setAudioEpochIfUnset(heard: Double(readFrames + budget + pusher.droppedFrames) / rate)
         }
         while true {
             if pendingGap == nil {
