@@ -13,8 +13,7 @@
 # priority 0 whatever its own.)
 # The main process skips what the other two run, by the same patterns, so a renamed test still runs once, there.
 # Exit status: non-zero when any process fails. Ctrl-C or SIGTERM stops the three test processes at once (each in
-# a process group of its own; what a test started in a group of its own, a browser or a speechgraph run, is left
-# to end by itself).
+# a session of its own) and what they started (a browser, a speechgraph run: in the same session).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
@@ -27,8 +26,8 @@ waiting+='|PluginTests/(crashesAndHangs|slowProcess)\('
 waiting+='|WyomingTests/noSpeechAndEndlessSpeech\('
 jack_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-jack.XXXXXX")
 waiting_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-waiting.XXXXXX")
-# setsid: each in a process group of its own (in a script, a background job is not a group leader, so setsid
-# runs it in place: its PID is its group's).
+# setsid: each in a session and process group of its own (in a script, a background job is not a group leader, so
+# setsid runs it in place: its PID is its session's and its group's).
 setsid "$bundle" --testing-library swift-testing --filter "$jack" >"$jack_log" 2>&1 &
 jack_pid=$!
 setsid "$bundle" --testing-library swift-testing --filter "$waiting" >"$waiting_log" 2>&1 &
@@ -39,6 +38,11 @@ setsid "$swift" test --skip-build --skip "$jack|$waiting" > >(cat) 2>&1 &
 main_pid=$!
 stop() {
   for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do kill -TERM -- "-$pid" 2>/dev/null; done
+  # What the tests started is in a process group of its own (Foundation's Process makes one per child), but still
+  # in the session setsid made: each of those is stopped too, by its PID.
+  for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do
+    for child in $(ps -o pid= -s "$pid" 2>/dev/null); do kill -TERM "$child" 2>/dev/null; done
+  done
   wait 2>/dev/null
   rm -f "$jack_log" "$waiting_log"
 }
