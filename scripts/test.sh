@@ -36,13 +36,23 @@ waiting_pid=$!
 # between commands, and `wait` is one it interrupts).
 setsid "$swift" test --skip-build --skip "$jack|$waiting" > >(cat) 2>&1 &
 main_pid=$!
+# The live processes of the three sessions: the test processes and what their tests started, in process groups of
+# their own (Foundation's Process makes one per child) but still in the session setsid made (ps: procps).
+started() {
+  for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do
+    ps -o pid=,stat= -s "$pid" 2>/dev/null | awk '$2 !~ /^Z/ { print $1 }'
+  done
+}
 stop() {
   for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do kill -TERM -- "-$pid" 2>/dev/null; done
-  # What the tests started is in a process group of its own (Foundation's Process makes one per child), but still
-  # in the session setsid made: each of those is stopped too, by its PID.
-  for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do
-    for child in $(ps -o pid= -s "$pid" 2>/dev/null); do kill -TERM "$child" 2>/dev/null; done
+  for child in $(started); do kill -TERM "$child" 2>/dev/null; done
+  # A test's child can have SIGTERM blocked (it inherits the signal mask of the runner thread that started it): what
+  # is still running after 5 s is killed, each by its PID.
+  for _ in $(seq 50); do
+    [ -z "$(started)" ] && break
+    sleep 0.1
   done
+  for child in $(started); do kill -KILL "$child" 2>/dev/null; done
   wait 2>/dev/null
   rm -f "$jack_log" "$waiting_log"
 }

@@ -270,8 +270,8 @@ public final class JackInputNode: SourceNode {
         if budget > 0 {
             // The newest of this audio was captured a moment ago (the last period): audio time 0, that much before,
             // counting periods dropped (a full ring) since the session started as heard too.
-            let heard = rings[0].endpoint.readCount + budget + session.overrunFrames
-            resources.setAudioEpochIfUnset(heard: Double(heard) / Double(format.sampleRate))
+            resources.setAudioEpochIfUnset(
+                heard: Double(rings[0].endpoint.readCount + budget + session.overrunFrames) / Double(format.sampleRate))
         }
         while true {
             if pendingGap == nil { pendingGap = session.nextGap() }

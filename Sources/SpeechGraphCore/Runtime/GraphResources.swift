@@ -7,13 +7,14 @@ import Synchronization
 ///
 /// Every graph has its own; nothing here is shared between graphs unless a caller hands the same object
 /// to several on purpose (`transcribe` hands one decoder pool to the graph of each file). Any thread: the
-/// mutable parts are behind a `Mutex`.
+/// mutable parts are behind a `Mutex` or atomic.
 public final class GraphResources: Sendable {
     /// Objects by type (Sendable: each object's own thread contract governs how it is used once handed out).
     private let objects: Mutex<[ObjectIdentifier: any AnyObject & Sendable]>
-    private let epoch = Mutex<Double?>(nil)
-    /// Whether `epoch` is set: read without the lock by the sources that offer it on every drain.
-    private let epochIsSet = Atomic<Bool>(false)
+    /// The audio epoch's `bitPattern`, or `unsetEpoch`: set once, read by any thread without a lock.
+    private let epoch = Atomic<UInt64>(GraphResources.unsetEpoch)
+    /// A NaN's bit pattern: never a time.
+    private static let unsetEpoch = UInt64.max
     /// Audio sources that run real-time processors, by node name (``RealtimeProcessorHost``).
     let realtimeHosts = Mutex<[String: any RealtimeProcessorHost]>([:])
     /// Settings from the command line (`--name` sets "jack.name").
@@ -32,19 +33,22 @@ public final class GraphResources: Sendable {
 
     /// When the graph is paced like live audio: the wall-clock time (seconds since 1970) at which audio
     /// time 0 was due. Set once, by the runner or a self-pacing source.
-    public var audioEpoch: Double? { epoch.withLock { $0 } }
+    public var audioEpoch: Double? {
+        let bits = epoch.load(ordering: .acquiring)
+        return bits == Self.unsetEpoch ? nil : Double(bitPattern: bits)
+    }
 
     public func setAudioEpochIfUnset(_ value: Double) {
-        epoch.withLock { if $0 == nil { $0 = value } }
-        epochIsSet.store(true, ordering: .releasing)
+        _ = epoch.compareExchange(
+            expected: Self.unsetEpoch, desired: value.bitPattern, ordering: .acquiringAndReleasing)
     }
 
     /// The epoch from audio that has just been heard, `seconds` of it since audio time 0 (a live source's
     /// newest audio, a paced file's first block): audio time 0 was due that long ago. Once it is set, a load and
-    /// nothing more: live sources call it on each drain that has audio.
-    public func setAudioEpochIfUnset(heard seconds: Double) {
-        guard !epochIsSet.load(ordering: .acquiring) else { return }
-        setAudioEpochIfUnset(Date().timeIntervalSince1970 - seconds)
+    /// nothing more (`seconds` is not worked out): live sources call it on each drain that has audio.
+    public func setAudioEpochIfUnset(heard seconds: @autoclosure () -> Double) {
+        guard epoch.load(ordering: .relaxed) == Self.unsetEpoch else { return }
+        setAudioEpochIfUnset(Date().timeIntervalSince1970 - seconds())
     }
 
     /// The graph's object of type `T`, if one was made or provided.
