@@ -78,9 +78,12 @@ public final class AudioFile {
     public func read(into buffer: UnsafeMutablePointer<Float>, frames: Int) throws -> Int {
         guard let handle else { return 0 }
         let n = sf_readf_float(handle, buffer, sf_count_t(frames))
-        if n < 0 { throw SpeechGraphError("\(path): read error (\(String(cString: sf_strerror(handle))))") }
-        if n == 0, sf_error(handle) != 0 {
-            throw SpeechGraphError("\(path): read error (\(String(cString: sf_strerror(handle))))")
+        if n < 0 || (n == 0 && sf_error(handle) != 0) {
+            // libsndfile's words, without its "Error : " and full stop: "flac decoder lost sync".
+            var reason = String(cString: sf_strerror(handle))
+            if reason.hasPrefix("Error : ") { reason.removeFirst("Error : ".count) }
+            if reason.hasSuffix(".") { reason.removeLast() }
+            throw SpeechGraphError("\(path): read error (\(reason))")
         }
         return Int(n)
     }

@@ -8,7 +8,9 @@ public final class FileInputNode: SourceNode {
         summary: "Reads an audio file (WAV, FLAC, Ogg/Vorbis, ...) with libsndfile.",
         doc: """
             Any sample rate and channel count libsndfile reads. By default every channel is mixed down to \
-            mono; 'channel' picks one instead. With 'realtime' the file plays at the pace of live audio.
+            mono; 'channel' picks one instead. With 'realtime' the file plays at the pace of live audio. A file \
+            damaged partway ends at the damage: the audio before it goes through the graph as at the end of the \
+            file, and a warning names the file and the time.
             """,
         category: .input,
         ports: [.audioOutput("out", format: .computed, doc: "The file's audio, float32 at the file's rate.")],
@@ -50,9 +52,14 @@ public final class FileInputNode: SourceNode {
     private var wallStart: Double?
     private let resources: GraphResources
     private var truncation: String?
+    /// A read that failed partway (a damaged file): the file ends there, for this node, and the audio before it
+    /// is finished as at the end of the file; the failure is a warning, so the run still fails (exit 1).
+    private var damage: String?
+    /// Frames read from the file in this loop, for where a damage lies.
+    private var framesInLoop: Int64 = 0
     private var sampleGuard = SampleGuard()
 
-    public var warnings: [String] { [truncation, sampleGuard.warning].compactMap { $0 } }
+    public var warnings: [String] { [truncation, damage, sampleGuard.warning].compactMap { $0 } }
 
     public init(_ context: NodeContext) throws {
         let c = context.config
@@ -82,13 +89,29 @@ public final class FileInputNode: SourceNode {
         return min(1, Double(framesEmitted) / Double(file.frameCount * Int64(loops)))
     }
 
+    /// The next block's frames, 0 at the end of the file or at damage (said once, in `damage`).
+    private func readBlock() -> Int {
+        guard damage == nil else { return 0 }
+        do {
+            let n = try file.read(into: interleaved.baseAddress!, frames: block)
+            framesInLoop += Int64(n)
+            return n
+        } catch {
+            let at = String(format: "%.2f", Double(framesInLoop) / Double(file.sampleRate))
+            let what = (error as? SpeechGraphError)?.message ?? "\(error)"
+            damage = "\(what) \(at) s into the audio: the audio before it was read, none after it"
+            return 0
+        }
+    }
+
     public func pull(output: NodeOutput) throws -> Bool {
-        var n = try file.read(into: interleaved.baseAddress!, frames: block)
+        var n = readBlock()
         while n == 0 {
             loopsDone += 1
-            guard loopsDone < loops else { return false }
+            guard loopsDone < loops, damage == nil else { return false }
             file.rewind()
-            n = try file.read(into: interleaved.baseAddress!, frames: block)
+            framesInLoop = 0
+            n = readBlock()
             if n == 0 { return false }
         }
         let channels = file.channelCount

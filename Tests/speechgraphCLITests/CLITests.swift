@@ -110,6 +110,28 @@ import Testing
         expectClean(r)
     }
 
+    @Test func damagedFileIsTranscribedUpToTheDamageAndReported() throws {
+        // Two sentences in FLAC, bytes four fifths of the way in overwritten: libsndfile's decoder stops there.
+        let second = dir.path("weather.wav")
+        try TestSpeech.synthesize("the weather today is cold and windy", to: second)
+        let flac = dir.path("two.flac")
+        try TestSpeech.sox([try speech(), second, flac])
+        var data = try Data(contentsOf: URL(fileURLWithPath: flac))
+        let at = data.count * 4 / 5
+        data.replaceSubrange(at..<(at + 4000), with: (0..<4000).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+        let damaged = dir.path("damaged.flac")
+        try data.write(to: URL(fileURLWithPath: damaged))
+        let r = try Run.speechgraph(["transcribe", damaged])
+        #expect(r.status == 1)
+        let lines = r.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("speechgraph: warning: \(damaged): read error ("), "\(r.stderr)")
+        #expect(r.stderr.contains(" s into the audio: the audio before it was read"), "\(r.stderr)")
+        // The first sentence, before the damage, is transcribed: its result is not lost with the rest.
+        #expect(r.stdout.contains("mother"), "\(r.stdout)")
+        expectClean(r)
+    }
+
     @Test func oneBadFileDoesNotStopTheOthers() throws {
         let wav = try speech()
         let r = try Run.speechgraph(["transcribe", "--format", "tsv", dir.path("missing.wav"), wav])
