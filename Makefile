@@ -9,7 +9,7 @@ SHARED ?= ../shared
 
 # Debian packages the project builds, runs and tests with.
 DEB_PACKAGES = pkg-config libpocketsphinx-dev libsphinxbase-dev pocketsphinx pocketsphinx-en-us \
-	libsndfile1-dev libsoxr-dev libfftw3-dev jackd2 libjack-jackd2-dev jack-tools \
+	libsndfile1-dev libmpg123-dev libsoxr-dev libfftw3-dev jackd2 libjack-jackd2-dev jack-tools \
 	espeak-ng flite sox python3 python3-venv time util-linux procps iproute2 haproxy \
 	chromium chromium-driver
 

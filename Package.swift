@@ -26,6 +26,7 @@ let package = Package(
             name: "CPocketSphinx", pkgConfig: "pocketsphinx",
             providers: [.apt(["libpocketsphinx-dev", "libsphinxbase-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CMpg123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CJack", pkgConfig: "jack", providers: [.apt(["libjack-jackd2-dev"])]),
@@ -34,7 +35,9 @@ let package = Package(
         .target(name: "SpeechGraphCore"),
         // Audio nodes on libsndfile and libsoxr: file.input, resample, downmix, taps, clips.
         // (clips writes each result's JSON Lines form beside its WAV: the sinks' format.)
-        .target(name: "SpeechGraphAudio", dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSndFile", "CSoxr"]),
+        .target(
+            name: "SpeechGraphAudio",
+            dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSndFile", "CMpg123", "CSoxr"]),
         // Custom language models: the .lmspec language, template expansion, n-gram estimation, pronunciations.
         .target(name: "SpeechGraphLM", dependencies: ["SpeechGraphCore"]),
         // The PocketSphinx recognizer node.
@@ -119,7 +122,8 @@ let package = Package(
             name: "SpeechGraphNodesTests",
             dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack"]),
         .testTarget(
-            name: "speechgraphCLITests", dependencies: ["SpeechGraph", "SpeechGraphTestSupport", "SpeechGraphWyoming"]),
+            name: "speechgraphCLITests",
+            dependencies: ["SpeechGraph", "SpeechGraphTestSupport", "SpeechGraphWyoming", "CSndFile"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,8 +2,9 @@ import CSndFile
 import Foundation
 import SpeechGraphCore
 
-/// An audio file opened with libsndfile (WAV, FLAC, Ogg/Vorbis, AIFF, ... at any rate and channel count),
-/// read as float32. Every way a file can be unreadable becomes a `SpeechGraphError` naming the file.
+/// An audio file opened with libsndfile (WAV, FLAC, Ogg/Vorbis, AIFF, ... at any rate and channel count), or
+/// with libmpg123 for MPEG audio (MP3: `MPEGFile`), read as float32. Every way a file can be unreadable becomes a
+/// `SpeechGraphError` naming the file.
 public final class AudioFile {
     public let path: String
     public let sampleRate: Int
@@ -13,6 +14,8 @@ public final class AudioFile {
     /// Set when the file holds less audio than its header says.
     public let truncation: String?
     private var handle: OpaquePointer?
+    /// Set for MPEG audio, read with libmpg123 (`handle` is then nil).
+    private var mpeg: MPEGFile?
 
     public init(path: String) throws {
         self.path = path
@@ -34,7 +37,32 @@ public final class AudioFile {
             throw SpeechGraphError("\(path): empty file, no audio in it", parameter: "path")
         }
         var info = SF_INFO()
-        guard let h = sf_open(path, Int32(SFM_READ), &info) else {
+        var opened: OpaquePointer?
+        var m: MPEGFile?
+        if !isStream && MPEGFile.startsLikeMPEG(path) {
+            m = try MPEGFile(path: path)
+        } else if !isStream && MPEGFile.isNamedMPEG(path) {
+            // Named as MPEG, not starting as MPEG: libsndfile opens it by its contents only (a WAV called .mp3; by
+            // its name, libsndfile would hand it to libmpg123, which prints its notes on standard error), and
+            // libmpg123 what libsndfile does not know (an MP3 with junk before its first frame).
+            opened = sf_open_fd(open(path, O_RDONLY), Int32(SFM_READ), &info, 1)
+            if opened == nil { m = try? MPEGFile(path: path) }
+        } else {
+            opened = sf_open(path, Int32(SFM_READ), &info)
+        }
+        if let m {
+            if let problem = AudioFormat.rateProblem(m.sampleRate) {
+                throw SpeechGraphError("\(path): \(problem)", parameter: "path")
+            }
+            if m.frameCount == 0 { throw SpeechGraphError("\(path): no audio in it", parameter: "path") }
+            mpeg = m
+            sampleRate = m.sampleRate
+            channelCount = m.channelCount
+            frameCount = m.frameCount
+            truncation = m.truncation
+            return
+        }
+        guard let h = opened else {
             var reason = String(cString: sf_strerror(nil))
             // libsndfile says this of a regular file whose format it does not recognise (a damaged MP3, say).
             if !isStream && reason.hasPrefix("File does not exist") { reason = "a format it does not know, or damaged" }
@@ -76,6 +104,7 @@ public final class AudioFile {
 
     /// Reads up to `frames` interleaved frames into `buffer`; returns the frames read, 0 at the end.
     public func read(into buffer: UnsafeMutablePointer<Float>, frames: Int) throws -> Int {
+        if let mpeg { return try mpeg.read(into: buffer, frames: frames) }
         guard let handle else { return 0 }
         let n = sf_readf_float(handle, buffer, sf_count_t(frames))
         if n < 0 || (n == 0 && sf_error(handle) != 0) {
@@ -98,10 +127,12 @@ public final class AudioFile {
 
     public func rewind() {
         if let handle { _ = sf_seek(handle, 0, SEEK_SET) }
+        mpeg?.rewind()
     }
 
     public func close() {
         if let handle { sf_close(handle) }
         handle = nil
+        mpeg?.close()
     }
 }

@@ -5,7 +5,7 @@ import SpeechGraphCore
 public final class FileInputNode: SourceNode {
     public static let descriptor = NodeDescriptor(
         typeName: "file.input",
-        summary: "Reads an audio file (WAV, FLAC, Ogg/Vorbis, ...) with libsndfile.",
+        summary: "Reads an audio file (WAV, FLAC, Ogg/Vorbis, ...) with libsndfile, MP3 with libmpg123.",
         doc: """
             Any sample rate and channel count libsndfile reads. By default every channel is mixed down to \
             mono; 'channel' picks one instead. With 'realtime' the file plays at the pace of live audio. A file \

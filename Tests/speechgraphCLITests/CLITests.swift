@@ -1,3 +1,4 @@
+import CSndFile
 import Foundation
 import SpeechGraphNodes
 import SpeechGraphTestSupport
@@ -128,6 +129,77 @@ import Testing
         #expect(r.stderr.hasPrefix("speechgraph: warning: \(damaged): read error ("), "\(r.stderr)")
         #expect(r.stderr.contains(" s into the audio: the audio before it was read"), "\(r.stderr)")
         // The first sentence, before the damage, is transcribed: its result is not lost with the rest.
+        #expect(r.stdout.contains("mother"), "\(r.stdout)")
+        expectClean(r)
+    }
+
+    /// `wav` encoded as MP3 at `path`, as an encoder writes one (libsndfile with LAME: an Info header first).
+    func mp3(_ wav: String, _ path: String) throws {
+        var info = SF_INFO()
+        guard let input = sf_open(wav, Int32(SFM_READ), &info) else {
+            throw TestSpeech.Failure(description: "cannot read \(wav)")
+        }
+        defer { sf_close(input) }
+        var format = SF_INFO()
+        format.samplerate = info.samplerate
+        format.channels = info.channels
+        format.format = Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III)
+        guard let output = sf_open(path, Int32(SFM_WRITE), &format) else {
+            throw TestSpeech.Failure(description: "cannot write \(path): \(String(cString: sf_strerror(nil)))")
+        }
+        var buffer = [Float](repeating: 0, count: 4096 * Int(info.channels))
+        while case let n = sf_readf_float(input, &buffer, 4096), n > 0 { _ = sf_writef_float(output, buffer, n) }
+        sf_close(output)
+    }
+
+    @Test func mp3IsReadWithoutTheDecodersNotes() throws {
+        let path = dir.path("call.mp3")
+        try mp3(try speech(), path)
+        let r = try Run.speechgraph(["transcribe", path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.isEmpty, "\(r.stderr)")
+        #expect(r.stdout.contains("mother"), "\(r.stdout)")
+    }
+
+    /// libsndfile goes by a file's name when its contents say nothing, and hands a .mp3 to libmpg123.
+    @Test func filesNamedMp3ThatAreNot() throws {
+        let wav = dir.path("really-a-wav.mp3")
+        try FileManager.default.copyItem(atPath: try speech(), toPath: wav)
+        let r = try Run.speechgraph(["transcribe", wav])
+        #expect(r.status == 0 && r.stderr.isEmpty, "\(r.stderr)")
+        #expect(r.stdout.contains("mother"), "\(r.stdout)")
+        let junk = dir.path("junk.mp3")
+        try Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }).write(to: URL(fileURLWithPath: junk))
+        let bad = try Run.speechgraph(["transcribe", junk])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.hasPrefix("speechgraph: error: \(junk): not an audio file"), "\(bad.stderr)")
+        #expect(bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
+        expectClean(bad)
+    }
+
+    /// An MP3 cut short, or with bytes overwritten partway: libmpg123 (through libsndfile) printed notes and
+    /// warnings of its own ("Warning: Xing stream size off ...") and nothing said the file was short (exit 0).
+    @Test(arguments: ["cut", "overwritten"])
+    func mp3CutShortOrDamagedIsOneWarningAndReadAsFarAsItGoes(_ damage: String) throws {
+        let second = dir.path("weather.wav")
+        try TestSpeech.synthesize("the weather today is cold and windy", to: second)
+        let two = dir.path("two.wav")
+        try TestSpeech.sox([try speech(), second, two])
+        let whole = dir.path("two.mp3")
+        try mp3(two, whole)
+        var data = try Data(contentsOf: URL(fileURLWithPath: whole))
+        let at = data.count * 3 / 5
+        if damage == "cut" {
+            data = data.prefix(at)
+        } else {
+            data.replaceSubrange(at..<(at + 2000), with: (0..<2000).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+        }
+        let damaged = dir.path("\(damage).mp3")
+        try data.write(to: URL(fileURLWithPath: damaged))
+        let r = try Run.speechgraph(["transcribe", damaged])
+        #expect(r.status == 1)
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("speechgraph: warning: \(damaged): file is truncated or damaged"), "\(r.stderr)")
         #expect(r.stdout.contains("mother"), "\(r.stdout)")
         expectClean(r)
     }
