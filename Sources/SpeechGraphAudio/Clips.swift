@@ -24,7 +24,8 @@ public final class ClipsSink: GraphNode {
         parameters: [
             .path("path", required: true, doc: "The folder to write into (made when missing)."),
             .quantity(
-                "pad", default: 200, .milliseconds, range: 0...2000, doc: "Audio kept before and after each utterance."),
+                "pad", default: 200, .milliseconds, range: 0...2000,
+                doc: "Audio kept before and after each utterance."),
             .quantity("keep", default: 120, .seconds, range: 10...3600, doc: "Audio held in memory."),
             .boolean("empty", default: false, doc: "Also write results with no text."),
         ])

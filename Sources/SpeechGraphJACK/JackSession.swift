@@ -564,8 +564,8 @@ public final class JackSession: @unchecked Sendable {
     public var statisticsLine: String {
         let d = callbackDurations()
         var line =
-            "jack: client \(clientName), \(sampleRate) Hz, period \(bufferSize) frames; overrun_frames \(overrunFrames), "
-            + "xruns \(xrunCount), underruns \(underrunCount)"
+            "jack: client \(clientName), \(sampleRate) Hz, period \(bufferSize) frames; "
+            + "overrun_frames \(overrunFrames), xruns \(xrunCount), underruns \(underrunCount)"
         if d.count > 0 {
             line += String(
                 format: "; callback_us p50 %.1f p99 %.1f max %.1f over %d callbacks", d.p50, d.p99, d.max, d.count)

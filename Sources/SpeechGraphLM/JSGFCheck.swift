@@ -270,7 +270,8 @@ public enum JSGFCheck {
             guard let end = alternatives(closing: nil) else { return false }
             guard end.kind == .symbol(";") else {
                 diagnostics.error(
-                    "expected ';' to end rule \(name.text), found '\(end.kind == .end ? "the end of the file" : end.text)'",
+                    "expected ';' to end rule \(name.text), "
+                        + "found '\(end.kind == .end ? "the end of the file" : end.text)'",
                     at: end.location)
                 return false
             }

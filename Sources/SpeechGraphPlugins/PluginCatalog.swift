@@ -43,7 +43,8 @@ public struct PluginCatalog: Sendable {
         return dirs.filter { !$0.isEmpty && seen.insert($0).inserted }
     }
 
-    /// The cache file: $XDG_CACHE_HOME (or ~/.cache)/speechgraph/plugins-abiMAJOR.MINOR.json: a new host ABI version validates every plugin again (a plugin refused for a newer minor may load now).
+    /// The cache file: $XDG_CACHE_HOME (or ~/.cache)/speechgraph/plugins-abiMAJOR.MINOR.json: a new host ABI version
+    /// validates every plugin again (a plugin refused for a newer minor may load now).
     public static func cachePath(environment: [String: String]) -> String? {
         UserCache.directory(environment: environment).map { "\($0)/plugins-abi\(PluginABI.text).json" }
     }

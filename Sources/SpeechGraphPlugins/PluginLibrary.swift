@@ -254,7 +254,8 @@ enum DescriptorReader {
                     choices: nil, required: required, doc: p.doc.map { String(cString: $0) } ?? "")
                 if type == .quantity, unit.flatMap(QuantityUnit.parse) == nil {
                     fail(
-                        "parameter '\(name)' is a quantity with unit '\(unit ?? "(none)")': expected Hz, kHz, s, ms, us or dB"
+                        "parameter '\(name)' is a quantity with unit '\(unit ?? "(none)")': "
+                            + "expected Hz, kHz, s, ms, us or dB"
                     )
                 }
                 if numeric {
@@ -262,7 +263,8 @@ enum DescriptorReader {
                         fail("parameter '\(name)' has an empty or infinite range (\(p.min) to \(p.max))")
                     } else if !required && !(p.min...p.max).contains(p.number_default) {
                         fail(
-                            "parameter '\(name)''s default \(p.number_default) is outside its range (\(p.min) to \(p.max))"
+                            "parameter '\(name)''s default \(p.number_default) "
+                                + "is outside its range (\(p.min) to \(p.max))"
                         )
                     }
                     if type == .integer && p.number_default != p.number_default.rounded() {

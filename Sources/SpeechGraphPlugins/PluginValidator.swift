@@ -476,14 +476,16 @@ public struct PluginValidator {
                 .speechStarted(node: "vad", time: 0.5),
                 .result(
                     Transcription(
-                        utterance: 1, isFinal: false, range: TimeRange(start: 0.5, end: 1), text: "hello", node: "asr")),
+                        utterance: 1, isFinal: false, range: TimeRange(start: 0.5, end: 1), text: "hello",
+                        node: "asr")),
                 .result(
                     Transcription(
                         utterance: 1, isFinal: true, range: TimeRange(start: 0.5, end: 1.8), text: "hello world",
                         node: "asr")),
                 .speechEnded(node: "vad", time: 1.9),
                 .gap(node: "mic", range: TimeRange(start: 2, end: 2.1), reason: "overrun"),
-                .custom(CustomEvent(kind: "unknownKind", node: "x", time: 3, fields: ["text": .string("\u{0}\u{1}é")])),
+                .custom(
+                    CustomEvent(kind: "unknownKind", node: "x", time: 3, fields: ["text": .string("\u{0}\u{1}é")])),
             ]
             // Every kind an input names, and for an input that takes any kind, every built-in one.
             + Set(inputs.flatMap { $0.eventKinds ?? EventKind.builtIn.map(\.rawValue) }).sorted().map {

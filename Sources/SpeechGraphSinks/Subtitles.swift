@@ -146,9 +146,12 @@ public final class SubtitleSink: GraphNode {
             typeName: format.rawValue,
             summary: "Writes final results as \(name) subtitles.",
             doc: "Each final result becomes one or more cues of at most 2 lines of at most 42 characters and at most "
-                + "7 s: a result that fits one cue is one cue, a longer one is cut where a cue is full or a little earlier, where the speaker paused, and its last cue is never a word or two left over (the last two cues share the words). A cue stays up at least 5/6 s when the next speech leaves room. Cues are written as soon as their result is final "
-                + "(a result's last cue when the next result comes, which says how long it may stay up, or at the end), so "
-                + "a file grows while a live graph runs. Cue times are word times on the audio clock.",
+                + "7 s: a result that fits one cue is one cue, a longer one is cut where a cue is full or a little "
+                + "earlier, where the speaker paused, and its last cue is never a word or two left over (the last two "
+                + "cues share the words). A cue stays up at least 5/6 s when the next speech leaves room. Cues are "
+                + "written as soon as their result is final (a result's last cue when the next result comes, which "
+                + "says how long it may stay up, or at the end), so a file grows while a live graph runs. Cue times "
+                + "are word times on the audio clock.",
             category: .sink,
             ports: [.eventInput("in", accepts: .only([.result]), doc: "Results (volatile ones are ignored).")],
             parameters: [

@@ -294,7 +294,8 @@ struct WebPage: Sendable {
         """#
 
     static let icon = #"""
-        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#1f8a3a"/>\#
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">\#
+        <rect width="16" height="16" rx="3" fill="#1f8a3a"/>\#
         <rect x="3" y="5" width="10" height="2" fill="#fff"/><rect x="3" y="9" width="7" height="2" fill="#fff"/></svg>
 
         """#

@@ -4,7 +4,8 @@ extension WyomingServer {
     /// The graph each transcription runs unless the server is given another: graphs/wyoming.graph, built in (a
     /// test keeps the two the same).
     public static let defaultGraph = """
-        # wyoming.graph: what `speechgraph serve --wyoming` runs for each transcription a client asks for (docs/wyoming.md).
+        # wyoming.graph: what `speechgraph serve --wyoming` runs for each transcription a client asks \
+        for (docs/wyoming.md).
         # Copy it, change it, and serve it with --graph FILE (or offer it beside the default with --model NAME=FILE):
         # a domain language model is `lm: "my.lmspec"` on the recognizer, a grammar `grammar: "commands.jsgf"`.
         #

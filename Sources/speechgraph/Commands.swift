@@ -8,8 +8,8 @@ extension SpeechgraphCommand {
             abstract: "Run a graph file until its inputs end or Ctrl-C.",
             discussion: """
                 Offline inputs run as fast as the CPU allows unless --realtime is given. A push.input node reads \
-                standard input (a WAV stream: 'arecord -f S16_LE -r 16000 -t wav | speechgraph run G'). Ctrl-C or SIGTERM \
-                stops the graph: the utterance in flight is finished and every result is written before exit. \
+                standard input (a WAV stream: 'arecord -f S16_LE -r 16000 -t wav | speechgraph run G'). Ctrl-C or \
+                SIGTERM stops the graph: the utterance in flight is finished and every result is written before exit. \
                 SIGHUP loads the graph's models again (a recognizer's lm, grammar and dict are read again; a \
                 changed spec is built again) while the audio goes on: each recognizer switches to them between \
                 utterances and emits a modelChanged event (docs/lm.md).

@@ -114,14 +114,16 @@ extension SpeechgraphCommand {
                         try WyomingModel(
                             name: modelName,
                             description: file.map { "speechgraph graph \($0)" }
-                                ?? "PocketSphinx US English (Debian's pocketsphinx-en-us, BSD-2-Clause, CMU and Alpha Cephei)",
+                                ?? "PocketSphinx US English (Debian's pocketsphinx-en-us, "
+                                + "BSD-2-Clause, CMU and Alpha Cephei)",
                             languages: [language], attribution: ("CMU Sphinx", "https://cmusphinx.github.io"),
                             version: file == nil ? "0.8+5prealpha" : nil, graph: spec, registry: registry))
                 } catch let error as GraphError {
                     printGraphErrors(error, in: file ?? "the built-in graph")
                     throw Reported(code: Exit.usage)
                 } catch let error as SpeechGraphError {
-                    // A resource the graph names (a model, a dictionary) that is missing: a runtime failure, as for run.
+                    // A resource the graph names (a model, a dictionary) that is missing: a runtime failure,
+                    // as for run.
                     reportFailure(error, status: nil)
                     throw Reported(code: Exit.failure)
                 }
@@ -186,8 +188,9 @@ extension SpeechgraphCommand {
                 do {
                     let bound = try await server.start()
                     printError(
-                        "speechgraph: Wyoming server on tcp://\(host.contains(":") ? "[\(host)]" : host):\(bound) (models: "
-                            + "\(offered.map(\.name).joined(separator: ", ")); \(loaded)); Ctrl-C or SIGTERM stops it")
+                        "speechgraph: Wyoming server on tcp://\(host.contains(":") ? "[\(host)]" : host):\(bound) "
+                            + "(models: \(offered.map(\.name).joined(separator: ", ")); \(loaded)); "
+                            + "Ctrl-C or SIGTERM stops it")
                     let announced = announce ? Zeroconf.announce(name: zeroconfName, port: bound) : nil
                     publisher.withLock { $0 = announced }
                     try await server.wait()

@@ -59,8 +59,10 @@ extension SpeechgraphCommand {
         @Option(help: "Recognizer mode: utterance (decode each utterance whole: most accurate) or streaming.")
         var mode: Mode = .utterance
         @Option(
-            help:
-                "Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), on, off."
+            help: """
+                Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), \
+                on, off.
+                """
         )
         var vad: VADUse = .auto
         @Option(help: "VAD preset when the VAD is on.") var vadPreset: VADPreset?

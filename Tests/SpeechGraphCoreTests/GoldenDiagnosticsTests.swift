@@ -85,7 +85,10 @@ struct GoldenDiagnosticsTests {
         let compare = {
             #expect(
                 actual == expected,
-                "\(name): diagnostics differ from \(expectedURL.lastPathComponent)\n\(lineDiff(expected: expected, actual: actual))"
+                """
+                \(name): diagnostics differ from \(expectedURL.lastPathComponent)
+                \(lineDiff(expected: expected, actual: actual))
+                """
             )
         }
         if let issue = Self.knownIssues[name] {

@@ -304,7 +304,8 @@ struct ParserTests {
             ("node a = t { x 1 }", "t.graph:1:16: error: expected ':' after parameter 'x', found number '1'"),
             (
                 "node a = t { x: }",
-                "t.graph:1:17: error: expected a value (a number with its unit, a \"string\", a word or a [list]), found '}'"
+                "t.graph:1:17: error: expected a value (a number with its unit, a \"string\", a word or a [list]), "
+                    + "found '}'"
             ),
             ("node a = t { x: a y: 2 }", "t.graph:1:19: error: expected ',' or '}' after the value of 'x', found 'y'"),
             // A word right after a number is its unit, so here the parser stops at the ':' of 'y:'.
@@ -312,15 +313,18 @@ struct ParserTests {
             ("node a = t { x: 1", "t.graph:1:18: error: expected ',' or '}' after the value of 'x', found end of file"),
             (
                 "node a = t { x: 1\n",
-                "t.graph:2:1: error: expected '}' to close the parameters of node 'a' opened at line 1, found end of file"
+                "t.graph:2:1: error: expected '}' to close the parameters of node 'a' opened at line 1, "
+                    + "found end of file"
             ),
             (
                 "a b",
-                "t.graph:1:3: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"
+                "t.graph:1:3: error: expected '->' after 'a' "
+                    + "(a statement is 'node name = type { ... }' or an edge 'a -> b')"
             ),
             (
                 "a",
-                "t.graph:1:2: error: expected '->' after 'a' (a statement is 'node name = type { ... }' or an edge 'a -> b')"
+                "t.graph:1:2: error: expected '->' after 'a' "
+                    + "(a statement is 'node name = type { ... }' or an edge 'a -> b')"
             ),
             ("a -> b c", "t.graph:1:8: error: expected end of line after statement, found 'c'"),
             ("a -> ", "t.graph:1:6: error: expected a node name, found end of file"),
@@ -358,7 +362,8 @@ struct ParserTests {
     func missingBraceBeforeNextNode() throws {
         #expect(
             parseErrors("node mic = fake.source { path: \"a.wav\"\nnode asr = fake.recognizer\n") == [
-                "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, found the next 'node'"
+                "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, "
+                    + "found the next 'node'"
             ])
         // 'node' is still an ordinary parameter name when no node name follows it.
         #expect(try value("node n = t { node: 1 }", "node") == .number(1, unit: nil))
@@ -366,7 +371,8 @@ struct ParserTests {
         for edge in ["mic -> asr", "mic.out -> asr.in"] {
             #expect(
                 parseErrors("node mic = fake.source { path: \"a.wav\"\n\(edge)\n") == [
-                    "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, found a connection"
+                    "t.graph:2:1: error: expected '}' to close the parameters of node 'mic' opened at line 1, "
+                        + "found a connection"
                 ])
         }
     }
@@ -386,9 +392,11 @@ struct ParserTests {
         #expect(
             errors == [
                 "t.graph:1:8: error: expected '=' after the node name, found 't'",
-                "t.graph:4:3: error: expected '->' after 'b' (a statement is 'node name = type { ... }' or an edge 'a -> b')",
+                "t.graph:4:3: error: expected '->' after 'b' "
+                    + "(a statement is 'node name = type { ... }' or an edge 'a -> b')",
                 "t.graph:5:17: error: unexpected character '@'",
-                "t.graph:5:19: error: expected a value (a number with its unit, a \"string\", a word or a [list]), found '}'",
+                "t.graph:5:19: error: expected a value (a number with its unit, a \"string\", a word or a [list]), "
+                    + "found '}'",
             ])
     }
 

@@ -158,7 +158,8 @@ struct ParameterCheckTests {
         #expect(ok(choice, .string("very-aggressive")) == .string("very-aggressive"))
         #expect(
             failure(choice, .word("agressive"))
-                == "'agressive' is not one of normal, aggressive, very-aggressive for 'mode' (did you mean 'aggressive'?)"
+                == "'agressive' is not one of normal, aggressive, very-aggressive for 'mode' "
+                + "(did you mean 'aggressive'?)"
         )
         #expect(failure(choice, .word("xyz")) == "'xyz' is not one of normal, aggressive, very-aggressive for 'mode'")
         #expect(failure(choice, .word("Normal")) != nil, "choices are case-sensitive")
@@ -273,7 +274,8 @@ struct PlannerParameterTests {
             ("asr.rate=96 kHz", "error: --set asr.rate: 96 kHz is out of range for 'rate': expected 8 to 48 kHz"),
             (
                 "asr.mode=streamin",
-                "error: --set asr.mode: 'streamin' is not one of streaming, utterance for 'mode' (did you mean 'streaming'?)"
+                "error: --set asr.mode: 'streamin' is not one of streaming, utterance for 'mode' "
+                    + "(did you mean 'streaming'?)"
             ),
             (
                 "asr.rat=8 kHz",
@@ -315,7 +317,8 @@ struct PlannerParameterTests {
             diagnostics(
                 of: "node mic = fake.source\nnode asr = fake.recognizer\nnode out = fake.sink\nmic -> asr -> out")
                 == [
-                    "test.graph:1:1: error: node 'mic' (fake.source) needs parameter 'path': Where the audio would come from (not read)."
+                    "test.graph:1:1: error: node 'mic' (fake.source) needs parameter 'path': "
+                        + "Where the audio would come from (not read)."
                 ])
         // Given by --set only: fine.
         let o = GraphPlanner.Override.parse("mic.path=a.wav")!

@@ -92,8 +92,8 @@ struct PlannerValidationTests {
         #expect(edgeNames(warned) == ["mic.out -> a.in", "a.out -> b.in", "b.out -> asr.in", "asr.results -> out.in"])
         #expect(
             warned.warnings.map(\.description) == [
-                "test.graph:6:10: warning: 'a.events' is not connected: an edge without port names connects one pair of "
-                    + "ports; write 'a.events -> b.control' to carry its events (speechStarted, speechEnded)"
+                "test.graph:6:10: warning: 'a.events' is not connected: an edge without port names connects one pair "
+                    + "of ports; write 'a.events -> b.control' to carry its events (speechStarted, speechEnded)"
             ])
     }
 
@@ -269,12 +269,12 @@ struct PlannerValidationTests {
                     mic -> g -> t
                     b.events -> g.control
                     """, registry: registry) == [
-                    "test.graph:4:13: error: node type 'plugin.typo' breaks the node contract: its event port 'in' names "
-                        + "kind 'beeep', which no node type defines",
-                    "test.graph:6:10: error: 'g.events' emits speechStarted, speechEnded, but 't.in' accepts beeep: none of "
-                        + "its events could pass",
-                    "test.graph:7:10: error: 'b.events' emits beep, but 'g.control' accepts speechStarted, speechEnded, "
-                        + "speechPaused, speechResumed: none of its events could pass",
+                    "test.graph:4:13: error: node type 'plugin.typo' breaks the node contract: its event port 'in' "
+                        + "names kind 'beeep', which no node type defines",
+                    "test.graph:6:10: error: 'g.events' emits speechStarted, speechEnded, but 't.in' accepts beeep: "
+                        + "none of its events could pass",
+                    "test.graph:7:10: error: 'b.events' emits beep, but 'g.control' accepts speechStarted, "
+                        + "speechEnded, speechPaused, speechResumed: none of its events could pass",
                 ])
     }
 
@@ -351,7 +351,8 @@ struct PlannerValidationTests {
                 mic -> asr -> out
                 """)
         let unknownType =
-            "test.graph:2:12: error: unknown node type 'fake.recogniser' (did you mean 'fake.recognizer'?) (see 'speechgraph nodes')"
+            "test.graph:2:12: error: unknown node type 'fake.recogniser' (did you mean 'fake.recognizer'?) "
+            + "(see 'speechgraph nodes')"
         // Not also "input 'in' (events) of node 'out' is not connected" (out IS connected, to asr), nor
         // "node 'mic' is not connected to anything", nor "the graph has no input node".
         #expect(found == [unknownType])
@@ -364,7 +365,8 @@ struct PlannerValidationTests {
                     node out = fake.sink
                     mic -> asr -> out
                     """) == [
-                    "test.graph:1:12: error: unknown node type 'fake.sorce' (did you mean 'fake.source'?) (see 'speechgraph nodes')"
+                    "test.graph:1:12: error: unknown node type 'fake.sorce' (did you mean 'fake.source'?) "
+                        + "(see 'speechgraph nodes')"
                 ])
     }
 

@@ -243,7 +243,10 @@ struct RunnerTests {
     }
 
     @Test(
-        "an error in finish propagates; what the node emitted first and the nodes after it are still delivered and finished"
+        """
+        an error in finish propagates; what the node emitted first and the nodes after it are still delivered \
+        and finished
+        """
     )
     func errorInFinish() throws {
         let log = CallLog()

@@ -285,7 +285,8 @@ import Testing
                     "/usr/bin/python3",
                     [
                         "-c",
-                        "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/transcript.txt').read().decode())",
+                        "import urllib.request; print(urllib.request.urlopen("
+                            + "'http://127.0.0.1:\(port)/transcript.txt').read().decode())",
                     ],
                     timeout: 10
                 ).stdout) ?? ""

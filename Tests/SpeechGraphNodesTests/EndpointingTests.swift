@@ -78,8 +78,8 @@ extension Decoding {
         }
 
         /// `results: fast` ends the utterance where the vad reports a pause, before the longer pause that ends
-        /// speech: two sentences 0.4 s apart (0.6 s from voice to voice), with the vad holding pauses of 1 s, are one utterance in
-        /// progressive mode and two in fast mode, the first final before the second sentence begins.
+        /// speech: two sentences 0.4 s apart (0.6 s from voice to voice), with the vad holding pauses of 1 s, are one
+        /// utterance in progressive mode and two in fast mode, the first final before the second sentence begins.
         @Test func fastResultsEndTheUtteranceAtAPause() throws {
             let both = try Sentences.both(in: dir, gap: 0.4, trailing: 1.0)
             let firstEnd = 1.0 + (try TestSpeech.duration(dir.path("call.wav")))

@@ -18,7 +18,11 @@ import Testing
         let line = JSONLines.line(for: .result(result), source: "a.wav")
         #expect(
             line
-                == #"{"v":1,"type":"result","node":"asr","utterance":2,"isFinal":true,"range":{"start":1.250,"end":3.500},"text":"say \"hi\"\n","confidence":0.9123,"words":[{"text":"say","start":1.300,"end":1.600,"confidence":0.9123,"alternatives":["see"]}],"alternatives":[{"text":"say \"hi\"\n","score":0.000},{"text":"see hi","score":-2.500}],"source":"a.wav"}"#
+                == #"{"v":1,"type":"result","node":"asr","utterance":2,"isFinal":true,"#
+                + #""range":{"start":1.250,"end":3.500},"text":"say \"hi\"\n","confidence":0.9123,"#
+                + #""words":[{"text":"say","start":1.300,"end":1.600,"confidence":0.9123,"alternatives":["see"]}],"#
+                + #""alternatives":[{"text":"say \"hi\"\n","score":0.000},{"text":"see hi","score":-2.500}],"#
+                + #""source":"a.wav"}"#
         )
         // It is JSON that a standard parser reads back.
         let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
@@ -57,7 +61,8 @@ import Testing
         #expect(beep.node == "detector")
         #expect(
             JSONLines.line(for: beep, source: "x.wav")
-                == #"{"v":1,"type":"beep","node":"detector","time":1.250,"count":2,"label":"a \"b\"","loud":true,"pitch":440.5,"source":"x.wav"}"#
+                == #"{"v":1,"type":"beep","node":"detector","time":1.250,"count":2,"label":"a \"b\"","#
+                + #""loud":true,"pitch":440.5,"source":"x.wav"}"#
         )
         let o = try #require(
             try JSONSerialization.jsonObject(with: Data(JSONLines.line(for: beep).utf8)) as? [String: Any])

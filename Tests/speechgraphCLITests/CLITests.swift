@@ -367,11 +367,13 @@ import Testing
         let lines = r.stderr.split(separator: "\n").map(String.init)
         #expect(
             lines.contains(
-                "\(graph):1:12: error: unknown node type 'file.inptu' (did you mean 'file.input'?) (see 'speechgraph nodes')"
+                "\(graph):1:12: error: unknown node type 'file.inptu' (did you mean 'file.input'?) "
+                    + "(see 'speechgraph nodes')"
             ))
         #expect(
             lines.contains(
-                "\(graph):2:31: error: wrong unit 'ms' for 'rate': expected a frequency like '16 kHz' or '48000 Hz', not a time"
+                "\(graph):2:31: error: wrong unit 'ms' for 'rate': "
+                    + "expected a frequency like '16 kHz' or '48000 Hz', not a time"
             ))
         #expect(
             lines.contains(

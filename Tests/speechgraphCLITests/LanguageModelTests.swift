@@ -123,7 +123,8 @@ import Testing
         let generalPlain = wer(fewer, plain)
         let generalMixed = wer(fewer, mixed)
         print(
-            "chess: general model \(chessPlain), with chess.lmspec \(chessMixed); general sentences \(generalPlain) -> \(generalMixed)"
+            "chess: general model \(chessPlain), with chess.lmspec \(chessMixed); "
+                + "general sentences \(generalPlain) -> \(generalMixed)"
         )
         #expect(chessPlain > 0.4, "the general model alone should not know chess: \(chessPlain)")
         #expect(chessMixed <= 0.05, "chess with chess.lmspec: \(chessMixed)")

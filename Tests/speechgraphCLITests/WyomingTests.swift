@@ -539,6 +539,9 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
     /// haproxy's configuration: the health check sends `describe` and expects `info`.
     static func configuration(port: Int, servers: [Int]) -> String {
         let describe = Array(#"{"type":"describe"}"#.utf8).map { String(format: "%02x", $0) }.joined() + "0a"
+        let serverLines = servers.enumerated().map {
+            "    server s\($0.offset) 127.0.0.1:\($0.element) check inter 500ms fall 1 rise 2"
+        }.joined(separator: "\n")
         return """
             global
                 maxconn 256
@@ -557,7 +560,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
                 option tcp-check
                 tcp-check send-binary \(describe)
                 tcp-check expect rstring "info"
-            \(servers.enumerated().map { "    server s\($0.offset) 127.0.0.1:\($0.element) check inter 500ms fall 1 rise 2" }.joined(separator: "\n"))
+            \(serverLines)
 
             """
     }

@@ -310,7 +310,8 @@ public struct ParameterDescriptor: Sendable {
         self.doc = doc
     }
 
-    /// A quantity given, with its range, in `unit`: `.quantity("hangover", default: 300, .milliseconds, range: 0...3000, ...)`.
+    /// A quantity given, with its range, in `unit`:
+    /// `.quantity("hangover", default: 300, .milliseconds, range: 0...3000, ...)`.
     public static func quantity(
         _ name: String, default value: Double?, _ unit: QuantityUnit, range: ClosedRange<Double>,
         doc: String
@@ -404,7 +405,8 @@ public struct ParameterDescriptor: Sendable {
             guard unit.dimension == dimension else {
                 return .failure(
                     ParameterError(
-                        "wrong unit '\(unitText)' for '\(name)': expected \(dimension.example), not a \(unit.dimension.rawValue)"
+                        "wrong unit '\(unitText)' for '\(name)': expected \(dimension.example), "
+                            + "not a \(unit.dimension.rawValue)"
                     ))
             }
             value = .number(v * unit.scale)

@@ -106,7 +106,8 @@ extension GraphPlan {
         threads +=
             live.isEmpty
             ? "; no real-time rings (no JACK node)."
-            : "; the audio server's real-time thread feeds \(live.joined(separator: ", ")) through one SPSC ring per port"
+            : "; the audio server's real-time thread feeds \(live.joined(separator: ", ")) "
+                + "through one SPSC ring per port"
                 + (processors.isEmpty
                     ? "."
                     : ", and runs \(processors.joined(separator: ", ")) itself when fed by a jack.input alone.")

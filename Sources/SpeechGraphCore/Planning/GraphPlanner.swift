@@ -151,9 +151,9 @@ public struct GraphPlanner {
                     diagnostics.append(
                         Diagnostic(
                             .warning, at: decl.location,
-                            "'\(decl.from.node.value).\(o.name)' is not connected: an edge without port names connects one "
-                                + "pair of ports; write '\(decl.from.node.value).\(o.name) -> \(decl.to.node.value).\(i.name)' "
-                                + "to carry its events (\(o.eventKinds.description))"))
+                            "'\(decl.from.node.value).\(o.name)' is not connected: an edge without port names "
+                                + "connects one pair of ports; write '\(decl.from.node.value).\(o.name) -> "
+                                + "\(decl.to.node.value).\(i.name)' to carry its events (\(o.eventKinds.description))"))
                     break
                 }
             }
@@ -362,7 +362,8 @@ public struct GraphPlanner {
                 if let want = requirement.channelCount, want != have.channelCount {
                     guard want == 1 else {
                         diagnostics.error(
-                            "node '\(plan.nodes[i].name)' needs \(want) channels on '\(port.name)' but gets \(have.channelCount); no converter does that",
+                            "node '\(plan.nodes[i].name)' needs \(want) channels on '\(port.name)' "
+                                + "but gets \(have.channelCount); no converter does that",
                             at: plan.nodes[i].location)
                         continue
                     }

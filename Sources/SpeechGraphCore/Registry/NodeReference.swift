@@ -34,8 +34,8 @@ public enum NodeReference {
         lines += ["", "ports:"]
         let width = d.ports.map(\.name.count).max() ?? 0
         for p in d.ports {
-            var line =
-                "  \(p.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(p.direction.rawValue), \(p.kind.rawValue)"
+            let name = p.name.padding(toLength: width, withPad: " ", startingAt: 0)
+            var line = "  \(name)  \(p.direction.rawValue), \(p.kind.rawValue)"
             if let what = portContract(p) { line += " (\(what))" }
             if p.direction == .input && !p.isRequired { line += ", optional" }
             lines.append(line)

@@ -178,8 +178,8 @@ public final class PushInputNode: SourceNode {
             Programs that embed speechgraph write audio into this node from any thread, in chunks of any size \
             (RunningGraph.input(named:) returns its writer); 'speechgraph transcribe -' writes standard input \
             into it, and so does 'speechgraph run' for a graph's one push.input (a WAV stream, whose rate and \
-            channels it takes). The audio crosses to the graph thread through a preallocated lock-free ring of 'buffer'; \
-            a live writer's chunk that finds no room is dropped and reported as a gap event.
+            channels it takes). The audio crosses to the graph thread through a preallocated lock-free ring of \
+            'buffer'; a live writer's chunk that finds no room is dropped and reported as a gap event.
             """,
         category: .input,
         ports: [

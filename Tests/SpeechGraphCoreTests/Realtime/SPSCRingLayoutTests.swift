@@ -92,7 +92,8 @@ private func checkEveryScenario<E: BitwiseCopyable & Equatable>(
                 for (writeMode, readMode) in modePairs {
                     scenarios += 1
                     let context = {
-                        "capacity \(capacity) start \(start) fill \(fill) write \(writeSize) \(writeMode) read \(readSize) \(readMode)"
+                        "capacity \(capacity) start \(start) fill \(fill) write \(writeSize) \(writeMode) "
+                            + "read \(readSize) \(readMode)"
                     }
                     let ring = SPSCRingEndpointChecker<E>(capacity: capacity, start: start)
                     let endpoint = ring.endpoint
