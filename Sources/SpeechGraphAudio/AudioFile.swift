@@ -93,8 +93,10 @@ public final class AudioFile {
         _ = sf_command(h, Int32(SFC_GET_LOG_INFO), &log, Int32(log.count))
         let text = String(cString: log)
         if text.contains("should be") || text.lowercased().contains("truncated") || text.contains("too big") {
+            let seconds = String(format: "%.2f", Double(frameCount) / Double(sampleRate))
             truncation =
-                "\(path): file is truncated (its header promises more audio than it holds); reading the \(String(format: "%.2f", Double(frameCount) / Double(sampleRate))) s that are there"
+                "\(path): file is truncated (its header promises more audio than it holds); reading the \(seconds) s "
+                + "that are there"
         } else {
             truncation = nil
         }
