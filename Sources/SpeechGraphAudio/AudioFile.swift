@@ -45,7 +45,11 @@ public final class AudioFile {
             // Named as MPEG, not starting as MPEG: libsndfile opens it by its contents only (a WAV called .mp3; by
             // its name, libsndfile would hand it to libmpg123, which prints its notes on standard error), and
             // libmpg123 what libsndfile does not know (an MP3 with junk before its first frame).
-            opened = sf_open_fd(open(path, O_RDONLY), Int32(SFM_READ), &info, 1)
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw SpeechGraphError("\(path): \(String(cString: strerror(errno)).lowercased())", parameter: "path")
+            }
+            opened = sf_open_fd(fd, Int32(SFM_READ), &info, 1)
             if opened == nil { m = try? MPEGFile(path: path) }
         } else {
             opened = sf_open(path, Int32(SFM_READ), &info)

@@ -22,13 +22,19 @@ final class MPEGFile {
         ["mp3", "mp2", "mpga"].contains((path as NSString).pathExtension.lowercased())
     }
 
-    /// Whether the file starts as MPEG audio does, as libsndfile takes it: an ID3v2 tag or an MPEG frame header.
+    /// Whether the file starts as MPEG audio does: an MPEG frame header, after an ID3v2 tag if there is one (a tag
+    /// can stand before other formats too, a FLAC or a WAV, which libsndfile reads past it).
     static func startsLikeMPEG(_ path: String) -> Bool {
         guard let file = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? file.close() }
-        let head = [UInt8]((try? file.read(upToCount: 4)) ?? Data())
-        guard head.count == 4 else { return false }
-        if head[0] == 0x49 && head[1] == 0x44 && head[2] == 0x33 { return true }  // "ID3"
+        var head = [UInt8]((try? file.read(upToCount: 10)) ?? Data())
+        if head.count == 10 && head[0] == 0x49 && head[1] == 0x44 && head[2] == 0x33 {  // "ID3"
+            // The tag's size: four 7-bit bytes, after its 10-byte header; a footer (flag 0x10) adds 10 more.
+            let size = head[6...9].reduce(0) { $0 << 7 | UInt64($1 & 0x7F) } + 10 + (head[5] & 0x10 != 0 ? 10 : 0)
+            guard (try? file.seek(toOffset: size)) != nil else { return false }
+            head = [UInt8]((try? file.read(upToCount: 4)) ?? Data())
+        }
+        guard head.count >= 4 else { return false }
         // Frame sync (11 bits), a layer (not 00), a bit rate (not 1111) and a sample rate (not 11).
         return head[0] == 0xFF && head[1] & 0xE0 == 0xE0 && head[1] & 0x06 != 0 && head[2] & 0xF0 != 0xF0
             && head[2] & 0x0C != 0x0C
@@ -49,29 +55,38 @@ final class MPEGFile {
         var rate = 0
         var channels: Int32 = 0
         var encoding: Int32 = 0
-        guard sg_mpg123_open(h, path) == MPG123_OK.rawValue,
-            mpg123_getformat(h, &rate, &channels, &encoding) == MPG123_OK.rawValue, rate > 0, channels > 0
-        else {
-            let reason = String(cString: mpg123_strerror(h))
+        let opened = sg_mpg123_open(h, path)
+        let format = opened == MPG123_OK.rawValue ? mpg123_getformat(h, &rate, &channels, &encoding) : opened
+        guard format == MPG123_OK.rawValue, rate > 0, channels > 0 else {
+            let reason = Self.words(mpg123_strerror(h))
             mpg123_delete(h)
             handle = nil
+            // The end before any frame: a tag and nothing else.
+            if format == MPG123_DONE.rawValue { throw SpeechGraphError("\(path): no audio in it", parameter: "path") }
             throw SpeechGraphError("\(path): not an MPEG audio file libmpg123 can read (\(reason))", parameter: "path")
         }
         // One format from start to end, float32 as libsndfile asks for.
         mpg123_format_none(h)
         _ = mpg123_format(h, rate, channels, Int32(MPG123_ENC_FLOAT_32.rawValue))
         let promised = sg_mpg123_encoder_delay(h) >= 0 ? sg_mpg123_length(h) : -1
+        // The scan reads every frame header to the end, or to where the decoding will stop too (a resync that
+        // fails, a frame cut short): its error code says which.
         _ = mpg123_scan(h)
+        let stopped = mpg123_errcode(h)
         let frames = sg_mpg123_length(h)
         sampleRate = rate
         channelCount = Int(channels)
         frameCount = Int64(max(0, frames))
+        let seconds = { (n: Int) in String(format: "%.2f", Double(n) / Double(rate)) }
         // The Info header's count is exact (gapless); a frame's worth of difference is rounding, not loss.
         if promised > frames + 1152 {
-            let seconds = { (n: Int) in String(format: "%.2f", Double(n) / Double(rate)) }
             truncation =
                 "\(path): file is truncated or damaged (its Info header promises \(seconds(promised)) s of audio, "
                 + "\(seconds(frames)) s can be read); reading the \(seconds(frames)) s that are there"
+        } else if stopped != MPG123_OK.rawValue {
+            truncation =
+                "\(path): file is truncated or damaged (libmpg123: \(Self.words(mpg123_plain_strerror(stopped))));"
+                + " reading the \(seconds(frames)) s of audio it holds"
         } else {
             truncation = nil
         }
@@ -79,10 +94,22 @@ final class MPEGFile {
 
     deinit { close() }
 
+    /// libmpg123's message without its " (code 18)" and full stop: "Error reading the stream".
+    private static func words(_ message: UnsafePointer<CChar>) -> String {
+        var text = String(cString: message)
+        if let code = text.range(of: " (code ", options: .backwards) { text = String(text[..<code.lowerBound]) }
+        return text.hasSuffix(".") ? String(text.dropLast()) : text
+    }
+
+    /// A read that failed after some frames came: thrown by the next read, so that those frames are not lost.
+    private var failure: SpeechGraphError?
+
     /// Reads up to `frames` interleaved frames into `buffer`; returns the frames read, 0 at the end.
     func read(into buffer: UnsafeMutablePointer<Float>, frames: Int) throws -> Int {
         guard let handle else { return 0 }
-        let wanted = frames * channelCount * MemoryLayout<Float>.size
+        if let failure { throw failure }
+        let frameBytes = channelCount * MemoryLayout<Float>.size
+        let wanted = frames * frameBytes
         var got = 0
         while got < wanted {
             var done = 0
@@ -90,14 +117,18 @@ final class MPEGFile {
             got += done
             if status == MPG123_DONE.rawValue { break }
             if status != MPG123_OK.rawValue {
-                throw SpeechGraphError("\(path): read error (\(String(cString: mpg123_strerror(handle))))")
+                let error = SpeechGraphError("\(path): read error (\(Self.words(mpg123_strerror(handle))))")
+                guard got >= frameBytes else { throw error }
+                failure = error
+                break
             }
         }
-        return got / (channelCount * MemoryLayout<Float>.size)
+        return got / frameBytes
     }
 
     func rewind() {
         if let handle { _ = sg_mpg123_seek(handle, 0) }
+        failure = nil
     }
 
     func close() {
