@@ -39,18 +39,25 @@ public final class AudioFile {
         var info = SF_INFO()
         var opened: OpaquePointer?
         var m: MPEGFile?
-        if !isStream && MPEGFile.startsLikeMPEG(path) {
-            m = try MPEGFile(path: path)
+        let start = isStream ? .other : MPEGFile.start(of: path)
+        if start == .frame {
+            do { m = try MPEGFile(path: path) } catch let error as MPEGFile.NoAudio { throw error.error }
         } else if !isStream && MPEGFile.isNamedMPEG(path) {
             // Named as MPEG, not starting as MPEG: libsndfile opens it by its contents only (a WAV called .mp3; by
             // its name, libsndfile would hand it to libmpg123, which prints its notes on standard error), and
-            // libmpg123 what libsndfile does not know (an MP3 with junk before its first frame).
+            // libmpg123 what libsndfile does not know (an MP3 with junk before its first frame; a tag alone).
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 throw SpeechGraphError("\(path): \(String(cString: strerror(errno)).lowercased())", parameter: "path")
             }
             opened = sf_open_fd(fd, Int32(SFM_READ), &info, 1)
-            if opened == nil { m = try? MPEGFile(path: path) }
+            if opened == nil {
+                do {
+                    m = try MPEGFile(path: path)
+                } catch let error as MPEGFile.NoAudio where start == .tag {
+                    throw error.error
+                } catch {}
+            }
         } else {
             opened = sf_open(path, Int32(SFM_READ), &info)
         }

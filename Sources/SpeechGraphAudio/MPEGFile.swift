@@ -22,22 +22,27 @@ final class MPEGFile {
         ["mp3", "mp2", "mpga"].contains((path as NSString).pathExtension.lowercased())
     }
 
-    /// Whether the file starts as MPEG audio does: an MPEG frame header, after an ID3v2 tag if there is one (a tag
-    /// can stand before other formats too, a FLAC or a WAV, which libsndfile reads past it).
-    static func startsLikeMPEG(_ path: String) -> Bool {
-        guard let file = FileHandle(forReadingAtPath: path) else { return false }
+    /// How a file starts, as MPEG audio or not.
+    enum Start { case frame, tag, other }
+
+    /// `frame`: an MPEG frame header, after an ID3v2 tag if there is one; `tag`: an ID3v2 tag and no frame header
+    /// after it (a tag can stand before other formats too, a FLAC or a WAV, which libsndfile reads past it).
+    static func start(of path: String) -> Start {
+        guard let file = FileHandle(forReadingAtPath: path) else { return .other }
         defer { try? file.close() }
         var head = [UInt8]((try? file.read(upToCount: 10)) ?? Data())
+        var tagged = false
         if head.count == 10 && head[0] == 0x49 && head[1] == 0x44 && head[2] == 0x33 {  // "ID3"
             // The tag's size: four 7-bit bytes, after its 10-byte header; a footer (flag 0x10) adds 10 more.
             let size = head[6...9].reduce(0) { $0 << 7 | UInt64($1 & 0x7F) } + 10 + (head[5] & 0x10 != 0 ? 10 : 0)
-            guard (try? file.seek(toOffset: size)) != nil else { return false }
-            head = [UInt8]((try? file.read(upToCount: 4)) ?? Data())
+            tagged = true
+            head = (try? file.seek(toOffset: size)) != nil ? [UInt8]((try? file.read(upToCount: 4)) ?? Data()) : []
         }
-        guard head.count >= 4 else { return false }
         // Frame sync (11 bits), a layer (not 00), a bit rate (not 1111) and a sample rate (not 11).
-        return head[0] == 0xFF && head[1] & 0xE0 == 0xE0 && head[1] & 0x06 != 0 && head[2] & 0xF0 != 0xF0
-            && head[2] & 0x0C != 0x0C
+        let frame =
+            head.count >= 4 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0 && head[1] & 0x06 != 0
+            && head[2] & 0xF0 != 0xF0 && head[2] & 0x0C != 0x0C
+        return frame ? .frame : tagged ? .tag : .other
     }
 
     init(path: String) throws {
@@ -62,7 +67,9 @@ final class MPEGFile {
             mpg123_delete(h)
             handle = nil
             // The end before any frame: a tag and nothing else.
-            if format == MPG123_DONE.rawValue { throw SpeechGraphError("\(path): no audio in it", parameter: "path") }
+            if format == MPG123_DONE.rawValue {
+                throw NoAudio(error: SpeechGraphError("\(path): no audio in it", parameter: "path"))
+            }
             throw SpeechGraphError("\(path): not an MPEG audio file libmpg123 can read (\(reason))", parameter: "path")
         }
         // One format from start to end, float32 as libsndfile asks for.
@@ -100,6 +107,10 @@ final class MPEGFile {
         if let code = text.range(of: " (code ", options: .backwards) { text = String(text[..<code.lowerBound]) }
         return text.hasSuffix(".") ? String(text.dropLast()) : text
     }
+
+    /// MPEG audio without a frame in it (a tag and nothing else): said as it is, not as a format libsndfile does
+    /// not know.
+    struct NoAudio: Error { var error: SpeechGraphError }
 
     /// A read that failed after some frames came: thrown by the next read, so that those frames are not lost.
     private var failure: SpeechGraphError?

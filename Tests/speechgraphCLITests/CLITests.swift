@@ -182,6 +182,12 @@ import Testing
         #expect(bad.stderr.hasPrefix("speechgraph: error: \(junk): not an audio file"), "\(bad.stderr)")
         #expect(bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
         expectClean(bad)
+        // A tag and nothing else (a download that stopped early).
+        let tagOnly = dir.path("tag-only.mp3")
+        try tag.write(to: URL(fileURLWithPath: tagOnly))
+        let empty = try Run.speechgraph(["transcribe", tagOnly])
+        #expect(empty.status == 1)
+        #expect(empty.stderr == "speechgraph: error: \(tagOnly): no audio in it\n", "\(empty.stderr)")
     }
 
     /// An MP3 cut short, or with bytes overwritten partway: libmpg123 (through libsndfile) printed notes and
