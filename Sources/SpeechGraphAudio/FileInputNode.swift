@@ -98,8 +98,7 @@ public final class FileInputNode: SourceNode {
             return n
         } catch {
             let at = String(format: "%.2f", Double(framesInLoop) / Double(file.sampleRate))
-            let what = (error as? SpeechGraphError)?.message ?? "\(error)"
-            damage = "\(what) \(at) s into the audio: the audio before it was read, none after it"
+            damage = "\(error) \(at) s into the audio: the audio before it was read, none after it"
             return 0
         }
     }
