@@ -1,5 +1,5 @@
 // libFuzzer target over the audio that programs hand speechgraph: any bytes as an audio file (libsndfile
-// through AudioFile, as file.input reads it) and as a WAV stream on standard input (WAVStreamReader, as
+// through AudioFile, as file.input reads it) and as a WAV or MP3 stream on standard input (AudioStreamReader, as
 // `speechgraph transcribe -` reads it). Either gives samples or a clear error, never a trap; what reaches
 // the graph is cleaned of samples that are not numbers. `make fuzz` runs it.
 import Foundation
@@ -39,7 +39,7 @@ func fuzzAudioInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // As a stream, WAV and raw.
     for rate in [nil, 16000] as [Int?] {
         lseek(fd, 0, SEEK_SET)
-        if let stream = try? WAVStreamReader(rate: rate, channels: 2, fd: fd) {
+        if let stream = try? AudioStreamReader(rate: rate, channels: 2, fd: fd) {
             precondition(AudioFormat.supportedRates.contains(stream.sampleRate), "a rate outside the range")
             var samples = stream.readAll(limit: 1 << 20)
             var guard_ = SampleGuard()

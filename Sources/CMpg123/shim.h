@@ -7,9 +7,6 @@
 // where _FILE_OFFSET_BITS is set), which Swift does not follow: these call them by the names the header gives.
 static inline int sg_mpg123_open(mpg123_handle *mh, const char *path) { return mpg123_open(mh, path); }
 static inline long sg_mpg123_length(mpg123_handle *mh) { return (long)mpg123_length(mh); }
-static inline long sg_mpg123_seek(mpg123_handle *mh, long sample) {
-    return (long)mpg123_seek(mh, (off_t)sample, SEEK_SET);
-}
 static inline int sg_mpg123_param(mpg123_handle *mh, enum mpg123_parms type, long value) {
     return mpg123_param(mh, type, value, 0);
 }

@@ -31,32 +31,88 @@ final class MPEGFile {
         guard let file = FileHandle(forReadingAtPath: path) else { return .other }
         defer { try? file.close() }
         var head = [UInt8]((try? file.read(upToCount: 10)) ?? Data())
-        var tagged = false
-        if head.count == 10 && head[0] == 0x49 && head[1] == 0x44 && head[2] == 0x33 {  // "ID3"
-            // The tag's size: four 7-bit bytes, after its 10-byte header; a footer (flag 0x10) adds 10 more.
-            let size = head[6...9].reduce(0) { $0 << 7 | UInt64($1 & 0x7F) } + 10 + (head[5] & 0x10 != 0 ? 10 : 0)
-            tagged = true
-            head = (try? file.seek(toOffset: size)) != nil ? [UInt8]((try? file.read(upToCount: 4)) ?? Data()) : []
+        let tag = tagSize(head[...])
+        if let tag {
+            guard (try? file.seek(toOffset: UInt64(tag))) != nil else { return .tag }
+            head = []
         }
-        // Frame sync (11 bits), a layer (not 00), a bit rate (not 1111) and a sample rate (not 11).
-        let frame =
-            head.count >= 4 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0 && head[1] & 0x06 != 0
-            && head[2] & 0xF0 != 0xF0 && head[2] & 0x0C != 0x0C
-        return frame ? .frame : tagged ? .tag : .other
+        let bytes = head + [UInt8]((try? file.read(upToCount: framesCheckBytes - head.count)) ?? Data())
+        return startsWithFrames(bytes[...], complete: bytes.count < framesCheckBytes)
+            ? .frame : tag != nil ? .tag : .other
     }
 
-    init(path: String) throws {
-        self.path = path
+    /// The length of the ID3v2 tag `head` starts with (its 10-byte header, the tag and any footer), nil if it
+    /// does not start with one (or has fewer than 10 bytes).
+    static func tagSize(_ head: ArraySlice<UInt8>) -> Int? {
+        let h = Array(head.prefix(10))
+        guard h.count == 10, h[0] == 0x49, h[1] == 0x44, h[2] == 0x33 else { return nil }  // "ID3"
+        // The tag's size: four 7-bit bytes; a footer (flag 0x10) adds 10 bytes.
+        return h[6...9].reduce(0) { $0 << 7 | Int($1 & 0x7F) } + 10 + (h[5] & 0x10 != 0 ? 10 : 0)
+    }
+
+    /// The length in bytes of the MPEG audio frame whose header `bytes` start with, nil if they do not start with
+    /// one: frame sync (11 bits), a version (not the reserved 01), a layer (not 00), a bit rate (not free format,
+    /// not 1111) and a sample rate (not 11).
+    static func frameLength(_ bytes: ArraySlice<UInt8>) -> Int? {
+        let b = Array(bytes.prefix(4))
+        guard b.count == 4, b[0] == 0xFF, b[1] & 0xE0 == 0xE0 else { return nil }
+        let version = Int(b[1] >> 3 & 3)  // 3: MPEG-1, 2: MPEG-2, 0: MPEG-2.5
+        let layer = 4 - Int(b[1] >> 1 & 3)  // 1, 2 or 3 (4: reserved)
+        let bitrateIndex = Int(b[2] >> 4)
+        let rateIndex = Int(b[2] >> 2 & 3)
+        guard version != 1, layer != 4, (1...14).contains(bitrateIndex), rateIndex != 3 else { return nil }
+        let kbps: [Int]
+        switch (version == 3, layer) {
+        case (true, 1): kbps = [32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448]
+        case (true, 2): kbps = [32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384]
+        case (true, _): kbps = [32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
+        case (false, 1): kbps = [32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256]
+        case (false, _): kbps = [8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]
+        }
+        let rate = [44100, 48000, 32000][rateIndex] >> (version == 3 ? 0 : version == 2 ? 1 : 2)
+        let bitrate = kbps[bitrateIndex - 1] * 1000
+        let padding = Int(b[2] >> 1 & 1)
+        if layer == 1 { return (12 * bitrate / rate + padding) * 4 }
+        return (layer == 3 && version != 3 ? 72 : 144) * bitrate / rate + padding
+    }
+
+    /// Whether `bytes` start with MPEG audio: a frame header, and after the frame it announces, the header of a
+    /// next frame of the same version, layer and sample rate (or the end of `bytes`, when `complete`: a file of
+    /// one frame). One header alone is 32 bits that raw samples or junk can hold by chance; two in their places
+    /// are not.
+    static func startsWithFrames(_ bytes: ArraySlice<UInt8>, complete: Bool) -> Bool {
+        guard let length = frameLength(bytes) else { return false }
+        let next = bytes.dropFirst(length)
+        if next.isEmpty { return complete && bytes.count == length }
+        guard frameLength(next) != nil else { return false }
+        let first = Array(bytes.prefix(3))
+        let second = Array(next.prefix(3))
+        // The same version and layer, the same sample rate.
+        return first[1] & 0xFE == second[1] & 0xFE && first[2] & 0x0C == second[2] & 0x0C
+    }
+
+    /// The bytes `startsWithFrames` needs: two frames' headers, the longest frame between them.
+    static let framesCheckBytes = 2 * 2881 + 4
+
+    /// A new decoder with the settings libsndfile uses: float samples, gapless, quiet, one stream (a change of
+    /// format ends it), no resampling.
+    static func decoder(for name: String) throws -> OpaquePointer {
         var status: Int32 = 0
         guard let h = mpg123_new(nil, &status) else {
-            throw SpeechGraphError("\(path): libmpg123: \(String(cString: mpg123_plain_strerror(status)))")
+            throw SpeechGraphError("\(name): libmpg123: \(words(mpg123_plain_strerror(status)))")
         }
-        handle = h
         let flags =
             MPG123_QUIET.rawValue | MPG123_FORCE_FLOAT.rawValue | MPG123_GAPLESS.rawValue
             | MPG123_NO_FRANKENSTEIN.rawValue
         _ = sg_mpg123_param(h, MPG123_ADD_FLAGS, Int(flags))
         _ = sg_mpg123_param(h, MPG123_REMOVE_FLAGS, Int(MPG123_AUTO_RESAMPLE.rawValue))
+        return h
+    }
+
+    init(path: String) throws {
+        self.path = path
+        let h = try Self.decoder(for: path)
+        handle = h
         var rate = 0
         var channels: Int32 = 0
         var encoding: Int32 = 0
@@ -88,21 +144,24 @@ final class MPEGFile {
         // The Info header's count is exact (gapless); a frame's worth of difference is rounding, not loss.
         if promised > frames + 1152 {
             truncation =
-                "\(path): file is truncated or damaged (its Info header promises \(seconds(promised)) s of audio, "
-                + "\(seconds(frames)) s can be read); reading the \(seconds(frames)) s that are there"
+                "\(path): file is truncated or damaged after \(seconds(frames)) s of audio (its Info header promises "
+                + "\(seconds(promised)) s); reading what can be read"
         } else if stopped != MPG123_OK.rawValue {
             truncation =
-                "\(path): file is truncated or damaged (libmpg123: \(Self.words(mpg123_plain_strerror(stopped))));"
-                + " reading the \(seconds(frames)) s of audio it holds"
+                "\(path): file is truncated or damaged after \(seconds(frames)) s of audio (libmpg123: "
+                + "\(Self.words(mpg123_plain_strerror(stopped)))); reading what can be read"
         } else {
             truncation = nil
         }
+        // Read from the start as opened, not sought back to it: a seek leaves the decoder's state a little
+        // different (samples differ in their last bits), and the same MP3 from a pipe must give the same samples.
+        reopen()
     }
 
     deinit { close() }
 
     /// libmpg123's message without its " (code 18)" and full stop: "Error reading the stream".
-    private static func words(_ message: UnsafePointer<CChar>) -> String {
+    static func words(_ message: UnsafePointer<CChar>) -> String {
         var text = String(cString: message)
         if let code = text.range(of: " (code ", options: .backwards) { text = String(text[..<code.lowerBound]) }
         return text.hasSuffix(".") ? String(text.dropLast()) : text
@@ -114,10 +173,15 @@ final class MPEGFile {
 
     /// A read that failed after some frames came: thrown by the next read, so that those frames are not lost.
     private var failure: SpeechGraphError?
+    /// Decoding errors in a row, without a sample between them; at `errorLimit`, the rest of the file is taken
+    /// for junk (`exhausted`).
+    private var errors = 0
+    private var exhausted = false
+    static let errorLimit = 1000
 
     /// Reads up to `frames` interleaved frames into `buffer`; returns the frames read, 0 at the end.
     func read(into buffer: UnsafeMutablePointer<Float>, frames: Int) throws -> Int {
-        guard let handle else { return 0 }
+        guard let handle, !exhausted else { return 0 }
         if let failure { throw failure }
         let frameBytes = channelCount * MemoryLayout<Float>.size
         let wanted = frames * frameBytes
@@ -126,7 +190,16 @@ final class MPEGFile {
             var done = 0
             let status = mpg123_read(handle, UnsafeMutableRawPointer(buffer) + got, wanted - got, &done)
             got += done
+            if done > 0 { errors = 0 }
             if status == MPG123_DONE.rawValue { break }
+            // The damage the scan found, and said in `truncation`: libmpg123 goes on from the next frame it finds
+            // after it, so that the audio after the damage is read too.
+            if status != MPG123_OK.rawValue && truncation != nil {
+                errors += 1
+                if errors < Self.errorLimit { continue }
+                exhausted = true
+                break
+            }
             if status != MPG123_OK.rawValue {
                 let error = SpeechGraphError("\(path): read error (\(Self.words(mpg123_strerror(handle))))")
                 guard got >= frameBytes else { throw error }
@@ -138,8 +211,22 @@ final class MPEGFile {
     }
 
     func rewind() {
-        if let handle { _ = sg_mpg123_seek(handle, 0) }
+        reopen()
         failure = nil
+        errors = 0
+        exhausted = false
+    }
+
+    /// Opens the file again from its start (the format settings stay).
+    private func reopen() {
+        guard let handle else { return }
+        mpg123_close(handle)
+        var rate = 0
+        var channels: Int32 = 0
+        var encoding: Int32 = 0
+        if sg_mpg123_open(handle, path) == MPG123_OK.rawValue {
+            _ = mpg123_getformat(handle, &rate, &channels, &encoding)
+        }
     }
 
     func close() {

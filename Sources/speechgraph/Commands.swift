@@ -8,7 +8,8 @@ extension SpeechgraphCommand {
             abstract: "Run a graph file until its inputs end or Ctrl-C.",
             discussion: """
                 Offline inputs run as fast as the CPU allows unless --realtime is given. A push.input node reads \
-                standard input (a WAV stream: 'arecord -f S16_LE -r 16000 -t wav | speechgraph run G'). Ctrl-C or \
+                standard input (a WAV or MP3 stream: 'arecord -f S16_LE -r 16000 -t wav | speechgraph run G'). \
+                Ctrl-C or \
                 SIGTERM stops the graph: the utterance in flight is finished and every result is written before exit. \
                 SIGHUP loads the graph's models again (a recognizer's lm, grammar and dict are read again; a \
                 changed spec is built again) while the audio goes on: each recognizer switches to them between \
@@ -57,9 +58,9 @@ extension SpeechgraphCommand {
             // The graph's resources exist before it is planned: a JACK graph's client (its session) opens while
             // planning, once, and tells the server's rate.
             let resources = GraphResources(settings: settings, providing: [status])
-            // A push.input is fed from standard input (a WAV stream), at the stream's rate and channels (a graph
+            // A push.input is fed from standard input (a WAV or MP3 stream), at the stream's rate and channels (a graph
             // that does not parse is reported by loadPlan).
-            var stdin: (reader: WAVStreamReader, node: String)?
+            var stdin: (reader: AudioStreamReader, node: String)?
             var streamOverrides: [String] = []
             let declared = (try? GraphParser.parse(contentsOf: graph))?.nodes ?? []
             let pushed = declared.filter { $0.type.value == "push.input" }.map(\.name.value)
@@ -77,8 +78,10 @@ extension SpeechgraphCommand {
                             + "input is a terminal")
                     throw Reported(code: Exit.usage)
                 }
-                let reader: WAVStreamReader
-                do { reader = try WAVStreamReader(rate: nil, channels: 1) } catch let error as WAVStreamReader.Failure {
+                let reader: AudioStreamReader
+                do { reader = try AudioStreamReader(rate: nil, channels: 1) } catch let error
+                    as AudioStreamReader.Failure
+                {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)
                 }

@@ -13,7 +13,8 @@ extension SpeechgraphCommand {
                 status is then 1.
 
                 '-' reads standard input: a WAV stream (as 'arecord -f S16_LE -r 16000' or 'sox FILE -t wav -' \
-                write it), or raw signed 16-bit little-endian samples with --rate. Results come as the audio \
+                write it), an MP3 stream ('curl -s URL | speechgraph transcribe -'), or raw signed 16-bit \
+                little-endian samples with --rate. Results come as the audio \
                 arrives: 'arecord -f S16_LE -r 16000 | speechgraph transcribe --format jsonl -' transcribes live. \
                 A FIFO or /dev/stdin named as a file is read the same way, and with --rate a raw file named on \
                 the command line (one at a time). Rates outside 4 to 384 kHz are refused.
@@ -104,7 +105,7 @@ extension SpeechgraphCommand {
         /// Long files are cut into utterances by the vad node; short ones are one utterance each.
         static let vadThresholdSeconds = 30.0
 
-        private func usesVAD(_ file: String, stdin: WAVStreamReader?) -> Bool {
+        private func usesVAD(_ file: String, stdin: AudioStreamReader?) -> Bool {
             switch vad {
             case .on: return true
             case .off: return false
@@ -165,7 +166,7 @@ extension SpeechgraphCommand {
             let signals = SignalHandling(status: status)
             let output = StandardOutput()
             let out = TextOutput.standardOutput(statusLine: status, shared: output)
-            var stdin: WAVStreamReader?
+            var stdin: AudioStreamReader?
             let stream = files.first(where: readsAsStream)
             if let stream {
                 do {
@@ -179,10 +180,10 @@ extension SpeechgraphCommand {
                         }
                     }
                     stdin = try signals.waitingForAudio {
-                        try WAVStreamReader(
+                        try AudioStreamReader(
                             rate: rate, channels: channels, fd: fd, name: stream == "-" ? "standard input" : stream)
                     }
-                } catch let error as WAVStreamReader.Failure {
+                } catch let error as AudioStreamReader.Failure {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)
                 }
@@ -221,7 +222,7 @@ extension SpeechgraphCommand {
             "mode": "--mode",
         ]
 
-        private func graph(for file: String, stdin: WAVStreamReader?) -> GraphSpec {
+        private func graph(for file: String, stdin: AudioStreamReader?) -> GraphSpec {
             // Files are whole: decode each utterance whole, for the accuracy of batch normalisation.
             var asr: [(String, ValueLiteral)] = [("mode", .word(mode.rawValue))]
             // Only JSON Lines and subtitles use word timings; the other formats skip their cost.

@@ -213,10 +213,38 @@ final class StereoSource: SourceNode {
         }
         let file = try #require(FileHandle(forReadingAtPath: wav))
         defer { try? file.close() }
-        let reader = try WAVStreamReader(rate: nil, channels: 1, fd: file.fileDescriptor, name: "codes.wav")
+        let reader = try AudioStreamReader(rate: nil, channels: 1, fd: file.fileDescriptor, name: "codes.wav")
         #expect(reader.sampleRate == 8000)
         let decoded = reader.readAll().map { Int16(($0 * 32768).rounded()) }
         #expect(expected.count == 256)
         #expect(decoded == expected)
+    }
+
+    /// An MPEG frame header is 32 bits that raw samples hold by chance (-1 then a quiet sample is 0xFF 0xFF ...):
+    /// a stream is taken for MPEG audio only when a second header stands where the first frame ends.
+    @Test func oneFrameHeaderByChanceIsNotAnMP3Stream() throws {
+        let dir = TemporaryDirectory()
+        // A header of an MPEG-1 Layer III frame at 128 kbit/s and 44.1 kHz, 417 bytes long.
+        let header: [UInt8] = [0xFF, 0xFB, 0x90, 0x00]
+        let noise = (0..<8000).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for (name, bytes, mpeg) in [
+            ("one header", header + noise, false),
+            ("two headers in their places", header + noise.prefix(413) + header + noise, true),
+            ("a second header one byte off", header + noise.prefix(414) + header + noise, false),
+        ] {
+            let path = dir.path("stream.bin")
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let file = try #require(FileHandle(forReadingAtPath: path))
+            defer { try? file.close() }
+            do {
+                _ = try AudioStreamReader(rate: nil, channels: 1, fd: file.fileDescriptor, name: "in")
+                #expect(mpeg, "\(name): taken for audio")
+            } catch let error as AudioStreamReader.Failure {
+                // Two headers with junk between them: MPEG, which libmpg123 then finds no audio in.
+                #expect(
+                    error.description.contains(mpeg ? "no MPEG audio libmpg123 can read" : "neither a WAV nor an MP3"),
+                    "\(name): \(error.description)")
+            }
+        }
     }
 }

@@ -60,7 +60,7 @@ import Testing
             defer { close(fd) }
             for rate in [nil, 16000] as [Int?] {
                 lseek(fd, 0, SEEK_SET)
-                if let stream = try? WAVStreamReader(rate: rate, channels: 2, fd: fd) {
+                if let stream = try? AudioStreamReader(rate: rate, channels: 2, fd: fd) {
                     #expect(AudioFormat.supportedRates.contains(stream.sampleRate))
                     _ = stream.readAll(limit: 1 << 20)
                 }

@@ -222,6 +222,84 @@ import Testing
         #expect(r.stderr.hasPrefix("speechgraph: warning: \(damaged): file is truncated or damaged"), "\(r.stderr)")
         #expect(r.stdout.contains("mother"), "\(r.stdout)")
         expectClean(r)
+        // The same file from a pipe: one warning too, except for a stream cut short that has no Info header (a
+        // stream's end is its end).
+        let bin = TestPaths.binary.path
+        let piped = try Run.process("/bin/bash", ["-c", "'\(bin)' transcribe - < '\(damaged)'"], timeout: 120)
+        #expect(piped.stdout.contains("mother"), "\(piped.stdout)")
+        expectClean(piped)
+        if damage == "cut, no Info header" {
+            #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        } else {
+            #expect(piped.status == 1)
+            #expect(piped.stderr.split(separator: "\n").count == 1, "\(piped.stderr)")
+            let what = damage.hasPrefix("cut") ? "truncated" : "damaged"
+            #expect(
+                piped.stderr.hasPrefix("speechgraph: warning: standard input: the stream is \(what)"),
+                "\(piped.stderr)")
+        }
+    }
+
+    /// `curl -s URL | speechgraph transcribe -`: an MP3 on standard input or from a FIFO gives what the file gives,
+    /// to the last digit of every confidence (the same samples: libmpg123's feed mode, and a file read from its
+    /// start as opened, never sought back to it).
+    @Test func mp3FromAPipeOrAFifoIsTheFile() throws {
+        let path = dir.path("call.mp3")
+        try mp3(try speech(), path)
+        let bin = TestPaths.binary.path
+        let file = try Run.speechgraph(["transcribe", "--format", "jsonl", path])
+        #expect(file.status == 0 && file.stderr.isEmpty, "\(file.stderr)")
+        #expect(file.stdout.contains("mother"), "\(file.stdout)")
+        let source = { (r: ProcessResult) in
+            r.stdout.replacingOccurrences(of: #""source":"[^"]*""#, with: "", options: .regularExpression)
+        }
+        let piped = try Run.process("/bin/bash", ["-c", "cat '\(path)' | '\(bin)' transcribe --format jsonl -"])
+        #expect(piped.status == 0 && piped.stderr.isEmpty, "\(piped.stderr)")
+        #expect(source(piped) == source(file))
+        let fifo = dir.path("fifo.mp3")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let viaFifo = try Run.process(
+            "/bin/bash", ["-c", "cat '\(path)' > '\(fifo)' & '\(bin)' transcribe --format jsonl '\(fifo)'; wait"])
+        #expect(viaFifo.status == 0 && viaFifo.stderr.isEmpty, "\(viaFifo.stderr)")
+        #expect(source(viaFifo) == source(file))
+    }
+
+    /// What a stream starts with decides how it is read: an ID3 tag may stand before a WAV too; a tag alone, or
+    /// bytes that are neither WAV nor MPEG, are one error each; a WAV stream whose header gives a length and that
+    /// ends before it is one warning, as a truncated file is.
+    @Test func streamsThatAreNotWhatTheySeem() throws {
+        let bin = TestPaths.binary.path
+        let wav = try speech()
+        let stdin = { (file: String) in try Run.process("/bin/bash", ["-c", "'\(bin)' transcribe - < '\(file)'"]) }
+        let tag = Data([0x49, 0x44, 0x33, 3, 0, 0, 0, 0, 0, 64] + [UInt8](repeating: 0, count: 64))
+        let tagged = dir.path("tagged.wav")
+        try (tag + Data(contentsOf: URL(fileURLWithPath: wav))).write(to: URL(fileURLWithPath: tagged))
+        let r = try stdin(tagged)
+        #expect(r.status == 0 && r.stderr.isEmpty, "\(r.stderr)")
+        #expect(r.stdout.contains("mother"), "\(r.stdout)")
+        let tagOnly = dir.path("tag-only")
+        try tag.write(to: URL(fileURLWithPath: tagOnly))
+        let junk = dir.path("junk")
+        try Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }).write(to: URL(fileURLWithPath: junk))
+        for (file, message) in [
+            (tagOnly, "an ID3 tag and no audio after it"), (junk, "is neither a WAV nor an MP3 stream"),
+        ] {
+            let bad = try stdin(file)
+            #expect(bad.status == 1)
+            #expect(bad.stderr.hasPrefix("speechgraph: error: standard input"), "\(bad.stderr)")
+            #expect(bad.stderr.contains(message), "\(bad.stderr)")
+            #expect(bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
+            expectClean(bad)
+        }
+        let data = try Data(contentsOf: URL(fileURLWithPath: wav))
+        let cut = dir.path("cut.wav")
+        try data.prefix(data.count * 3 / 5).write(to: URL(fileURLWithPath: cut))
+        let short = try stdin(cut)
+        #expect(short.status == 1)
+        #expect(
+            short.stderr.hasPrefix("speechgraph: warning: standard input: the stream is truncated"), "\(short.stderr)")
+        #expect(short.stderr.split(separator: "\n").count == 1, "\(short.stderr)")
+        #expect(short.stdout.contains("mother"), "\(short.stdout)")
     }
 
     @Test func oneBadFileDoesNotStopTheOthers() throws {

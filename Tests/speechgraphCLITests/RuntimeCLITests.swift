@@ -138,7 +138,9 @@ import Testing
         let noRate = try Run.process(
             "/bin/bash", ["-c", "sox '\(wav)' -t raw -e signed -b 16 - 2>/dev/null | '\(bin)' transcribe -"])
         #expect(noRate.status == 1)
-        #expect(noRate.stderr.contains("not a WAV stream") && noRate.stderr.contains("--rate"), "\(noRate.stderr)")
+        #expect(
+            noRate.stderr.contains("neither a WAV nor an MP3 stream") && noRate.stderr.contains("--rate"),
+            "\(noRate.stderr)")
         #expect(noRate.stderr.split(separator: "\n").count == 1, "\(noRate.stderr)")
     }
 

@@ -19,6 +19,8 @@ public final class AudioPusher: Sendable {
     private let ended = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
     private let dropped = Atomic<Int>(0)
+    /// Why the stream ended early, when the writer said (`end(warning:)`).
+    private let endWarning = Mutex<String?>(nil)
     /// Posted by the graph thread after it has read: room for a waiting writer.
     let room = WakeSignal()
     /// Called before a writer waits for room (the graph that reads this ring starts itself there).
@@ -151,7 +153,11 @@ public final class AudioPusher: Sendable {
 
     /// The end of the stream: the node emits what was written (and the gap of any audio dropped last), then
     /// ends, and the graph finishes once its other inputs have ended too. Writes after this are ignored.
-    public func end() {
+    /// `warning` says why the stream ended before its end, when it did (a source that could not be read to its
+    /// end: "standard input: read error (...) 4.10 s into the audio"): the node then emits it as a `warning`
+    /// event after the audio, and reports it among the graph's warnings.
+    public func end(warning: String? = nil) {
+        if let warning { endWarning.withLock { $0 = $0 ?? warning } }
         writer.withLock { state in
             if let gap = state.pendingGap { _ = recordGap(gap, &state) }
             ended.store(true, ordering: .releasing)
@@ -160,6 +166,9 @@ public final class AudioPusher: Sendable {
     }
 
     var isEnded: Bool { ended.load(ordering: .acquiring) }
+
+    /// The warning the stream ended with; set before `isEnded` turns true.
+    var warning: String? { endWarning.withLock { $0 } }
 
     /// The graph has stopped: no writer waits any longer.
     func close() {
@@ -177,7 +186,7 @@ public final class PushInputNode: SourceNode {
         doc: """
             Programs that embed speechgraph write audio into this node from any thread, in chunks of any size \
             (RunningGraph.input(named:) returns its writer); 'speechgraph transcribe -' writes standard input \
-            into it, and so does 'speechgraph run' for a graph's one push.input (a WAV stream, whose rate and \
+            into it, and so does 'speechgraph run' for a graph's one push.input (a WAV or MP3 stream, whose rate and \
             channels it takes). The audio crosses to the graph thread through a preallocated lock-free ring of \
             'buffer'; a live writer's chunk that finds no room is dropped and reported as a gap event.
             """,
@@ -287,10 +296,21 @@ public final class PushInputNode: SourceNode {
                     startFrame: streamFrame))
             streamFrame += Int64(n / channels)
         }
-        return !(ended && pusher.ring.endpoint.availableToRead == 0 && pendingGap == nil)
+        guard ended && pusher.ring.endpoint.availableToRead == 0 && pendingGap == nil else { return true }
+        if let warning = pusher.warning, !endWarned {
+            endWarned = true
+            try output.emit(
+                .custom(
+                    CustomEvent(kind: .warning, node: name, time: position, fields: ["reason": .string(warning)])),
+                port: 1)
+        }
+        return false
     }
 
     public func close() { pusher.close() }
 
-    public var warnings: [String] { sampleGuard.warning.map { [$0] } ?? [] }
+    /// Whether the stream's end warning has been emitted.
+    private var endWarned = false
+
+    public var warnings: [String] { [sampleGuard.warning, endWarned ? pusher.warning : nil].compactMap { $0 } }
 }

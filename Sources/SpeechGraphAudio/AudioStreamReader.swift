@@ -6,9 +6,10 @@ import SpeechGraphCore
 #endif
 
 /// Audio read as a stream from a file descriptor (`speechgraph transcribe -`, a FIFO): a WAV stream (any
-/// length, also one whose header gives no length, as `arecord` and `sox ... -t wav -` write to a pipe), or
-/// raw signed 16-bit little-endian samples when a rate is given.
-public final class WAVStreamReader: @unchecked Sendable {
+/// length, also one whose header gives no length, as `arecord` and `sox ... -t wav -` write to a pipe), an MP3
+/// or MP2 stream (`curl -s URL | speechgraph transcribe -`, decoded by libmpg123), or raw signed 16-bit
+/// little-endian samples when a rate is given.
+public final class AudioStreamReader: @unchecked Sendable {
     // @unchecked: the header and the first buffered bytes are read on the calling thread before the feeder
     // thread starts; from then on only the feeder thread reads the stream and `pending`.
     enum Encoding {
@@ -25,16 +26,23 @@ public final class WAVStreamReader: @unchecked Sendable {
     let dataBytes: Int?
     /// Bytes read past the header.
     private var pending: [UInt8]
+    /// Set for MPEG audio, which libmpg123 decodes (`encoding` and `pending` are then unused).
+    private let mpeg: MPEGStream?
+    /// Why the stream ended early (a decoding error), once it has been read.
+    private(set) var failure: String?
 
     public struct Failure: Error, CustomStringConvertible { public var description: String }
 
     /// Where the stream is read: standard input (0), or a FIFO or device named on the command line.
     private let fd: Int32
+    /// What errors and warnings call the stream.
+    private let name: String
 
     /// Reads the WAV header (or takes `rate` and `channels` for raw samples) from `fd`; errors name the stream
     /// `name`.
     public init(rate: Int?, channels: Int, fd: Int32 = 0, name: String = "standard input") throws {
         self.fd = fd
+        self.name = name
         var buffer = [UInt8]()
         func fill(_ count: Int) -> Bool {
             while buffer.count < count {
@@ -52,6 +60,7 @@ public final class WAVStreamReader: @unchecked Sendable {
         func u16(_ at: Int) -> Int { Int(buffer[at]) | Int(buffer[at + 1]) << 8 }
 
         if let rate {
+            mpeg = nil
             sampleRate = rate
             channelCount = channels
             encoding = .int(bits: 16)
@@ -64,11 +73,40 @@ public final class WAVStreamReader: @unchecked Sendable {
             pending = buffer
             return
         }
+        // An ID3 tag (MP3 files start with one; one may stand before a WAV too), then the first frame of MPEG
+        // audio, or a WAV header.
+        var tag = 0
+        if fill(10), let size = MPEGFile.tagSize(buffer[...]) {
+            guard size <= 64 << 20, fill(size) else {
+                throw Failure(description: "\(name): an ID3 tag and no audio after it")
+            }
+            tag = size
+        }
+        let complete = !fill(tag + MPEGFile.framesCheckBytes)
+        if MPEGFile.startsWithFrames(buffer[tag...], complete: complete) {
+            let stream: MPEGStream
+            do {
+                stream = try MPEGStream(fd: fd, head: buffer[...], name: name)
+            } catch let error as SpeechGraphError {
+                throw Failure(description: error.message)
+            }
+            mpeg = stream
+            sampleRate = stream.sampleRate
+            channelCount = stream.channelCount
+            encoding = .float32
+            dataBytes = stream.announcedFrames.map { $0 * stream.channelCount * MemoryLayout<Float>.size }
+            pending = []
+            return
+        }
+        mpeg = nil
+        buffer.removeFirst(tag)
         guard fill(12), buffer[0..<4] == [0x52, 0x49, 0x46, 0x46], buffer[8..<12] == [0x57, 0x41, 0x56, 0x45] else {
             throw Failure(
-                description: buffer.isEmpty
+                description: buffer.isEmpty && tag == 0
                     ? "\(name) is empty"
-                    : "\(name) is not a WAV stream (for raw signed 16-bit samples give --rate)")
+                    : tag > 0 && buffer.isEmpty
+                        ? "\(name): an ID3 tag and no audio after it"
+                        : "\(name) is neither a WAV nor an MP3 stream (for raw signed 16-bit samples give --rate)")
         }
         var offset = 12
         var format: (tag: Int, channels: Int, rate: Int, bits: Int)?
@@ -139,7 +177,7 @@ public final class WAVStreamReader: @unchecked Sendable {
     }
 
     private func pump(into pusher: AudioPusher) {
-        defer { pusher.end() }
+        defer { pusher.end(warning: failure) }
         // Stops when the graph has stopped (it takes nothing more).
         forEachChunk { pusher.write($0, waitForRoom: true) > 0 }
     }
@@ -156,6 +194,15 @@ public final class WAVStreamReader: @unchecked Sendable {
 
     /// Hands the stream's samples on in chunks while `body` returns true.
     private func forEachChunk(_ body: ([Float]) -> Bool) {
+        if let mpeg {
+            let frames = mpeg.forEachChunk(body)
+            failure = mpeg.failure
+            // The Info header's count is exact (gapless); a frame's worth of difference is rounding, not loss.
+            if failure == nil, let announced = mpeg.announcedFrames, announced > frames + 1152 {
+                failure = Self.truncation(name, announced: Double(announced), came: Double(frames), rate: sampleRate)
+            }
+            return
+        }
         let frameBytes = bytesPerSample * channelCount
         var remaining = dataBytes ?? Int.max
         var bytes = pending
@@ -172,9 +219,24 @@ public final class WAVStreamReader: @unchecked Sendable {
             if remaining < frameBytes { return }
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
+            if n <= 0 {
+                if let dataBytes {
+                    failure = Self.truncation(
+                        name, announced: Double(dataBytes / frameBytes),
+                        came: Double((dataBytes - remaining) / frameBytes),
+                        rate: sampleRate)
+                }
+                return
+            }
             bytes += chunk[0..<n]
         }
+    }
+
+    /// A stream that ended before the end its header announced.
+    private static func truncation(_ name: String, announced: Double, came: Double, rate: Int) -> String {
+        let seconds = { (frames: Double) in String(format: "%.2f", frames / Double(rate)) }
+        return "\(name): the stream is truncated (its header announces \(seconds(announced)) s of audio, "
+            + "\(seconds(came)) s came); the \(seconds(came)) s that came were read"
     }
 
     /// G.711 u-law to 16-bit linear (ITU-T G.711: the byte is stored inverted).
