@@ -2,8 +2,8 @@
 # make fuzz: builds the libFuzzer targets (Fuzz/, SPEECHGRAPH_FUZZ=1 in Package.swift) with
 # -sanitize=fuzzer,address over every Swift target, and runs each for FUZZ_SECONDS (default 300):
 #   graph-parser  any bytes as a graph file: parsed and validated against the built-in node types;
-#   audio-input   any bytes as an audio file (AudioFile, libsndfile) and as a WAV or raw stream
-#                 (WAVStreamReader, as `speechgraph transcribe -` reads it).
+#   audio-input   any bytes as an audio file (AudioFile: libsndfile, libmpg123) and as a WAV, MP3 or raw
+#                 stream (AudioStreamReader, as `speechgraph transcribe -` reads it).
 # Seeds: the shipped graphs, small WAVs of every encoding made here with sox, and Tests/Fuzz/<target>/
 # (inputs kept from earlier runs). New inputs that add coverage are merged into Tests/Fuzz/<target>/, and
 # the regression tests (FuzzRegressionTests) run every file there. A crash stops with its reproducer
