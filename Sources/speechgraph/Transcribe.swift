@@ -80,9 +80,9 @@ extension SpeechgraphCommand {
         var alternatives = 0
         @Option(
             help: ArgumentHelp(
-                "With --format jsonl: word confidences calibrated (the probability that the word is right) or "
-                    + "PocketSphinx's posterior.", valueName: "kind"))
-        var confidence: ConfidenceKind = .calibrated
+                "With --format jsonl: word confidences calibrated (the probability that the word is right; the "
+                    + "default) or PocketSphinx's posterior.", valueName: "kind"))
+        var confidence: ConfidenceKind?
 
         enum ConfidenceKind: String, ExpressibleByArgument, CaseIterable { case calibrated, posterior }
 
@@ -134,7 +134,7 @@ extension SpeechgraphCommand {
             if alternatives > 0 && format != .jsonl {
                 throw ValidationError("--alternatives: only --format jsonl shows them")
             }
-            if confidence != .calibrated && format != .jsonl {
+            if confidence != nil && format != .jsonl {
                 throw ValidationError("--confidence: only --format jsonl shows word confidences")
             }
             if vadPreset != nil && vad == .off {

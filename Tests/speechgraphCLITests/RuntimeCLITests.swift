@@ -160,7 +160,7 @@ import Testing
         #expect(empty.status == 1 && empty.stderr.contains("standard input is empty"), "\(empty.stderr)")
         for misuse in [
             ["--rate", "16000", raw, raw], ["--channels", "2", wav], ["--vad-preset", "bogus", wav],
-            ["--confidence", "posterior", wav],
+            ["--confidence", "posterior", wav], ["--confidence", "calibrated", wav],
         ] {
             let r = try Run.speechgraph(["transcribe"] + misuse)
             #expect(r.status == 2 && r.stdout.isEmpty, "\(misuse): \(r.stderr)")
