@@ -37,19 +37,30 @@ public final class AudioStreamReader: @unchecked Sendable {
     private let fd: Int32
     /// What errors and warnings call the stream.
     private let name: String
+    /// The end of the stream was read while reading its header: nothing more is read (a terminal would wait for
+    /// another Ctrl-D).
+    private var atEnd = false
 
     /// Reads the WAV header (or takes `rate` and `channels` for raw samples) from `fd`; errors name the stream
-    /// `name`.
-    public init(rate: Int?, channels: Int, fd: Int32 = 0, name: String = "standard input") throws {
+    /// `name`, and a stream that is neither WAV nor MPEG says `rawHint` (how raw samples are given to the program).
+    public init(
+        rate: Int?, channels: Int, fd: Int32 = 0, name: String = "standard input",
+        rawHint: String = "for raw signed 16-bit samples give --rate"
+    ) throws {
         self.fd = fd
         self.name = name
         var buffer = [UInt8]()
+        var ended = false
         func fill(_ count: Int) -> Bool {
             while buffer.count < count {
+                if ended { return false }
                 var chunk = [UInt8](repeating: 0, count: max(4096, count - buffer.count))
                 let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
+                if n <= 0 {
+                    ended = true
+                    return false
+                }
                 buffer += chunk[0..<n]
             }
             return true
@@ -71,6 +82,7 @@ public final class AudioStreamReader: @unchecked Sendable {
             // As a WAV stream: nothing at all is an error, not an empty transcript.
             guard fill(1) else { throw Failure(description: "\(name) is empty") }
             pending = buffer
+            atEnd = ended
             return
         }
         // An ID3 tag (MP3 files start with one; one may stand before a WAV too), then the first frame of MPEG
@@ -82,11 +94,13 @@ public final class AudioStreamReader: @unchecked Sendable {
             }
             tag = size
         }
-        let complete = !fill(tag + MPEGFile.framesCheckBytes)
-        if MPEGFile.startsWithFrames(buffer[tag...], complete: complete) {
+        // A frame header, then (only then: a live WAV stream is not held back) the next frame's.
+        if fill(tag + 4) && MPEGFile.frameLength(buffer[tag...]) != nil
+            && MPEGFile.startsWithFrames(buffer[tag...], complete: !fill(tag + MPEGFile.framesCheckBytes))
+        {
             let stream: MPEGStream
             do {
-                stream = try MPEGStream(fd: fd, head: buffer[...], name: name)
+                stream = try MPEGStream(fd: fd, head: buffer[...], name: name, atEnd: ended)
             } catch let error as SpeechGraphError {
                 throw Failure(description: error.message)
             }
@@ -106,7 +120,7 @@ public final class AudioStreamReader: @unchecked Sendable {
                     ? "\(name) is empty"
                     : tag > 0 && buffer.isEmpty
                         ? "\(name): an ID3 tag and no audio after it"
-                        : "\(name) is neither a WAV nor an MP3 stream (for raw signed 16-bit samples give --rate)")
+                        : "\(name) is neither a WAV nor an MP3 stream (\(rawHint))")
         }
         var offset = 12
         var format: (tag: Int, channels: Int, rate: Int, bits: Int)?
@@ -153,6 +167,7 @@ public final class AudioStreamReader: @unchecked Sendable {
         let size = u32(offset - 4)
         dataBytes = size == 0 || size >= 0x7FFF_F000 ? nil : size
         pending = Array(buffer[offset...])
+        atEnd = ended
     }
 
     /// Seconds of audio the header announces, when it does.
@@ -217,9 +232,10 @@ public final class AudioStreamReader: @unchecked Sendable {
                 remaining -= whole
             }
             if remaining < frameBytes { return }
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let n = atEnd ? 0 : chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 {
+                atEnd = true
                 if let dataBytes {
                     failure = Self.truncation(
                         name, announced: Double(dataBytes / frameBytes),

@@ -19,15 +19,18 @@ final class MPEGStream {
     private var handle: OpaquePointer?
     private let fd: Int32
     private let name: String
+    /// The end of the stream was read: nothing more is (a terminal would wait for another Ctrl-D).
+    private var atEnd: Bool
     /// Bytes of input held before the first frame's format is known: a stream that holds no MPEG audio within
     /// this many bytes is not taken for one.
     static let searchLimit = 1 << 20
 
     /// Starts decoding `head` (the bytes already read, from the first frame header or the ID3 tag before it),
-    /// reading more from `fd` until the format is known.
-    init(fd: Int32, head: ArraySlice<UInt8>, name: String) throws {
+    /// reading more from `fd` until the format is known (unless the stream's end was read already: `atEnd`).
+    init(fd: Int32, head: ArraySlice<UInt8>, name: String, atEnd: Bool) throws {
         self.fd = fd
         self.name = name
+        var ended = atEnd
         let h = try MPEGFile.decoder(for: name)
         handle = h
         guard mpg123_open_feed(h) == MPG123_OK.rawValue else {
@@ -45,7 +48,7 @@ final class MPEGStream {
             var done = 0
             let status = mpg123_read(h, nil, 0, &done)
             if status == MPG123_NEW_FORMAT.rawValue { break }
-            let bytes = status == MPG123_NEED_MORE.rawValue && fed < Self.searchLimit ? Self.read(fd) : nil
+            let bytes = status == MPG123_NEED_MORE.rawValue && fed < Self.searchLimit ? Self.read(fd, &ended) : nil
             guard let bytes, !bytes.isEmpty else {
                 let reason =
                     status == MPG123_NEED_MORE.rawValue
@@ -69,18 +72,21 @@ final class MPEGStream {
         channelCount = Int(channels)
         let length = sg_mpg123_length(h)
         announcedFrames = sg_mpg123_encoder_delay(h) >= 0 && length > 0 ? length : nil
+        self.atEnd = ended
     }
 
     deinit { if let handle { mpg123_delete(handle) } }
 
-    /// Up to 64 KiB from `fd`; empty at the end or on an error.
-    private static func read(_ fd: Int32) -> [UInt8] {
+    /// Up to 64 KiB from `fd`; empty at the end or on an error (and from then on: `atEnd`).
+    private static func read(_ fd: Int32, _ atEnd: inout Bool) -> [UInt8] {
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
+        while !atEnd {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            return n > 0 ? Array(chunk[0..<n]) : []
+            if n > 0 { return Array(chunk[0..<n]) }
+            atEnd = true
         }
+        return []
     }
 
     /// Hands the decoded samples on, interleaved, in chunks while `body` returns true, to the end of the stream or
@@ -113,7 +119,7 @@ final class MPEGStream {
             switch status {
             case MPG123_OK.rawValue: continue
             case MPG123_NEED_MORE.rawValue:
-                let bytes = Self.read(fd)
+                let bytes = Self.read(fd, &atEnd)
                 if bytes.isEmpty { return frames }
                 _ = mpg123_feed(handle, bytes, bytes.count)
             case MPG123_NEW_FORMAT.rawValue, MPG123_DONE.rawValue: return frames

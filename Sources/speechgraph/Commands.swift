@@ -79,9 +79,12 @@ extension SpeechgraphCommand {
                     throw Reported(code: Exit.usage)
                 }
                 let reader: AudioStreamReader
-                do { reader = try AudioStreamReader(rate: nil, channels: 1) } catch let error
-                    as AudioStreamReader.Failure
-                {
+                do {
+                    reader = try AudioStreamReader(
+                        rate: nil, channels: 1,
+                        rawHint: "raw samples become WAV through sox: 'sox -t raw -r 16000 -e signed -b 16 -c 1 - "
+                            + "-t wav - | speechgraph run \(graph)'")
+                } catch let error as AudioStreamReader.Failure {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)
                 }

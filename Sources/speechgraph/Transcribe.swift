@@ -179,6 +179,13 @@ extension SpeechgraphCommand {
                             throw Reported(code: Exit.failure)
                         }
                     }
+                    // Nobody types audio: a terminal would wait for it in silence.
+                    if isatty(fd) == 1 {
+                        printError(
+                            "speechgraph: error: \(stream == "-" ? "standard input" : stream) is a terminal: pipe "
+                                + "audio into it ('arecord -f S16_LE -r 16000 | speechgraph transcribe -')")
+                        throw Reported(code: Exit.usage)
+                    }
                     stdin = try signals.waitingForAudio {
                         try AudioStreamReader(
                             rate: rate, channels: channels, fd: fd, name: stream == "-" ? "standard input" : stream)

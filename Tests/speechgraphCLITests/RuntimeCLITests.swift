@@ -144,6 +144,25 @@ import Testing
         #expect(noRate.stderr.split(separator: "\n").count == 1, "\(noRate.stderr)")
     }
 
+    /// `transcribe -` on a terminal waited in silence (and, reading its header in pieces, for several Ctrl-D);
+    /// `run` told raw samples to give `--rate`, an option only `transcribe` has.
+    @Test("standard input that is a terminal is a usage error; run's hint for raw samples is one run can follow")
+    func standardInputMistakes() throws {
+        let bin = TestPaths.binary.path
+        // script(1) runs the command on a pseudo-terminal of its own: its standard input is a terminal.
+        let tty = try Run.process("/usr/bin/script", ["-qec", "'\(bin)' transcribe -", "/dev/null"], timeout: 60)
+        #expect(tty.status == 2, "\(tty.stdout)")
+        #expect(tty.stdout.contains("speechgraph: error: standard input is a terminal"), "\(tty.stdout)")
+        let graph = dir.path("push.graph")
+        try "node mic = push.input\nnode out = console\nmic -> out\n".write(
+            toFile: graph, atomically: true, encoding: .utf8)
+        let raw = try Run.process(
+            "/bin/bash", ["-c", "head -c 20000 /dev/zero | tr '\\0' '\\1' | '\(bin)' run '\(graph)'"], timeout: 60)
+        #expect(raw.status == 1, "\(raw.stderr)")
+        #expect(raw.stderr.contains("neither a WAV nor an MP3 stream"), "\(raw.stderr)")
+        #expect(raw.stderr.contains("sox -t raw") && !raw.stderr.contains("--rate"), "\(raw.stderr)")
+    }
+
     @Test("--rate reads one raw file by name as it reads standard input; options misused are usage errors")
     func rawFileAndOptionChecks() throws {
         let wav = try speech()
