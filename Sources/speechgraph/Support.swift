@@ -361,7 +361,9 @@ func runEachFile(
             // Standard output that cannot be written is an error, whichever sink found it (docs/cli.md).
             let isOutputFailure = { (w: String) in output.failure.map { w.hasSuffix($0) } ?? false }
             for w in warnings {
-                printError("speechgraph: \(isOutputFailure(w) ? "error" : "warning"): \(w)")
+                // Each warning names its file (samples that were not numbers: which of the files had them).
+                let named = isOutputFailure(w) || w.hasPrefix(label + ": ") ? w : "\(label): \(w)"
+                printError("speechgraph: \(isOutputFailure(w) ? "error" : "warning"): \(named)")
                 failures += 1
             }
             try handle(file, graph)
