@@ -66,7 +66,9 @@ extension SpeechgraphCommand {
                 """
         )
         var vad: VADUse = .auto
-        @Option(help: "VAD preset when the VAD is on.") var vadPreset: VADPreset?
+        @Option(
+            help: "The VAD's preset (default normal); giving one turns the VAD on for every file, as --vad on does.")
+        var vadPreset: VADPreset?
         @Option(
             help: ArgumentHelp(
                 "Raw signed 16-bit little-endian samples at this rate (Hz), not WAV: on standard input ('-'), or "
@@ -110,6 +112,8 @@ extension SpeechgraphCommand {
             case .on: return true
             case .off: return false
             case .auto:
+                // A preset asked for is a VAD asked for (it was ignored for a file of 30 s or less).
+                if vadPreset != nil { return true }
                 // Standard input of unknown length is a live stream: cut it into utterances.
                 if let stdin { return (stdin.duration ?? .infinity) > Self.vadThresholdSeconds }
                 guard let f = try? AudioFile(path: file) else { return false }
@@ -136,6 +140,17 @@ extension SpeechgraphCommand {
             }
             if confidence != nil && format != .jsonl {
                 throw ValidationError("--confidence: only --format jsonl shows word confidences")
+            }
+            // What the recognizer refuses together, said as the usage errors they are (exit 2).
+            if grammar != nil || jsgf != nil {
+                if !phrases.isEmpty {
+                    throw ValidationError("--phrases: not with --grammar (add the phrases to the grammar)")
+                }
+                if lm != nil {
+                    throw ValidationError(
+                        "--lm: not with --grammar: the recognizer decodes with one of them (a spec's phrases can be "
+                            + "a grammar: --grammar my.lmspec)")
+                }
             }
             if vadPreset != nil && vad == .off {
                 throw ValidationError("--vad-preset: not with --vad off")

@@ -144,6 +144,25 @@ import Testing
         #expect(noRate.stderr.split(separator: "\n").count == 1, "\(noRate.stderr)")
     }
 
+    /// A preset asked for is a VAD asked for: it was ignored, without a word, for a file of 30 s or less (which
+    /// `--vad auto` leaves whole). With the VAD, the utterance starts where the speech does, after the silence.
+    @Test func vadPresetTurnsTheVADOn() throws {
+        let padded = dir.path("padded.wav")
+        try TestSpeech.sox([try speech(), padded, "pad", "1", "1"])
+        let start = { (r: ProcessResult) in
+            r.stdout.split(separator: "\n").first.flatMap { line in
+                line.range(of: #""range":\{"start":([0-9.]+)"#, options: .regularExpression).map {
+                    Double(line[$0].split(separator: ":").last ?? "") ?? -1
+                }
+            }
+        }
+        let whole = try Run.speechgraph(["transcribe", "--format", "jsonl", padded])
+        let cut = try Run.speechgraph(["transcribe", "--format", "jsonl", "--vad-preset", "normal", padded])
+        #expect(whole.status == 0 && cut.status == 0, "\(whole.stderr) \(cut.stderr)")
+        #expect(start(whole) == 0, "\(whole.stdout)")
+        #expect((start(cut) ?? 0) > 0.5, "\(cut.stdout)")
+    }
+
     /// `transcribe -` on a terminal waited in silence (and, reading its header in pieces, for several Ctrl-D);
     /// `run` told raw samples to give `--rate`, an option only `transcribe` has.
     @Test("standard input that is a terminal is a usage error; run's hint for raw samples is one run can follow")
@@ -180,6 +199,9 @@ import Testing
         for misuse in [
             ["--rate", "16000", raw, raw], ["--channels", "2", wav], ["--vad-preset", "bogus", wav],
             ["--confidence", "posterior", wav], ["--confidence", "calibrated", wav],
+            // What the recognizer refuses together (it was exit 1, as if the run had failed).
+            ["--phrases", "go forward", "--grammar", dir.path("g.jsgf"), wav],
+            ["--lm", dir.path("my.lmspec"), "--grammar", dir.path("g.jsgf"), wav],
         ] {
             let r = try Run.speechgraph(["transcribe"] + misuse)
             #expect(r.status == 2 && r.stdout.isEmpty, "\(misuse): \(r.stderr)")
