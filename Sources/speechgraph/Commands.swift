@@ -164,21 +164,29 @@ extension SpeechgraphCommand {
             abstract: "List node types, or show one type's ports and parameters.")
 
         @Argument(help: "A node type, such as recognizer.") var type: String?
-        @Flag(help: "Print the reference of the built-in types as Markdown (docs/nodes.md); no plugins.")
+        @Flag(
+            help: ArgumentHelp(
+                "Print the reference as Markdown: of the built-in types (docs/nodes.md; no plugins), or of the "
+                    + "type given (a plugin's too)."))
         var markdown = false
         @OptionGroup var plugins: PluginOptions
 
         func run() throws {
-            let registry = markdown ? BuiltinNodes.registry() : plugins.registry()
-            if markdown {
-                print(NodeReference.markdown(registry), terminator: "")
-            } else if let type {
+            let registry = markdown && type == nil ? BuiltinNodes.registry() : plugins.registry()
+            if let type {
                 guard let t = registry[type] else {
-                    let hint = closestMatch(to: type, in: registry.types.keys).map { " (did you mean '\($0)'?)" } ?? ""
+                    let hint =
+                        closestMatch(to: type, in: registry.types.keys).map { " (did you mean '\($0)'?)" }
+                        ?? "; a plugin's types are there once its folder is given with --plugin-path or "
+                        + "SPEECHGRAPH_PLUGIN_PATH"
                     printError("speechgraph: error: unknown node type '\(type)'\(hint); 'speechgraph nodes' lists them")
                     throw Reported(code: Exit.usage)
                 }
-                print(NodeReference.detail(t.descriptor), terminator: "")
+                print(
+                    markdown ? NodeReference.markdown(t.descriptor) : NodeReference.detail(t.descriptor), terminator: ""
+                )
+            } else if markdown {
+                print(NodeReference.markdown(registry), terminator: "")
             } else {
                 print(NodeReference.list(registry), terminator: "")
             }

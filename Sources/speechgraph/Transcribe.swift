@@ -20,13 +20,13 @@ extension SpeechgraphCommand {
                 the command line (one at a time). Rates outside 4 to 384 kHz are refused.
 
                 Formats: text (the transcript; 'file: transcript' for several files), \
-                tsv ('file<TAB>transcript' per file, for wer.py), jsonl (every event, see docs/events.md), \
+                tsv ('file<TAB>transcript' per file, for wer.py), jsonl (the recognizer's results with word timings and confidences, see docs/events.md), \
                 srt and vtt (subtitles: cues of at most 2 lines of 42 characters and 7 s; one file at a time).
                 """)
 
         enum Format: String, ExpressibleByArgument, CaseIterable { case text, tsv, jsonl, srt, vtt }
 
-        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count); '-' for standard input.")
+        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis, MP3; any rate and channel count); '-' for standard input.")
         var files: [String]
         @Option(help: "Output format: text, tsv, jsonl, srt or vtt (subtitles: one file at a time).")
         var format: Format = .text

@@ -22,18 +22,23 @@ extension SpeechgraphCommand {
 
         enum Format: String, ExpressibleByArgument, CaseIterable { case tsv, jsonl }
 
-        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis; any rate and channel count).") var files: [String]
+        @Argument(help: "Audio files (WAV, FLAC, Ogg/Vorbis, MP3; any rate and channel count).") var files: [String]
         @Option(help: "Output format: tsv or jsonl.") var format: Format = .tsv
         @Option(help: "Detector preset: sensitive, normal or strict.") var preset: VADPreset?
         @Option(
             name: .customLong("set"),
             help: ArgumentHelp(
                 "Set a vad parameter, as param=value (repeatable): threshold=2dB, hangover=400ms, "
-                    + "min-speech, min-silence, pause, pre-roll.", valueName: "param=value"))
+                    + "min-speech, min-silence, pause, pre-roll, no-speech.", valueName: "param=value"))
         var parameters: [String] = []
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
+            if files.contains("-") {
+                throw ValidationError(
+                    "'-': vad reads files, not standard input (save the stream to a file first, or use "
+                        + "'speechgraph transcribe --format jsonl -', whose results have the speech's times)")
+            }
         }
 
         func run() throws {

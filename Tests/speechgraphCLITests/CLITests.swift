@@ -654,6 +654,13 @@ import Testing
         let docs = try String(
             contentsOf: TestPaths.packageRoot.appendingPathComponent("docs/nodes.md"), encoding: .utf8)
         #expect(markdown.stdout == docs, "docs/nodes.md is out of date: run 'make docs'")
+        // One type's section, as docs/nodes.md has it (the type was ignored: the whole reference came out).
+        let one = try Run.speechgraph(["nodes", "--markdown", "vad"])
+        #expect(one.status == 0 && one.stdout.hasPrefix("## `vad` (analysis)"), "\(one.stdout.prefix(200))")
+        #expect(docs.contains(one.stdout))
+        // A plugin's type, named without its folder: where plugins come from.
+        let plugin = try Run.speechgraph(["nodes", "gate"])
+        #expect(plugin.status == 2 && plugin.stderr.contains("--plugin-path"), "\(plugin.stderr)")
     }
 }
 

@@ -69,35 +69,38 @@ public enum NodeReference {
 
 
             """
-        for t in registry.sortedTypes {
-            let d = t.descriptor
-            out += "## `\(d.typeName)` (\(d.category.rawValue))\n\n\(d.summary)\n\n"
-            if !d.doc.isEmpty { out += d.doc + "\n\n" }
-            out += "Runs on \(threadingText(d.threading)).\n\n"
-            out += "| port | direction | kind | accepts / gives | |\n|---|---|---|---|---|\n"
-            for p in d.ports {
-                let contract = portContract(p) ?? ""
-                let note = p.direction == .input && !p.isRequired ? "optional. " : ""
+        for t in registry.sortedTypes { out += markdown(t.descriptor) }
+        return out
+    }
+
+    /// One type's section of docs/nodes.md (`speechgraph nodes --markdown TYPE`: a plugin's too).
+    public static func markdown(_ d: NodeDescriptor) -> String {
+        var out = "## `\(d.typeName)` (\(d.category.rawValue))\n\n\(d.summary)\n\n"
+        if !d.doc.isEmpty { out += d.doc + "\n\n" }
+        out += "Runs on \(threadingText(d.threading)).\n\n"
+        out += "| port | direction | kind | accepts / gives | |\n|---|---|---|---|---|\n"
+        for p in d.ports {
+            let contract = portContract(p) ?? ""
+            let note = p.direction == .input && !p.isRequired ? "optional. " : ""
+            out +=
+                "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(contract) | \(note)\(p.doc) |\n"
+        }
+        out += "\n"
+        if !d.eventKinds.isEmpty {
+            out +=
+                "Event kinds it adds: " + d.eventKinds.map { "`\($0.kind)` (\($0.doc))" }.joined(separator: ", ")
+                + "\n\n"
+        }
+        if d.parameters.isEmpty {
+            out += "No parameters.\n\n"
+        } else {
+            out += "| parameter | type | default | range | |\n|---|---|---|---|---|\n"
+            for p in d.parameters {
                 out +=
-                    "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(contract) | \(note)\(p.doc) |\n"
+                    "| `\(p.name)` | \(p.kind.summary.replacingOccurrences(of: "|", with: " \\| ")) | "
+                    + "`\(p.defaultText)` | \(p.rangeText ?? "") | \(p.doc) |\n"
             }
             out += "\n"
-            if !d.eventKinds.isEmpty {
-                out +=
-                    "Event kinds it adds: " + d.eventKinds.map { "`\($0.kind)` (\($0.doc))" }.joined(separator: ", ")
-                    + "\n\n"
-            }
-            if d.parameters.isEmpty {
-                out += "No parameters.\n\n"
-            } else {
-                out += "| parameter | type | default | range | |\n|---|---|---|---|---|\n"
-                for p in d.parameters {
-                    out +=
-                        "| `\(p.name)` | \(p.kind.summary.replacingOccurrences(of: "|", with: " \\| ")) | "
-                        + "`\(p.defaultText)` | \(p.rangeText ?? "") | \(p.doc) |\n"
-                }
-                out += "\n"
-            }
         }
         return out
     }
