@@ -20,7 +20,8 @@ extension SpeechgraphCommand {
                 the command line (one at a time). Rates outside 4 to 384 kHz are refused.
 
                 Formats: text (the transcript; 'file: transcript' for several files), \
-                tsv ('file<TAB>transcript' per file, for wer.py), jsonl (the recognizer's results with word timings and confidences, see docs/events.md), \
+                tsv ('file<TAB>transcript' per file, for wer.py), jsonl (the recognizer's results with word \
+                timings and confidences, see docs/events.md), \
                 srt and vtt (subtitles: cues of at most 2 lines of 42 characters and 7 s; one file at a time).
                 """)
 
