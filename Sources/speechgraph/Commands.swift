@@ -98,7 +98,11 @@ extension SpeechgraphCommand {
             let progress = Progress(status: status)
             do {
                 defer {
-                    if stats, let session = resources.existing(JackSession.self) { printError(session.statisticsLine) }
+                    if stats {
+                        printError(
+                            resources.existing(JackSession.self)?.statisticsLine
+                                ?? "speechgraph: --stats: no JACK figures: this graph has no jack.input or jack.output")
+                    }
                 }
                 let label = graph
                 // A gap, availability or warning that the graph routes to no sink (a jack.input whose events go
@@ -110,7 +114,11 @@ extension SpeechgraphCommand {
                     unrouted: { node, event in
                         guard let notice = ConsoleSink.notice(event) else { return }
                         status.clear()
-                        printError("speechgraph: node '\(node)': \(notice)")
+                        // A warning starts as every warning does ('speechgraph: warning:', as at the end).
+                        printError(
+                            notice.hasPrefix("warning: ")
+                                ? "speechgraph: warning: node '\(node)': \(notice.dropFirst("warning: ".count))"
+                                : "speechgraph: node '\(node)': \(notice)")
                     })
                 let running = try RunningGraph(plan: plan, registry: registry, resources: resources, options: options)
                 for note in running.notes { printError(note) }

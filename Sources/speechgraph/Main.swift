@@ -44,8 +44,8 @@ struct SpeechgraphCommand: ParsableCommand {
 
             Exit status: 0 ok (also after Ctrl-C, SIGTERM or SIGHUP, once every result made so far is written); \
             1 runtime failure (unreadable or damaged audio, missing model, write error, a warning such as \
-            samples that were not numbers); 2 usage or graph-file error (nothing ran); 131 after SIGQUIT \
-            (quit at once).
+            samples that were not numbers); 2 usage or graph-file error (nothing ran); 128+N when a second \
+            Ctrl-C, SIGTERM or SIGHUP (signal N) stopped it at once; 131 after SIGQUIT (quit at once).
             """,
         version: speechgraphVersion,
         subcommands: [

@@ -228,12 +228,12 @@ import Testing
         for p in [first, second, third, fourth] { p.waitUntilExit() }
         #expect(
             fourthErr.contains(
-                "speechgraph: node 'mic': warning: another JACK client is called 'sgt': this graph's client is 'sgt-02'"
+                "speechgraph: warning: node 'mic': another JACK client is called 'sgt': this graph's client is 'sgt-02'"
             ),
             "\(fourthErr)")
         #expect(
             fourthErr.contains(
-                "speechgraph: node 'mic': warning: 'connect' pattern 'nothing:here_*' matches no JACK port"),
+                "speechgraph: warning: node 'mic': 'connect' pattern 'nothing:here_*' matches no JACK port"),
             "\(fourthErr)")
         #expect(fourth.terminationStatus == 0, "\(fourthErr)")
         /// The ports `port` is connected to, in a `jack_lsp -c` listing.

@@ -171,7 +171,7 @@ import Testing
         // Said when it happened (at the first result's time), not again at the end.
         #expect(
             messages.first?.hasPrefix(
-                "speechgraph: node 'log': warning: cannot write /dev/full: No space left on device at 00:0") == true,
+                "speechgraph: warning: node 'log': cannot write /dev/full: No space left on device at 00:0") == true,
             "\(r.stderr)")
         #expect(r.stdout == ok.stdout)
     }
@@ -202,7 +202,7 @@ import Testing
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         func stderr() -> String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
-        let line = "speechgraph: node 'subs': warning: cannot write /dev/full: No space left on device at "
+        let line = "speechgraph: warning: node 'subs': cannot write /dev/full: No space left on device at "
         Run.wait(for: process, seconds: 120) { stderr().contains(line) }
         // Said while the graph runs (the file plays in real time; its last sentence is still to come).
         #expect(process.isRunning, "\(stderr())")
