@@ -64,6 +64,13 @@ extension SpeechgraphCommand {
             var streamOverrides: [String] = []
             let declared = (try? GraphParser.parse(contentsOf: graph))?.nodes ?? []
             let pushed = declared.filter { $0.type.value == "push.input" }.map(\.name.value)
+            // Before standard input is read (which would be the first thing to fail: 'standard input is empty').
+            if let wyoming = declared.first(where: { $0.type.value == "wyoming" }) {
+                printError(
+                    "speechgraph: error: node '\(wyoming.name.value)': the wyoming sink answers a Wyoming client: run "
+                        + "this graph with 'speechgraph serve --graph \(graph)' (docs/wyoming.md)")
+                throw Reported(code: Exit.usage)
+            }
             if let node = pushed.first {
                 guard pushed.count == 1 else {
                     printError(

@@ -41,7 +41,8 @@ extension SpeechgraphCommand {
                 let started = Date()
                 let parsed: LMSpec
                 do { parsed = try LMSpec(contentsOf: spec) } catch let error as GraphError {
-                    printDiagnostics(error.diagnostics)
+                    // With the count, as check and transcribe --lm end the same errors.
+                    printGraphErrors(error, in: spec)
                     throw Reported(code: Exit.usage)
                 }
                 for warning in parsed.warnings { printError(warning.description) }

@@ -38,6 +38,8 @@ import Testing
         let failed = try Run.speechgraph(["lm", "build", bad, "-o", dir.path("bad-lm")])
         #expect(failed.status == 2)
         #expect(failed.stderr.contains("bad.lmspec:1:11: error: template uses class '<piece>', which is not defined"))
+        // Then the count, as check and transcribe --lm end the same errors.
+        #expect(failed.stderr.hasSuffix("1 error in \(bad)\n"), "\(failed.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.path("bad-lm")))
 
         // A spec that is not there, and an output in the way: one message each, in words, with the path.

@@ -180,6 +180,12 @@ import Testing
         #expect(raw.status == 1, "\(raw.stderr)")
         #expect(raw.stderr.contains("neither a WAV nor an MP3 stream"), "\(raw.stderr)")
         #expect(raw.stderr.contains("sox -t raw") && !raw.stderr.contains("--rate"), "\(raw.stderr)")
+        // A graph for the Wyoming server, run: said before standard input is read (it said 'standard input is
+        // empty').
+        let wyoming = TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph").path
+        let served = try Run.process("/bin/bash", ["-c", "'\(bin)' run '\(wyoming)' < /dev/null"], timeout: 60)
+        #expect(served.status == 2, "\(served.stderr)")
+        #expect(served.stderr.contains("serve --graph"), "\(served.stderr)")
     }
 
     @Test("--rate reads one raw file by name as it reads standard input; options misused are usage errors")
