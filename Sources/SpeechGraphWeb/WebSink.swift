@@ -87,20 +87,27 @@ public final class WebSink: GraphNode {
 
     /// What `check` finds wrong in the settings: the address, the token, a replay that does not fit the queue.
     static func validate(_ config: NodeConfig) throws {
-        _ = try parseListen(config.string(of: "listen"))
+        // Each problem, not only the first.
+        var problems = SpeechGraphErrors([])
+        do { _ = try parseListen(config.string(of: "listen")) } catch let error as SpeechGraphError {
+            problems.errors.append(error)
+        }
         if let token = config.string("token"),
             token.isEmpty || !token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._~-".contains($0)) })
         {
-            throw SpeechGraphError(
-                "a token is letters, digits and . _ ~ - (it goes in addresses as ?token=), and not empty",
-                parameter: "token")
+            problems.errors.append(
+                SpeechGraphError(
+                    "a token is letters, digits and . _ ~ - (it goes in addresses as ?token=), and not empty",
+                    parameter: "token"))
         }
-        guard config.integer(of: "replay") + 2 <= config.integer(of: "queue") else {
-            throw SpeechGraphError(
-                "'replay' (\(config.integer(of: "replay"))) must leave room in a viewer's 'queue' "
-                    + "(\(config.integer(of: "queue"))): a new viewer gets the replay first",
-                parameter: "replay")
+        if config.integer(of: "replay") + 2 > config.integer(of: "queue") {
+            problems.errors.append(
+                SpeechGraphError(
+                    "'replay' (\(config.integer(of: "replay"))) must leave room in a viewer's 'queue' "
+                        + "(\(config.integer(of: "queue"))): a new viewer gets the replay first",
+                    parameter: "replay"))
         }
+        try problems.throwIfAny()
     }
 
     /// `HOST:PORT`, `[IPV6]:PORT`.

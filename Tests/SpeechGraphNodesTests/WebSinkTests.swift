@@ -552,6 +552,13 @@ struct WebSinkTests {
             let at = "bad.graph:2:\(column(of: parameter, in: bad)): error: "
             #expect(error.map { "\($0)".hasPrefix(at) } == true, "\(bad): \(String(describing: error))")
         }
+        // All three at once: each is reported, at its value (only the first was).
+        let all = "listen: \"nonsense\", token: \"a b\", queue: 50, replay: 49"
+        let error = #expect(throws: GraphError.self) { _ = try Self.webOnly(all, file: "bad.graph") }
+        let errors = error?.diagnostics.filter { $0.severity == .error }.compactMap { $0.location?.column }
+        #expect(
+            errors.map(Set.init) == Set(["listen", "token", "replay"].map { column(of: $0, in: all) }),
+            "\(String(describing: error))")
         // Two graphs on one port: the second cannot listen, and says where.
         let served = try Served(web: "")
         let second = try Self.webOnly("listen: \"127.0.0.1:\(served.port)\"", file: "busy.graph")

@@ -78,6 +78,11 @@ public struct GraphPlanner {
                     // As a parameter's own error: at its value, or naming the option that gave it.
                     let (option, at) = config.origin(of: error.parameter)
                     diagnostics.error((option.map { "\($0): " } ?? "") + error.message, at: at)
+                } catch let errors as SpeechGraphErrors {
+                    for error in errors.errors {
+                        let (option, at) = config.origin(of: error.parameter)
+                        diagnostics.error((option.map { "\($0): " } ?? "") + error.message, at: at)
+                    }
                 } catch {
                     diagnostics.error("node '\(decl.name.value)': \(error)", at: decl.location)
                 }

@@ -19,6 +19,22 @@ public struct SpeechGraphError: Error, Sendable, CustomStringConvertible {
     public var description: String { location.map { "\($0): error: \(message)" } ?? message }
 }
 
+/// Several problems found together (a node type's `validate` that checks independent values: `check` reports
+/// each at its value, not only the first).
+public struct SpeechGraphErrors: Error, Sendable, CustomStringConvertible {
+    public var errors: [SpeechGraphError]
+
+    public init(_ errors: [SpeechGraphError]) { self.errors = errors }
+
+    /// Throws the one error, or all of them, when there are any.
+    public func throwIfAny() throws {
+        if errors.count == 1 { throw errors[0] }
+        if !errors.isEmpty { throw self }
+    }
+
+    public var description: String { errors.map(\.description).joined(separator: "; ") }
+}
+
 /// The checked parameters of one node, with defaults filled in, and where each was written.
 public struct NodeConfig: Sendable {
     public var name: String
