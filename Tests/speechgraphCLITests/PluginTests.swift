@@ -154,6 +154,17 @@ import Testing
         #expect(check.stdout.contains("PASS"), "\(check.stdout)")
     }
 
+    /// A file that is no shared library (a WAV given by mistake): one line saying so, not a note on real-time
+    /// checks before the loader's "invalid ELF header".
+    @Test func pluginCheckOfAFileThatIsNoLibrary() throws {
+        let wav = dir.path("talk.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", wav, "trim", "0", "0.1"])
+        let check = try speechgraph(["plugin", "check", wav])
+        #expect(check.status == 1)
+        #expect(check.stdout.contains("FAIL loading: \(wav) is not a shared library"), "\(check.stdout)")
+        #expect(!check.stdout.contains("real-time rules"), "\(check.stdout)")
+    }
+
     @Test("the gate silences what stays below its threshold and passes what goes above it")
     func gateSilences() throws {
         let plugin = try compile(TestPaths.packageRoot.appendingPathComponent("Plugins/gate/gate.c").path, "gate.so")
