@@ -54,7 +54,9 @@ public final class AudioStreamReader: @unchecked Sendable {
         func fill(_ count: Int) -> Bool {
             while buffer.count < count {
                 if ended { return false }
-                var chunk = [UInt8](repeating: 0, count: max(4096, count - buffer.count))
+                // At most 1 MiB a read: a large tag from a pipe that gives 4 KiB at a time is not zeroed over and
+                // over.
+                var chunk = [UInt8](repeating: 0, count: min(max(4096, count - buffer.count), 1 << 20))
                 let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 {
@@ -94,10 +96,14 @@ public final class AudioStreamReader: @unchecked Sendable {
             }
             tag = size
         }
-        // A frame header, then (only then: a live WAV stream is not held back) the next frame's.
-        if fill(tag + 4) && MPEGFile.frameLength(buffer[tag...]) != nil
-            && MPEGFile.startsWithFrames(buffer[tag...], complete: !fill(tag + MPEGFile.framesCheckBytes))
-        {
+        // A frame header, then (only then: a live WAV stream is not held back) the next frame's, in the bytes read
+        // for it (the slice is taken after the read).
+        var isMPEG = false
+        if fill(tag + 4) && MPEGFile.frameLength(buffer[tag...]) != nil {
+            let complete = !fill(tag + MPEGFile.framesCheckBytes)
+            isMPEG = MPEGFile.startsWithFrames(buffer[tag...], complete: complete)
+        }
+        if isMPEG {
             let stream: MPEGStream
             do {
                 stream = try MPEGStream(fd: fd, head: buffer[...], name: name, atEnd: ended)
@@ -213,7 +219,7 @@ public final class AudioStreamReader: @unchecked Sendable {
             let frames = mpeg.forEachChunk(body)
             failure = mpeg.failure
             // The Info header's count is exact (gapless); a frame's worth of difference is rounding, not loss.
-            if failure == nil, let announced = mpeg.announcedFrames, announced > frames + 1152 {
+            if failure == nil, !mpeg.stopped, let announced = mpeg.announcedFrames, announced > frames + 1152 {
                 failure = Self.truncation(name, announced: Double(announced), came: Double(frames), rate: sampleRate)
             }
             return

@@ -16,13 +16,15 @@ final class MPEGStream {
     let announcedFrames: Int?
     /// Damage in the stream (a decoding error), with where; set by `forEachChunk`.
     private(set) var failure: String?
+    /// `forEachChunk` stopped because its body said so (the graph stopped, a limit was reached), not at the end.
+    private(set) var stopped = false
     private var handle: OpaquePointer?
     private let fd: Int32
     private let name: String
     /// The end of the stream was read: nothing more is (a terminal would wait for another Ctrl-D).
     private var atEnd: Bool
-    /// Bytes of input held before the first frame's format is known: a stream that holds no MPEG audio within
-    /// this many bytes is not taken for one.
+    /// Bytes read, after the first ones (the tag and the first frames), before the first frame's format is known:
+    /// a stream that holds no MPEG audio within this many more bytes is not taken for one.
     static let searchLimit = 1 << 20
 
     /// Starts decoding `head` (the bytes already read, from the first frame header or the ID3 tag before it),
@@ -37,8 +39,11 @@ final class MPEGStream {
             defer { mpg123_delete(h) }
             throw SpeechGraphError("\(name): libmpg123: \(MPEGFile.words(mpg123_strerror(h)))")
         }
+        // Bytes fed after `head` (which holds the tag, however large, and the first frames).
         var fed = 0
         var pending = Array(head)
+        _ = mpg123_feed(h, pending, pending.count)
+        pending = []
         while true {
             if !pending.isEmpty {
                 _ = mpg123_feed(h, pending, pending.count)
@@ -114,7 +119,10 @@ final class MPEGStream {
             if samples > 0 {
                 errors = 0
                 frames += samples / channelCount
-                if !body(Array(out[0..<samples])) { return frames }
+                if !body(Array(out[0..<samples])) {
+                    stopped = true
+                    return frames
+                }
             }
             switch status {
             case MPG123_OK.rawValue: continue

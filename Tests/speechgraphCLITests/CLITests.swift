@@ -262,6 +262,16 @@ import Testing
             "/bin/bash", ["-c", "cat '\(path)' > '\(fifo)' & '\(bin)' transcribe --format jsonl '\(fifo)'; wait"])
         #expect(viaFifo.status == 0 && viaFifo.stderr.isEmpty, "\(viaFifo.stderr)")
         #expect(source(viaFifo) == source(file))
+        // An ID3 tag that ends 100 bytes before the stream's first read does (4096 bytes): the first frame's header
+        // is in that read, the second is not (it was looked for in that read alone: 'neither a WAV nor an MP3').
+        let size = 4096 - 100
+        let header: [UInt8] = [0x49, 0x44, 0x33, 3, 0, 0, 0, 0, UInt8((size - 10) >> 7), UInt8((size - 10) & 0x7F)]
+        let tagged = dir.path("tagged.mp3")
+        try (Data(header + [UInt8](repeating: 0, count: size - 10)) + Data(contentsOf: URL(fileURLWithPath: path)))
+            .write(to: URL(fileURLWithPath: tagged))
+        let taggedIn = try Run.process("/bin/bash", ["-c", "'\(bin)' transcribe --format jsonl - < '\(tagged)'"])
+        #expect(taggedIn.status == 0 && taggedIn.stderr.isEmpty, "\(taggedIn.stderr)")
+        #expect(source(taggedIn) == source(file))
     }
 
     /// What a stream starts with decides how it is read: an ID3 tag may stand before a WAV too; a tag alone, or

@@ -180,6 +180,13 @@ import Testing
         #expect(raw.status == 1, "\(raw.stderr)")
         #expect(raw.stderr.contains("neither a WAV nor an MP3 stream"), "\(raw.stderr)")
         #expect(raw.stderr.contains("sox -t raw") && !raw.stderr.contains("--rate"), "\(raw.stderr)")
+        // A WAV stream cut short, into a graph whose push.input events go nowhere: its warning is said once,
+        // when it happens (it was said again at the end).
+        let cut = try Run.process(
+            "/bin/bash", ["-c", "head -c 30000 '\(try speech())' | '\(bin)' run '\(graph)'"], timeout: 60)
+        #expect(cut.status == 1, "\(cut.stderr)")
+        let said = cut.stderr.components(separatedBy: "standard input: the stream is truncated").count - 1
+        #expect(said == 1, "\(cut.stderr)")
         // A graph for the Wyoming server, run: said before standard input is read (it said 'standard input is
         // empty').
         let wyoming = TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph").path

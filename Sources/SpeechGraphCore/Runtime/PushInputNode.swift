@@ -198,7 +198,9 @@ public final class PushInputNode: SourceNode {
             .eventOutput(
                 "events", emits: .only([.gap, .warning]),
                 doc: "gap events for audio dropped because the graph fell behind; a warning event the first "
-                    + "time samples that are not numbers (NaN, infinite) were faded out to silence."),
+                    + "time samples that are not numbers (NaN, infinite) were faded out to silence, and one after "
+                    + "the last audio when the writer ended the stream with a reason (standard input cut short "
+                    + "or damaged)."),
         ],
         parameters: [
             ParameterDescriptor(
