@@ -16,6 +16,9 @@ final class SignalHandling {
         let running = Mutex<RunningGraph?>(nil)
         /// The program waits for a stream's first bytes (its WAV header), before any graph: nothing to finish.
         let waitingForAudio = Atomic<Bool>(false)
+        /// Reload failures already said (`node` and reason): their modelChanged event, which comes later, is not
+        /// said again.
+        let toldFailures = Mutex<Set<String>>([])
     }
 
     let status: StatusLine
@@ -41,21 +44,45 @@ final class SignalHandling {
                 guard let graph = target.running.withLock({ $0 }) else { return }
                 let recognizers = graph.plan.nodes.filter { $0.typeName == RecognizerNode.descriptor.typeName }.count
                 let events = graph.events()
-                graph.reloadModels()
+                let outcomes = graph.reloadModels()
                 // Each recognizer's answer on the terminal too, not only in a sink's JSON Lines: a spec with a
-                // typo must not fail in silence. (A reload that works answers when the next utterance begins.)
+                // typo must not fail in silence. A failure is known as soon as the loading ends: said then (its
+                // modelChanged event waits for the next utterance, which a quiet input may never begin). A reload
+                // that works answers when the next utterance begins.
+                for outcome in outcomes {
+                    status.clear()
+                    if let failure = outcome.failure {
+                        target.toldFailures.withLock { _ = $0.insert("\(outcome.node)\n\(failure)") }
+                        printError(
+                            "speechgraph: warning: node '\(outcome.node)': the models could not be loaded again, the "
+                                + "old ones go on: \(failure)")
+                    } else {
+                        printError(
+                            "speechgraph: node '\(outcome.node)': the models are loaded again; they take over when the "
+                                + "next utterance begins")
+                    }
+                }
                 Task.detached {
                     var answers = 0
                     for await event in events {
                         guard case .custom(let e) = event, e.kind == RecognizerNode.modelChanged else { continue }
                         answers += 1
-                        status.clear()
                         if e.fields["ok"] == .boolean(false) {
-                            let reason = e.fields["reason"].map { "\($0)" } ?? "no reason given"
+                            let reason: String
+                            if case .string(let r)? = e.fields["reason"] {
+                                reason = r
+                            } else {
+                                reason = "no reason given"
+                            }
+                            let told = target.toldFailures.withLock { $0.contains("\(e.node)\n\(reason)") }
+                            if told && answers >= recognizers { break }
+                            if told { continue }
+                            status.clear()
                             printError(
                                 "speechgraph: warning: node '\(e.node)': the models could not be loaded again, the "
                                     + "old ones go on: \(reason)")
                         } else {
+                            status.clear()
                             printError("speechgraph: node '\(e.node)': the new models took over")
                         }
                         if answers >= recognizers { break }

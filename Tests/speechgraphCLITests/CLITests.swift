@@ -619,6 +619,59 @@ import Testing
         #expect(lines[changed...].contains { $0.contains(#""type":"result""#) })
     }
 
+    /// A spec broken before SIGHUP, on an input where nobody speaks: the failure waited for the next utterance
+    /// (its modelChanged event), which never came, and the run ended without a word of it.
+    @Test("SIGHUP with a spec that no longer reads, on a quiet input: the failure is said at once, and once")
+    func hangupWithABrokenSpecOnAQuietInput() throws {
+        let spec = dir.path("quiet.lmspec")
+        try "phrase \"go forward\"\nphrase \"go back\"\n".write(toFile: spec, atomically: true, encoding: .utf8)
+        let graph = dir.path("quiet.graph")
+        try """
+        node mic = push.input
+        node asr = recognizer { lm: "\(spec)" }
+        node out = console
+        mic -> asr -> out
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let stdin = Pipe()
+        let errPath = dir.path("quiet.err")
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        let process = Process()
+        process.executableURL = TestPaths.binary
+        process.arguments = ["run", graph]
+        process.standardInput = stdin
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            try? stdin.fileHandleForWriting.close()
+        }
+        // A WAV stream of no stated length, 16 kHz mono 16-bit, and then nothing: the pipe stays open.
+        var header = Data("RIFF".utf8) + Data([0xFF, 0xFF, 0xFF, 0xFF]) + Data("WAVEfmt ".utf8)
+        header += Data([16, 0, 0, 0, 1, 0, 1, 0, 0x80, 0x3E, 0, 0, 0, 0x7D, 0, 0, 2, 0, 16, 0])
+        header += Data("data".utf8) + Data([0xFF, 0xFF, 0xFF, 0xFF])
+        stdin.fileHandleForWriting.write(header)
+        let stderr = { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+        // A SIGHUP before the graph runs is only acknowledged: sent until the models are loaded again (the spec
+        // still reads), which says the graph runs.
+        let loaded = "node 'asr': the models are loaded again"
+        for _ in 0..<60 where process.isRunning && !stderr().contains(loaded) {
+            kill(process.processIdentifier, SIGHUP)
+            Run.wait(for: process, seconds: 2) { stderr().contains(loaded) }
+        }
+        #expect(stderr().contains(loaded), "\(stderr())")
+        try "phrase \"go forward\"\nphrase \"oops\n".write(toFile: spec, atomically: true, encoding: .utf8)
+        let failure = "warning: node 'asr': the models could not be loaded again"
+        kill(process.processIdentifier, SIGHUP)
+        Run.wait(for: process, seconds: 60) { stderr().contains(failure) }
+        #expect(stderr().contains(failure), "\(stderr())")
+        kill(process.processIdentifier, SIGTERM)
+        Run.wait(for: process, seconds: 60) { false }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(stderr())")
+        #expect(stderr().components(separatedBy: failure).count == 2, "said once: \(stderr())")
+    }
+
     @Test(arguments: [SIGINT, SIGTERM])
     func aSignalStopsTheRunAndFlushesTheUtteranceInFlight(signal: Int32) throws {
         // 12 s of speech played in real time; stopped once the first words have been recognised.
