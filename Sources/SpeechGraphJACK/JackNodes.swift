@@ -430,13 +430,16 @@ public final class JackOutputNode: GraphNode {
         unplayedFrames += frames
     }
 
-    /// At the end, wait until what was queued has been played (the ring drains at the server's pace).
+    /// At the end, wait until what was queued has been played (the ring drains at the server's pace). Without a
+    /// server, what is still queued will not be played: counted with the rest (it was queued before the server
+    /// went, up to 'buffer' of it).
     public func finish(output: NodeOutput) throws {
         let deadline = Date().addingTimeInterval(Double(capacity) / Double(session.sampleRate) + 1)
         while session.isAvailable, rings.contains(where: { $0.endpoint.availableToRead > 0 }), Date() < deadline {
             _ = session.outputWake.wait(timeout: 0.05)
             session.poll()
         }
+        if !session.isAvailable { unplayedFrames += rings.map(\.endpoint.availableToRead).max() ?? 0 }
     }
 
     public func close() { session.close() }

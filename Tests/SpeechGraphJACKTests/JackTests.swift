@@ -348,6 +348,41 @@ import Testing
             })
     }
 
+    /// The server gone under a jack.output: the audio it had queued (up to 'buffer') is lost with the rest, and
+    /// counted with it (the warning left it out: 5.85 s said of about 8.5 s lost).
+    @Test func audioQueuedForAServerThatWentIsCountedAsNotPlayed() throws {
+        try server.start()
+        let wav = try speech(repeats: 4)
+        let graph = dir.path("play.graph")
+        try """
+        node speech = file.input { path: "\(wav)" }
+        node speak  = jack.output { port: "play" }
+        speech -> speak
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let out = dir.path("play.out")
+        let p = try Process.launchSpeechgraph(
+            ["run", graph, "--stats", "--name", "sgplay"], environment: env, output: out)
+        // Deadlines here only bound a hang: the server goes once the port is there (the ring fills at once, the
+        // file being read as fast as the ring takes it).
+        let registered = Date().addingTimeInterval(60)
+        while try !server.lsp().contains("sgplay:play_1") && Date() < registered && p.isRunning { usleep(20_000) }
+        server.stop()
+        p.waitUntilExit()
+        let stderr = contents(out + ".err")
+        #expect(p.terminationStatus == 1, "\(stderr)")
+        let file = try AudioFile(path: wav)
+        let total = Double(file.frameCount) / Double(file.sampleRate)
+        let unplayed = try #require(
+            stderr.firstMatch(of: /([0-9.]+) s of audio were not played/).flatMap { Double($0.1) }, "\(stderr)")
+        // What JACK can have played: every callback a period (an upper bound: the first ones play the prebuffer's
+        // silence).
+        let period = try #require(stderr.firstMatch(of: /period (\d+) frames/).flatMap { Double($0.1) }, "\(stderr)")
+        let rate = try #require(stderr.firstMatch(of: /, (\d+) Hz,/).flatMap { Double($0.1) }, "\(stderr)")
+        let callbacks = stderr.firstMatch(of: /over (\d+) callbacks/).flatMap { Double($0.1) } ?? 0
+        #expect(unplayed + callbacks * period / rate >= total - 0.1, "\(total) s in all; \(stderr)")
+        #expect(unplayed <= total + 0.1, "\(stderr)")
+    }
+
     /// JACK restarted at another rate: said once (not every 250 ms while the server stays so), and when a
     /// server at our rate is back, transcription goes on, with the lost audio as a gap.
     @Test func aServerBackAtAnotherRateIsReportedOnce() throws {
