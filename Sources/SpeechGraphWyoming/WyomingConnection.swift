@@ -170,6 +170,10 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         // A new stream before the previous one was answered: the previous one is dropped, its graph stopped.
         if job != nil { dropJob() }
         discarding = true
+        // A transcribe request applies to this stream only, whether it starts or is refused (a refused one went
+        // on refusing the next streams, which no transcribe preceded).
+        let request = self.request
+        self.request = [:]
         guard !closeWhenIdle else {
             send(.error("the server is shutting down", code: "busy"))
             return closeGracefully()
@@ -209,7 +213,6 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         let job = WyomingJob(format: (rate, channels), language: asked ?? model.languages.first)
         self.job = job
         make(job, model: model, request: request)
-        request = [:]
     }
 
     /// Whether two language tags name one language: the same primary subtag (`en`, `en-US`, `en_gb`).

@@ -144,11 +144,18 @@ def case_bad_audio_format(host, port):
 
 
 def case_unknown_model(host, port):
-    s = connect(host, port)
-    s.sendall(frame({"type": "transcribe"}, {"name": "no-such-model"})
-              + frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1}))
+    """A model nobody offers: an error. The request was for that stream only: the next one, with no transcribe
+    before it, gets the default model (it got the same error again)."""
+    s = connect(host, port, timeout=30)
+    start = frame({"type": "audio-start"}, {"rate": 16000, "width": 2, "channels": 1})
+    s.sendall(frame({"type": "transcribe"}, {"name": "no-such-model"}) + start)
     events, _ = read_events(s, limit=1)
-    return [e["type"] for e in events] == ["error"] and "offers" in events[0]["data"]["text"], events
+    ok = [e["type"] for e in events] == ["error"] and "offers" in events[0]["data"]["text"]
+    chunk = frame({"type": "audio-chunk"}, {"rate": 16000, "width": 2, "channels": 1}, b"\0\0" * 320)
+    s.sendall(frame({"type": "audio-stop"}) + start + chunk * 25 + frame({"type": "audio-stop"}))
+    more, _ = read_events(s, limit=3)
+    types = [e["type"] for e in more]
+    return ok and "transcript" in types and "error" not in types, events + more
 
 
 async def describe_in(host, port):
