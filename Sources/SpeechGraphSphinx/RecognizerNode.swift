@@ -731,12 +731,19 @@ public final class RecognizerNode: GraphNode {
                 try decodeHeld(reference, newStream: newStream)
                 let general = reference.hypothesisScore
                 var domain = scores[0]
+                var domainReading = candidates[0].text
                 if let spec = rejectionDecoder {
                     try decodeHeld(spec, newStream: newStream)
                     domain = spec.hypothesisScore
+                    domainReading = spec.hypothesis
                 }
-                // How much better the domain reading explains the utterance, in nats per 10 ms frame.
-                let margin = domain.frames > 0 ? (domain.score - general.score) / Double(domain.frames) : 0
+                // How much better the domain reading explains the utterance, in nats per 10 ms frame. A domain
+                // search that reached no end (speech that no sentence of the grammar fits) has no reading and no
+                // score (0, which beat every real score): it explains nothing the general model heard words in.
+                let margin =
+                    domainReading.isEmpty && !reference.hypothesis.isEmpty
+                    ? -Double.infinity
+                    : domain.frames > 0 ? (domain.score - general.score) / Double(domain.frames) : 0
                 if let w = models.mixtureWeight {
                     // A sentence-level mixture, its prior odds counted per frame as the acoustic evidence is:
                     // the domain reading is kept when it beats the general one by more than ln((1 - w) / w)
