@@ -155,6 +155,31 @@ import Testing
         return (try read("chess"), try read("general"))
     }
 
+    /// Speech that no sentence of a plain grammar fits: PocketSphinx's grammar search reaches no end, and the
+    /// reading is empty with no score, which beat the general model's every time: accepted, empty. Rejected now.
+    @Test func speechNoSentenceOfTheGrammarFitsIsRejected() throws {
+        let grammar = dir.path("lights.jsgf")
+        try "#JSGF V1.0;\ngrammar c;\npublic <cmd> = (turn on | turn off) the (lights | radio);\n".write(
+            toFile: grammar, atomically: true, encoding: .utf8)
+        // espeak-ng's voice: no sentence of the grammar fits it at all (flite's gets a forced reading).
+        let outside = dir.path("garden.wav")
+        let spoken = try Run.process(
+            "/usr/bin/espeak-ng", ["-w", outside, "what a lovely day it is today in the garden"], timeout: 60)
+        try #require(spoken.status == 0, "\(spoken.stderr)")
+        let inside = dir.path("lights.wav")
+        try TestSpeech.synthesize("turn on the lights", to: inside)
+        let r = try Run.speechgraph(
+            ["transcribe", "--format", "jsonl", "--grammar", grammar, outside, inside], environment: environment)
+        #expect(r.status == 0, "\(r.stderr)")
+        let results = r.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        try #require(results.count == 2, "\(r.stdout)")
+        try #require(results[0]["text"] as? String == "", "the search reached no sentence: \(results[0])")
+        #expect(results[0]["rejected"] as? Bool == true, "\(results[0])")
+        #expect(results[1]["rejected"] == nil && results[1]["text"] as? String == "turn on the lights", "\(results[1])")
+    }
+
     @Test("Rejection: with chess.lmspec alone and with the chess grammar, general sentences rejected, moves accepted")
     func rejection() throws {
         let (chess, general) = try developmentSet()
