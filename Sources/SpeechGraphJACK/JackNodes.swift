@@ -101,8 +101,8 @@ public final class JackInputNode: SourceNode {
         ],
         parameters: [
             .integer("channels", default: 1, range: 1...64, doc: "Number of input ports."),
-            .string(
-                "port", default: "in",
+            ParameterDescriptor(
+                "port", kind: .string, default: .string("in"), uniqueIn: "JACK port",
                 doc: "Base name of the ports: in_1, in_2, ... (no ':'; with the _N at most 255 bytes)."),
             .string(
                 "connect", default: nil,
@@ -333,8 +333,8 @@ public final class JackOutputNode: GraphNode {
         category: .sink,
         ports: [.audioInput("in", .any, doc: "The audio to play.")],
         parameters: [
-            .string(
-                "port", default: "out",
+            ParameterDescriptor(
+                "port", kind: .string, default: .string("out"), uniqueIn: "JACK port",
                 doc: "Base name of the ports: out_1, out_2, ... (no ':'; with the _N at most 255 bytes)."),
             .string(
                 "connect", default: nil,

@@ -70,6 +70,33 @@ import Testing
         #expect(JSONLines.audioEnd(of: beep) == 1.25)
     }
 
+    /// Two JACK nodes that would register the same ports: `check` refuses the graph at the second's value (only
+    /// `run` found it, when the client registered its ports), and opens no JACK client to do so.
+    @Test func twoJackNodesWithOnePortNameAreAGraphError() throws {
+        let graph = """
+            node a = jack.input { port: "in" }
+            node b = jack.input { port: "in" }
+            node c = jack.output { port: "play" }
+            node o = console
+            a -> c
+            b -> o
+            """
+        #expect {
+            _ = try GraphPlanner(registry: Harness.registry).validate(GraphParser.parse(graph, file: "test.graph"))
+        } throws: { error in
+            let lines = (error as? GraphError)?.diagnostics.map(\.description) ?? []
+            return lines == [
+                "test.graph:2:29: error: node 'a' (line 1) gives the JACK port name 'in' too: give the nodes "
+                    + "different 'port' names"
+            ]
+        }
+        _ = try GraphPlanner(registry: Harness.registry).validate(
+            GraphParser.parse(
+                graph.replacingOccurrences(
+                    of: "b = jack.input { port: \"in\" }", with: "b = jack.input { port: \"in2\" }"), file: "test.graph"
+            ))
+    }
+
     @Test func jsonlSinkReportsAnUnwritablePath() throws {
         let dir = TemporaryDirectory()
         let wav = dir.path("silence.wav")

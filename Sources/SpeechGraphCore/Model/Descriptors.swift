@@ -294,11 +294,15 @@ public struct ParameterDescriptor: Sendable {
     /// A `path` the node writes (a sink's file), not one it reads: `check` refuses a graph in which it names a
     /// file another path parameter of the graph names too (an input the sink would overwrite while it is read).
     public var writes: Bool
+    /// A name that no two nodes of a graph may give in this namespace (a JACK port's base name, "JACK port": two
+    /// nodes with one would register the same ports): `check` refuses the second, at its value.
+    public var uniqueIn: String?
     public var doc: String
 
     public init(
         _ name: String, kind: ParameterKind, default defaultValue: ParameterValue?, range: ClosedRange<Double>? = nil,
-        displayUnit: QuantityUnit? = nil, required: Bool = false, writes: Bool = false, doc: String
+        displayUnit: QuantityUnit? = nil, required: Bool = false, writes: Bool = false, uniqueIn: String? = nil,
+        doc: String
     ) {
         self.name = name
         self.kind = kind
@@ -307,6 +311,7 @@ public struct ParameterDescriptor: Sendable {
         self.displayUnit = displayUnit
         self.isRequired = required
         self.writes = writes
+        self.uniqueIn = uniqueIn
         self.doc = doc
     }
 

@@ -210,6 +210,7 @@ public struct GraphPlanner {
         }
 
         checkFilesWritten(nodes, &diagnostics)
+        checkUniqueNames(nodes, &diagnostics)
 
         // Cycles; on success, topological order.
         var order: [Int] = []
@@ -250,6 +251,27 @@ public struct GraphPlanner {
         -> GraphPlan
     {
         try negotiate(validate(spec, overrides: overrides), resources: resources)
+    }
+
+    /// Values that must differ across the graph's nodes (`ParameterDescriptor.uniqueIn`): the second use of one
+    /// is an error at its value, naming the first.
+    private func checkUniqueNames(_ nodes: [PlannedNode], _ diagnostics: inout DiagnosticList) {
+        var first: [String: (node: String, location: SourceLocation?)] = [:]
+        for node in nodes {
+            guard let type = registry[node.typeName] else { continue }
+            for p in type.descriptor.parameters {
+                guard let namespace = p.uniqueIn, let value = node.config.string(p.name) else { continue }
+                let here = node.config.locations[p.name] ?? node.location
+                if let earlier = first["\(namespace)\n\(value)"] {
+                    let place = earlier.location.map { $0.file == here?.file ? " (line \($0.line))" : " (\($0))" }
+                    diagnostics.error(
+                        "node '\(earlier.node)'\(place ?? "") gives the \(namespace) name '\(value)' too: give the "
+                            + "nodes different '\(p.name)' names", at: here)
+                } else {
+                    first["\(namespace)\n\(value)"] = (node.name, here)
+                }
+            }
+        }
     }
 
     /// A file a node writes must not be one that another path parameter names: a sink would overwrite the
