@@ -1,4 +1,5 @@
 import CSpeechGraphPlugin
+import Foundation
 import SpeechGraphCore
 
 #if canImport(Glibc)
@@ -24,6 +25,7 @@ final class PluginLibrary: Sendable {
     init(path: String) throws {
         self.path = path
         // Loads its code, and runs its constructors: only ever first in a child process (PluginCatalog).
+        if let problem = PluginError.notALibrary(path) { throw PluginError(problem) }
         // A name without a slash would be looked for on the library path, not in the current directory.
         guard let handle = dlopen(path.contains("/") ? path : "./" + path, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown reason"
@@ -106,6 +108,18 @@ final class PluginLibrary: Sendable {
 
     deinit {
         plugin.pointee.deinit?()
+    }
+}
+
+extension PluginError {
+    /// Why the file at `path` is no shared library at all (a WAV given by mistake, a text file named .so), said
+    /// as that rather than as the loader's "invalid ELF header" or "file too short"; nil for an ELF file (or
+    /// one that cannot be read: the loader says why).
+    public static func notALibrary(_ path: String) -> String? {
+        guard let file = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? file.close() }
+        let head = (try? file.read(upToCount: 4)) ?? Data()
+        return head == Data([0x7F, 0x45, 0x4C, 0x46]) ? nil : "it is not a shared library (no ELF header)"
     }
 }
 

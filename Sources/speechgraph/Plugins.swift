@@ -150,9 +150,8 @@ enum PluginCheckRun {
         var environment = ChildScan.childEnvironment()
         var outcome = Outcome()
         // Not a shared library at all (a WAV given by mistake): said as that, before any note on the checks.
-        let head = FileHandle(forReadingAtPath: plugin).flatMap { try? $0.read(upToCount: 4) }
-        if let head, head != Data([0x7F, 0x45, 0x4C, 0x46]) {
-            outcome.failure = "loading: \(plugin) is not a shared library (no ELF header)"
+        if let problem = PluginError.notALibrary(plugin) {
+            outcome.failure = "loading: \(problem)"
             return outcome
         }
         let sanitized = RealtimeSanitizer.isInstrumented(plugin)

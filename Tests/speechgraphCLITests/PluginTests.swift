@@ -161,8 +161,14 @@ import Testing
         try TestSpeech.sox(["-n", "-r", "16000", wav, "trim", "0", "0.1"])
         let check = try speechgraph(["plugin", "check", wav])
         #expect(check.status == 1)
-        #expect(check.stdout.contains("FAIL loading: \(wav) is not a shared library"), "\(check.stdout)")
+        #expect(check.stdout.contains("FAIL loading: it is not a shared library"), "\(check.stdout)")
         #expect(!check.stdout.contains("real-time rules"), "\(check.stdout)")
+        // Found in a plugin folder: the same words (it said the loader's 'file too short', 'invalid ELF header').
+        let folder = dir.path("notplugins")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "not a library\n".write(toFile: folder + "/fake.so", atomically: true, encoding: .utf8)
+        let nodes = try speechgraph(["nodes", "--plugin-path", folder])
+        #expect(nodes.stderr.contains("fake.so skipped: it is not a shared library"), "\(nodes.stderr)")
     }
 
     @Test("the gate silences what stays below its threshold and passes what goes above it")
