@@ -51,8 +51,11 @@ extension SpeechgraphCommand {
         }
 
         func run() throws {
-            let registry = plugins.registry()
             let status = StatusLine()
+            // First: a SIGHUP (a reload, `systemctl reload`) while the program starts (plugins scanned, the stream's
+            // header read, a spec built) must not end it, as the default action would.
+            let signals = SignalHandling(status: status, reloadOnHangup: true)
+            let registry = plugins.registry()
             var settings = ["jack.name": name]
             if exitOnServerLoss { settings["jack.exitOnServerLoss"] = "1" }
             if stats { settings["jack.measure"] = "1" }
@@ -88,10 +91,12 @@ extension SpeechgraphCommand {
                 }
                 let reader: AudioStreamReader
                 do {
-                    reader = try AudioStreamReader(
-                        rate: nil, channels: 1,
-                        rawHint: "raw samples become WAV through sox: 'sox -t raw -r 16000 -e signed -b 16 -c 1 - "
-                            + "-t wav - | speechgraph run \(graph)'")
+                    reader = try signals.waitingForAudio {
+                        try AudioStreamReader(
+                            rate: nil, channels: 1,
+                            rawHint: "raw samples become WAV through sox: 'sox -t raw -r 16000 -e signed -b 16 -c 1 - "
+                                + "-t wav - | speechgraph run \(graph)'")
+                    }
                 } catch let error as AudioStreamReader.Failure {
                     printError("speechgraph: error: \(error.description)")
                     throw Reported(code: Exit.failure)
@@ -102,7 +107,6 @@ extension SpeechgraphCommand {
             let plan = try loadPlan(
                 path: graph, overrides: overrides + streamOverrides, results: results, registry: registry,
                 negotiate: true, resources: resources)
-            let signals = SignalHandling(status: status, reloadOnHangup: true)
             let progress = Progress(status: status)
             do {
                 defer {

@@ -19,6 +19,9 @@ final class SignalHandling {
         /// Reload failures already said (`node` and reason): their modelChanged event, which comes later, is not
         /// said again.
         let toldFailures = Mutex<Set<String>>([])
+        /// What listens for the answers of the latest reload: a newer reload supersedes an older one (the
+        /// recognizer takes the latest), and only its answers are said.
+        let listener = Mutex<Task<Void, Never>?>(nil)
     }
 
     let status: StatusLine
@@ -39,9 +42,14 @@ final class SignalHandling {
             let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
             source.setEventHandler { [target] in
                 status.clear()
-                printError("speechgraph: SIGHUP: loading the graph's models again (the audio goes on)")
                 // Not under the lock: Ctrl-C and SIGTERM must still reach the graph while models load.
-                guard let graph = target.running.withLock({ $0 }) else { return }
+                guard let graph = target.running.withLock({ $0 }) else {
+                    printError(
+                        "speechgraph: SIGHUP: the graph is not running yet (it is starting, with its model files as "
+                            + "they are now)")
+                    return
+                }
+                printError("speechgraph: SIGHUP: loading the graph's models again (the audio goes on)")
                 let recognizers = graph.plan.nodes.filter { $0.typeName == RecognizerNode.descriptor.typeName }.count
                 let events = graph.events()
                 let outcomes = graph.reloadModels()
@@ -62,7 +70,7 @@ final class SignalHandling {
                                 + "next utterance begins")
                     }
                 }
-                Task.detached {
+                let task = Task.detached {
                     var answers = 0
                     for await event in events {
                         guard case .custom(let e) = event, e.kind == RecognizerNode.modelChanged else { continue }
@@ -74,7 +82,7 @@ final class SignalHandling {
                             } else {
                                 reason = "no reason given"
                             }
-                            let told = target.toldFailures.withLock { $0.contains("\(e.node)\n\(reason)") }
+                            let told = target.toldFailures.withLock { $0.remove("\(e.node)\n\(reason)") != nil }
                             if told && answers >= recognizers { break }
                             if told { continue }
                             status.clear()
@@ -87,6 +95,10 @@ final class SignalHandling {
                         }
                         if answers >= recognizers { break }
                     }
+                }
+                target.listener.withLock { old in
+                    old?.cancel()
+                    old = task
                 }
             }
             source.resume()
