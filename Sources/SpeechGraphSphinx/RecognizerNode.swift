@@ -731,17 +731,19 @@ public final class RecognizerNode: GraphNode {
                 try decodeHeld(reference, newStream: newStream)
                 let general = reference.hypothesisScore
                 var domain = scores[0]
-                var domainReading = candidates[0].text
+                var noEnd = false
                 if let spec = rejectionDecoder {
                     try decodeHeld(spec, newStream: newStream)
                     domain = spec.hypothesisScore
-                    domainReading = spec.hypothesis
+                } else {
+                    // A grammar search that reached no end, in the phase whose reading is the result (speech that
+                    // no sentence fits) has no reading and no score (0, which beat every real score): it explains
+                    // nothing the general model heard words in.
+                    noEnd = decoders[chosen].reachedNoEnd
                 }
-                // How much better the domain reading explains the utterance, in nats per 10 ms frame. A domain
-                // search that reached no end (speech that no sentence of the grammar fits) has no reading and no
-                // score (0, which beat every real score): it explains nothing the general model heard words in.
+                // How much better the domain reading explains the utterance, in nats per 10 ms frame.
                 let margin =
-                    domainReading.isEmpty && !reference.hypothesis.isEmpty
+                    noEnd && !reference.hypothesis.isEmpty
                     ? -Double.infinity
                     : domain.frames > 0 ? (domain.score - general.score) / Double(domain.frames) : 0
                 if let w = models.mixtureWeight {

@@ -668,6 +668,13 @@ public final class SphinxDecoder: @unchecked Sendable {
         return String(cString: hyp)
     }
 
+    /// Whether the search reached no end at all (a grammar none of whose sentences fits the audio): no
+    /// hypothesis and no score, not an empty reading (an n-gram model's silence) with a score of its own.
+    public var reachedNoEnd: Bool {
+        var score: Int32 = 0
+        return ps_get_hyp(ps, &score) == nil
+    }
+
     /// The best hypothesis's path score (natural log: acoustic log-likelihood plus the language model's score
     /// raised to its weight), and the frames it spans. Two decoders with the same acoustic model that saw the same
     /// audio give comparable scores.
