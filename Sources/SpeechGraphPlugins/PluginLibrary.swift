@@ -118,7 +118,7 @@ extension PluginError {
     public static func notALibrary(_ path: String) -> String? {
         guard let file = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? file.close() }
-        let head = (try? file.read(upToCount: 4)) ?? Data()
+        guard let head = try? file.read(upToCount: 4) else { return nil }
         return head == Data([0x7F, 0x45, 0x4C, 0x46]) ? nil : "it is not a shared library (no ELF header)"
     }
 }

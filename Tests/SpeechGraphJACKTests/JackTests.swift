@@ -367,6 +367,10 @@ import Testing
         let registered = Date().addingTimeInterval(60)
         while try !server.lsp().contains("sgplay:play_1") && Date() < registered && p.isRunning { usleep(20_000) }
         server.stop()
+        // The file's audio goes nowhere once the server is gone: the run ends as fast as it is read.
+        let ended = Date().addingTimeInterval(120)
+        while p.isRunning && Date() < ended { usleep(20_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
         p.waitUntilExit()
         let stderr = contents(out + ".err")
         #expect(p.terminationStatus == 1, "\(stderr)")

@@ -90,6 +90,15 @@ import Testing
                     + "different 'port' names"
             ]
         }
+        // Both by default ('in'): said so.
+        let defaults = "node a = jack.input\nnode b = jack.input\nnode o = console\na -> o\nb -> o\n"
+        #expect {
+            _ = try GraphPlanner(registry: Harness.registry).validate(GraphParser.parse(defaults, file: "test.graph"))
+        } throws: { error in
+            let lines = (error as? GraphError)?.diagnostics.map(\.description) ?? []
+            return lines.count == 1 && lines[0].hasPrefix("test.graph:2:1: error: ")
+                && lines[0].contains("(the default of 'port')")
+        }
         _ = try GraphPlanner(registry: Harness.registry).validate(
             GraphParser.parse(
                 graph.replacingOccurrences(

@@ -43,6 +43,9 @@ public struct GraphPlanner {
     public func validate(_ spec: GraphSpec, overrides: [Override] = []) throws -> GraphPlan {
         var diagnostics = DiagnosticList()
         var nodes: [PlannedNode] = []
+        // Nodes with an error of their own: their values are not compared with other nodes' (a value that failed
+        // its check leaves the default in its place).
+        var withErrors: Set<String> = []
         var nodeIndex: [String: Int] = [:]
         let knownKinds = registry.eventKinds
 
@@ -93,6 +96,7 @@ public struct GraphPlanner {
                     diagnostics.append(Diagnostic(.warning, at: at, (option.map { "\($0): " } ?? "") + advice.message))
                 }
             }
+            if diagnostics.errorCount != errorsBefore { withErrors.insert(decl.name.value) }
             nodeIndex[decl.name.value] = nodes.count
             nodes.append(
                 PlannedNode(
@@ -210,7 +214,7 @@ public struct GraphPlanner {
         }
 
         checkFilesWritten(nodes, &diagnostics)
-        checkUniqueNames(nodes, &diagnostics)
+        checkUniqueNames(nodes.filter { !withErrors.contains($0.name) }, &diagnostics)
 
         // Cycles; on success, topological order.
         var order: [Int] = []
@@ -261,14 +265,19 @@ public struct GraphPlanner {
             guard let type = registry[node.typeName] else { continue }
             for p in type.descriptor.parameters {
                 guard let namespace = p.uniqueIn, let value = node.config.string(p.name) else { continue }
-                let here = node.config.locations[p.name] ?? node.location
+                // Where the value was given: its place, the option that gave it, or neither (the default).
+                let (option, at) = node.config.origin(of: p.name)
+                let given = option != nil || node.config.locations[p.name] != nil
+                let here = at ?? node.location
                 if let earlier = first["\(namespace)\n\(value)"] {
                     let place = earlier.location.map { $0.file == here?.file ? " (line \($0.line))" : " (\($0))" }
                     diagnostics.error(
-                        "node '\(earlier.node)'\(place ?? "") gives the \(namespace) name '\(value)' too: give the "
-                            + "nodes different '\(p.name)' names", at: here)
+                        (option.map { "\($0): " } ?? "")
+                            + "node '\(earlier.node)'\(place ?? "") gives the \(namespace) name '\(value)' too"
+                            + (given ? "" : " (the default of '\(p.name)')") + ": give the nodes different '\(p.name)' "
+                            + "names", at: option == nil ? here : nil)
                 } else {
-                    first["\(namespace)\n\(value)"] = (node.name, here)
+                    first["\(namespace)\n\(value)"] = (node.name, node.config.locations[p.name] ?? node.location)
                 }
             }
         }
