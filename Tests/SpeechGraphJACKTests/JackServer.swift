@@ -30,10 +30,16 @@ final class JackServer: @unchecked Sendable {
             holdsLock = true
         }
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        // SIGPIPE ignored (a disposition exec keeps): jackd that writes to a client closing its socket as the
+        // server stops died of it (exit 141) before it took its name out of the machine's JACK registry, which
+        // holds 8 servers and reclaims a dead one's entry only for a server of the same name: after 8 such
+        // deaths, no test server could start ("Too many servers already active").
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = [
-            "--pdeathsig", "KILL", "jackd", "-n", name, "--no-realtime", "-d", "dummy",
-            "-r", "\(rate)", "-p", "\(period)",
+            "-c",
+            "trap '' PIPE; exec /usr/bin/setpriv --pdeathsig KILL jackd -n \"$0\" --no-realtime -d dummy "
+                + "-r \(rate) -p \(period)",
+            name,
         ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
