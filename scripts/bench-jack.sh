@@ -24,8 +24,7 @@ trap 'stop_server; rm -rf "$work"' EXIT
 start_server() { # period
   stop_server
   local name=speechgraph-bench-$$
-  # SIGPIPE ignored, as in with-jack.sh (a jackd that dies of it leaves its entry in the JACK registry).
-  (trap '' PIPE; exec setpriv --pdeathsig KILL jackd -n "$name" --no-realtime -d dummy -r 48000 -p "$1") >/dev/null 2>&1 &
+  setpriv --pdeathsig KILL jackd -n "$name" --no-realtime -d dummy -r 48000 -p "$1" >/dev/null 2>&1 &
   jackd_pid=$!
   for _ in $(seq 200); do (jack_lsp -s "$name" >/dev/null 2>&1; exit $?) 2>/dev/null && break; sleep 0.02; done
   export JACK_DEFAULT_SERVER=$name

@@ -9,11 +9,7 @@ if (jack_lsp >/dev/null 2>&1; exit $?) 2>/dev/null; then
 fi
 name=speechgraph-private-$$
 echo "with-jack: no JACK server running; starting a private dummy server '$name' (48 kHz, 1024 frames)" >&2
-# SIGPIPE ignored (exec keeps it): jackd writing to a client that closes as the server stops died of it,
-# before it took its name out of the machine's JACK registry (8 servers; a dead one's entry is reclaimed only
-# by a server of the same name): after 8 such deaths no server could start ("Too many servers already active").
-(trap '' PIPE; exec setpriv --pdeathsig KILL jackd -n "$name" --no-realtime -d dummy -r 48000 -p 1024) \
-  >/dev/null 2>&1 &
+setpriv --pdeathsig KILL jackd -n "$name" --no-realtime -d dummy -r 48000 -p 1024 >/dev/null 2>&1 &
 jackd_pid=$!
 stop() {
   kill -TERM "$jackd_pid" 2>/dev/null || true

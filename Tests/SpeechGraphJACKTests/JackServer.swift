@@ -30,16 +30,10 @@ final class JackServer: @unchecked Sendable {
             holdsLock = true
         }
         let p = Process()
-        // SIGPIPE ignored (a disposition exec keeps): jackd that writes to a client closing its socket as the
-        // server stops died of it (exit 141) before it took its name out of the machine's JACK registry, which
-        // holds 8 servers and reclaims a dead one's entry only for a server of the same name: after 8 such
-        // deaths, no test server could start ("Too many servers already active").
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         p.arguments = [
-            "-c",
-            "trap '' PIPE; exec /usr/bin/setpriv --pdeathsig KILL jackd -n \"$0\" --no-realtime -d dummy "
-                + "-r \(rate) -p \(period)",
-            name,
+            "--pdeathsig", "KILL", "jackd", "-n", name, "--no-realtime", "-d", "dummy",
+            "-r", "\(rate)", "-p", "\(period)",
         ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
@@ -72,6 +66,7 @@ final class JackServer: @unchecked Sendable {
                 if p.isRunning { kill(p.processIdentifier, SIGKILL) }
             }
             p.waitUntilExit()
+            reclaimRegistryEntry()
         }
         if holdsLock && !keepingLock {
             MachineLock.release()
@@ -80,6 +75,37 @@ final class JackServer: @unchecked Sendable {
     }
 
     private var holdsLock = false
+
+    /// A jackd stopped while a client was closing its connection can exit without taking its name out of the
+    /// machine's JACK registry (/dev/shm/jack-shm-registry). The registry holds 8 servers and frees a dead one's
+    /// entry only for a server of the same name: after 8 such exits no server could start ("Too many servers
+    /// already active"), in this run or a later one. So a name left there is started once more, with no client,
+    /// and stopped again: that frees it.
+    private func reclaimRegistryEntry() {
+        func registered() -> Bool {
+            guard let data = FileManager.default.contents(atPath: "/dev/shm/jack-shm-registry") else { return false }
+            return data.range(of: Data(":\(name):".utf8)) != nil
+        }
+        guard registered() else { return }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        p.arguments = ["--pdeathsig", "KILL", "jackd", "-n", name, "--no-realtime", "-d", "dummy"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return }
+        // Deadlines only bound a jackd that hangs.
+        let deadline = Date().addingTimeInterval(30)
+        while p.isRunning && Date() < deadline,
+            (try? Run.process("/usr/bin/jack_lsp", ["-s", name], timeout: 10).status) != 0
+        {
+            usleep(20_000)
+        }
+        kill(p.processIdentifier, SIGTERM)
+        let stopped = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < stopped { usleep(10_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+    }
 
     deinit { stop() }
 
