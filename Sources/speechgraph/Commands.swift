@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import SpeechGraph
-import Synchronization
 
 extension SpeechgraphCommand {
     struct Run: ParsableCommand {
@@ -119,19 +118,12 @@ extension SpeechgraphCommand {
                 let label = graph
                 // A gap, availability or warning that the graph routes to no sink (a jack.input whose events go
                 // nowhere, a sink whose file can no longer be written): on standard error, when it happens. A
-                // warning said then is not said again at the end (a stream's end warning is both an event and
-                // one of the node's warnings: `toldHere`).
-                let toldHere = Mutex<Set<String>>([])
+                // warning said then is not said again at the end (`warningsToldWhileRunning`).
                 let options = RunningGraph.Options(
                     realtime: realtime,
                     progress: { fraction in progress.update(String(format: "%@: %3.0f%%", label, fraction * 100)) },
                     unrouted: { node, event in
                         guard let notice = ConsoleSink.notice(event) else { return }
-                        if case .custom(let e) = event, e.kind == .warning,
-                            case .string(let reason)? = e.fields["reason"]
-                        {
-                            toldHere.withLock { _ = $0.insert("node '\(node)': \(reason)") }
-                        }
                         status.clear()
                         // A warning starts as every warning does ('speechgraph: warning:', as at the end).
                         printError(
@@ -148,7 +140,7 @@ extension SpeechgraphCommand {
                 try signals.run(running)
                 progress.clear()
                 let warnings = running.warnings
-                let said = running.warningsToldWhileRunning.union(toldHere.withLock { $0 })
+                let said = running.warningsToldWhileRunning
                 for w in warnings where !said.contains(w) { printError("speechgraph: warning: \(w)") }
                 if !warnings.isEmpty { throw Reported(code: Exit.failure) }
             } catch let error as SpeechGraphError {

@@ -73,6 +73,36 @@ public struct ProcessResult: Sendable {
     public var signaled: Bool
 }
 
+/// The speechgraph binary running with standard input a pipe the test writes and keeps open as long as it likes,
+/// standard error in a file it can read while the program runs, standard output discarded. `stop()` (also at
+/// deinit) kills what still runs and closes the pipe.
+public final class FedSpeechgraph {
+    public let process = Process()
+    public let stdin = Pipe()
+    private let errPath: String
+
+    public init(_ arguments: [String], stderrPath: String) throws {
+        errPath = stderrPath
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = TestPaths.binary
+        process.arguments = arguments
+        process.standardInput = stdin
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        try process.run()
+    }
+
+    /// What it has written on standard error so far.
+    public var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+
+    public func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? stdin.fileHandleForWriting.close()
+    }
+
+    deinit { stop() }
+}
+
 public enum Run {
     /// Waits, polling every 20 ms, until `condition` holds or `process` has ended; `seconds` only bounds a
     /// hang (what the test waits for is the condition, never the time).

@@ -636,26 +636,15 @@ import Testing
         node log = jsonl { path: "\(log)" }
         mic -> asr -> log
         """.write(toFile: graph, atomically: true, encoding: .utf8)
-        let stdin = Pipe()
-        let errPath = dir.path("quiet.err")
-        FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = TestPaths.binary
-        process.arguments = ["run", graph]
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        try process.run()
-        defer {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            try? stdin.fileHandleForWriting.close()
-        }
+        let fed = try FedSpeechgraph(["run", graph], stderrPath: dir.path("quiet.err"))
+        defer { fed.stop() }
+        let (process, stdin) = (fed.process, fed.stdin)
         // A WAV stream of no stated length, 16 kHz mono 16-bit, and then nothing for now: the pipe stays open.
         var header = Data("RIFF".utf8) + Data([0xFF, 0xFF, 0xFF, 0xFF]) + Data("WAVEfmt ".utf8)
         header += Data([16, 0, 0, 0, 1, 0, 1, 0, 0x80, 0x3E, 0, 0, 0, 0x7D, 0, 0, 2, 0, 16, 0])
         header += Data("data".utf8) + Data([0xFF, 0xFF, 0xFF, 0xFF])
         stdin.fileHandleForWriting.write(header)
-        let stderr = { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+        let stderr = { fed.stderr }
         Run.wait(for: process, seconds: 120) { stderr().contains("warning: streaming mode") }
         // Until the graph runs, a SIGHUP is answered 'not running yet': sent again after each such answer (the
         // deadline only bounds a program that never answers).

@@ -69,20 +69,9 @@ import Testing
 
     @Test("transcribe - on a stream that sends nothing: SIGTERM ends it at once, exit 0, not when the stream closes")
     func signalBeforeAnyAudio() throws {
-        let stdin = Pipe()
-        let errPath = dir.path("idle.err")
-        FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = TestPaths.binary
-        process.arguments = ["transcribe", "-"]
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        try process.run()
-        defer {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            try? stdin.fileHandleForWriting.close()
-        }
+        let fed = try FedSpeechgraph(["transcribe", "-"], stderrPath: dir.path("idle.err"))
+        defer { fed.stop() }
+        let process = fed.process
         // Once its main thread waits in read(0, ...) for the WAV header: read is system call 0 on x86-64, 63 on
         // arm64; its first argument is the descriptor.
         let syscall = "/proc/\(process.processIdentifier)/syscall"
@@ -96,7 +85,7 @@ import Testing
         #expect(!process.isRunning)
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        let stderr = fed.stderr
         #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(stderr)")
         #expect(stderr == "speechgraph: stopped before any audio came\n", "\(stderr)")
     }

@@ -38,7 +38,8 @@ final class GraphEngine {
     let busy = Atomic<Int>(-1)
     /// Set once any observer exists, so that graphs nobody watches never take the lock.
     private let observed = Atomic<Bool>(false)
-    /// The warnings `NodeOutput.warn` told while the graph ran, worded as `warnings` words them: each once.
+    /// The warnings told while the graph ran (`NodeOutput.warn`, or a warning event that went to `unrouted`),
+    /// worded as `warnings` words them: each once.
     private(set) var told: Set<String> = []
     /// Called with each event no node takes (`RunningGraph.Options.unrouted`).
     var unrouted: (@Sendable (String, GraphEvent) -> Void)?
@@ -209,7 +210,17 @@ final class GraphEngine {
             defer { busy.store(outer, ordering: .relaxed) }
             try nodes[target.node].handle(event, port: target.port, output: output(target.node))
         }
-        if !taken, let unrouted { unrouted(plan.nodes[node].name, event) }
+        if !taken, let unrouted {
+            // A warning event no node takes is told by the handler (`speechgraph run` prints it): it counts as
+            // told, so that the same reason among the node's warnings at the end is not said again (a stream's
+            // end warning is both).
+            if port != NodeOutput.noPort, case .custom(let e) = event, e.kind == .warning,
+                case .string(let reason)? = e.fields["reason"]
+            {
+                told.insert(plan.nodes[node].config.warning(reason))
+            }
+            unrouted(plan.nodes[node].name, event)
+        }
     }
 
     /// Any thread: `continuation` receives every event node `index` emits (every node's, for `nil`).

@@ -227,8 +227,9 @@ public final class RunningGraph: @unchecked Sendable {
         return engine.warnings
     }
 
-    /// Those of `warnings` that were also told while the graph ran (a sink that could not write: a `warning`
-    /// event to `events()` and `Options.unrouted`), so that a program that printed them then need not again.
+    /// Those of `warnings` that were also told while the graph ran (a sink that could not write, a stream's end
+    /// that no node takes: a `warning` event to `events()` and `Options.unrouted`), so that a program that printed
+    /// them then need not again.
     /// After the end.
     public var warningsToldWhileRunning: Set<String> {
         guard phase.withLock({ $0 != .running }) else { return [] }
