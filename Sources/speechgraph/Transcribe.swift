@@ -293,6 +293,9 @@ extension SpeechgraphCommand {
                 g.edge("src", to: "asr")
             }
             g.edge("asr", to: "out")
+            // A stream's own events (standard input cut short or damaged, samples that were not numbers) are part
+            // of a JSON Lines transcript, where they happened; they are also said on standard error at the end.
+            if stdin != nil && format == .jsonl { g.edge("src", "events", to: "out", "in") }
             return g.spec
         }
     }

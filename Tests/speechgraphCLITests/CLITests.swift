@@ -310,6 +310,13 @@ import Testing
             short.stderr.hasPrefix("speechgraph: warning: standard input: the stream is truncated"), "\(short.stderr)")
         #expect(short.stderr.split(separator: "\n").count == 1, "\(short.stderr)")
         #expect(short.stdout.contains("mother"), "\(short.stdout)")
+        // In JSON Lines the warning is in the transcript too, as an event of the stream's node.
+        let jsonl = try Run.process("/bin/bash", ["-c", "'\(bin)' transcribe --format jsonl - < '\(cut)'"])
+        #expect(jsonl.status == 1)
+        let warnings = jsonl.stdout.split(separator: "\n").filter { $0.contains(#""type":"warning""#) }
+        #expect(warnings.count == 1, "\(jsonl.stdout)")
+        #expect(warnings.first?.contains("the stream is truncated") ?? false, "\(jsonl.stdout)")
+        #expect(jsonl.stdout.contains(#""type":"result""#), "\(jsonl.stdout)")
     }
 
     @Test func oneBadFileDoesNotStopTheOthers() throws {
