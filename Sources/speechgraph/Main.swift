@@ -59,6 +59,10 @@ struct SpeechgraphCommand: ParsableCommand {
                     + "or put it after --)")
             Glibc.exit(Exit.usage)
         }
+        if let problem = unknownHelpTopic(Array(CommandLine.arguments.dropFirst())) {
+            printError("speechgraph: error: \(problem)")
+            Glibc.exit(Exit.usage)
+        }
         var parsed: ParsableCommand.Type?
         do {
             var command = try parseAsRoot()
@@ -97,6 +101,27 @@ func unknownShortOption(_ arguments: [String]) -> String? {
         if argument.hasPrefix("-") && !argument.hasPrefix("--") && argument.count > 2 && Double(argument) == nil {
             return argument
         }
+    }
+    return nil
+}
+
+/// `speechgraph help WORD...` where a word names no command: what is wrong, with the commands there are at that
+/// level. The parser would print the top-level help and exit 0, as if the topic had been found.
+func unknownHelpTopic(_ arguments: [String]) -> String? {
+    guard arguments.first == "help" else { return nil }
+    var command: ParsableCommand.Type = SpeechgraphCommand.self
+    var path: [String] = []
+    for word in arguments.dropFirst() where !word.hasPrefix("-") {
+        let subcommands = command.configuration.subcommands
+        guard let next = subcommands.first(where: { $0._commandName == word }) else {
+            let topic = (["help"] + path + [word]).joined(separator: " ")
+            if subcommands.isEmpty { return "'\(topic)': '\(path.joined(separator: " "))' has no subcommands" }
+            let commands = subcommands.map { $0._commandName }.joined(separator: ", ")
+            return "'\(topic)': no such command (\(path.isEmpty ? "" : path.joined(separator: " ") + " ")commands: "
+                + "\(commands))"
+        }
+        path.append(word)
+        command = next
     }
     return nil
 }

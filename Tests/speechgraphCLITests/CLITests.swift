@@ -427,6 +427,18 @@ import Testing
         let r = try Run.speechgraph(["--help"])
         #expect(r.status == 0)
         for word in ["run", "transcribe", "check", "nodes", "Exit status"] { #expect(r.stdout.contains(word)) }
+        let topic = try Run.speechgraph(["help", "lm", "build"])
+        #expect(topic.status == 0 && topic.stdout.contains("USAGE: speechgraph lm build"), "\(topic.stdout)")
+        // A topic that is no command is a usage error, not the top-level help.
+        for (words, message) in [
+            (["nosuch"], "'help nosuch': no such command (commands: run, transcribe"),
+            (["lm", "bild"], "'help lm bild': no such command (lm commands: build)"),
+            (["run", "x"], "'help run x': 'run' has no subcommands"),
+        ] {
+            let bad = try Run.speechgraph(["help"] + words)
+            #expect(bad.status == 2 && bad.stdout.isEmpty)
+            #expect(bad.stderr.hasPrefix("speechgraph: error: \(message)"), "\(bad.stderr)")
+        }
     }
 
     @Test func consoleWritesNoLineForAFinalResultWithoutWords() throws {
