@@ -351,16 +351,17 @@ public final class RecognizerNode: GraphNode {
                 guard let descriptor = RecognizerNode.descriptor.parameters.first(where: { $0.name == key }) else {
                     let failure = "no parameter '\(key)' on a recognizer"
                     slot.deliver(.failure(failure), ticket: slot.ticket())
-                    return (name, failure)
+                    return .init(node: name, failure: failure)
                 }
                 switch descriptor.check(value) {
                 case .success(let v): changed.values[key] = v
                 case .failure(let e):
                     slot.deliver(.failure(e.message), ticket: slot.ticket())
-                    return (name, e.message)
+                    return .init(node: name, failure: e.message)
                 }
             }
-            return (name, RecognizerNode.load(changed, controlConnected: control, into: slot))
+            let (failure, notes) = RecognizerNode.load(changed, controlConnected: control, into: slot)
+            return .init(node: name, failure: failure, notes: notes)
         }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         secondPassAtPause = c.bool(of: "second-pass-at-pause") && controlConnected && !endsAtPauses
@@ -880,8 +881,9 @@ public final class RecognizerNode: GraphNode {
     public static let modelChanged: EventKind = "modelChanged"
 
     /// Loads the models for `c` into `slot`, on the thread that asked for the reload (never the graph's: the
-    /// audio goes on meanwhile); why they could not be loaded, or `nil`.
-    static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) -> String? {
+    /// audio goes on meanwhile); why they could not be loaded, or `nil`, and the notes of their loading (a spec
+    /// built again: its guessed pronunciations).
+    static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) -> (String?, [String]) {
         let requested = Date().timeIntervalSince1970
         let ticket = slot.ticket()
         do {
@@ -903,10 +905,10 @@ public final class RecognizerNode: GraphNode {
             let loaded = Loaded(
                 models: models, decoders: decoders, config: c, loadSeconds: Date().timeIntervalSince1970 - requested)
             slot.deliver(.success(loaded), ticket: ticket)
-            return nil
+            return (nil, models.notes)
         } catch {
             slot.deliver(.failure("\(error)"), ticket: ticket)
-            return "\(error)"
+            return ("\(error)", [])
         }
     }
 

@@ -59,6 +59,8 @@ final class SignalHandling {
                 // that works answers when the next utterance begins.
                 for outcome in outcomes {
                     status.clear()
+                    // A spec built again says what it guessed, as when the graph was made.
+                    for note in outcome.notes { printError(note) }
                     if let failure = outcome.failure {
                         target.toldFailures.withLock { _ = $0.insert("\(outcome.node)\n\(failure)") }
                         printError(

@@ -81,11 +81,13 @@ public final class FedSpeechgraph {
     public let stdin = Pipe()
     private let errPath: String
 
-    public init(_ arguments: [String], stderrPath: String) throws {
+    /// - Parameter environment: variables added to the test's own.
+    public init(_ arguments: [String], stderrPath: String, environment: [String: String] = [:]) throws {
         errPath = stderrPath
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.executableURL = TestPaths.binary
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardInput = stdin
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))

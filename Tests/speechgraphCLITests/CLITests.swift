@@ -655,7 +655,9 @@ import Testing
         node log = jsonl { path: "\(log)" }
         mic -> asr -> log
         """.write(toFile: graph, atomically: true, encoding: .utf8)
-        let fed = try FedSpeechgraph(["run", graph], stderrPath: dir.path("quiet.err"))
+        // The specs are built in a cache of the test's own: built before, one would say nothing of its guesses.
+        let fed = try FedSpeechgraph(
+            ["run", graph], stderrPath: dir.path("quiet.err"), environment: ["XDG_CACHE_HOME": dir.path("cache")])
         defer { fed.stop() }
         let (process, stdin) = (fed.process, fed.stdin)
         // A WAV stream of no stated length, 16 kHz mono 16-bit, and then nothing for now: the pipe stays open.
@@ -678,6 +680,14 @@ import Testing
             }
         }
         #expect(stderr().contains(loaded), "\(stderr())")
+        // A spec changed: built again, it says what it guessed, as it does when the graph is made.
+        try "phrase \"go forward\"\nphrase \"go zigbee\"\n".write(toFile: spec, atomically: true, encoding: .utf8)
+        let loadedCount = stderr().components(separatedBy: loaded).count
+        kill(process.processIdentifier, SIGHUP)
+        Run.wait(for: process, seconds: 120) { stderr().components(separatedBy: loaded).count > loadedCount }
+        let guessed = "quiet.lmspec:2:8: warning: 'zigbee' is in no dictionary; pronounced"
+        #expect(stderr().contains(guessed), "\(stderr())")
+        #expect(stderr().components(separatedBy: loaded).count == loadedCount + 1, "\(stderr())")
         try "phrase \"go forward\"\nphrase \"oops\n".write(toFile: spec, atomically: true, encoding: .utf8)
         let failure = "warning: node 'asr': the models could not be loaded again"
         kill(process.processIdentifier, SIGHUP)

@@ -6,8 +6,24 @@ import Synchronization
 /// the audio goes on (`request` returns when they are loaded), and switch to them between utterances: nothing
 /// is lost, and the utterance in flight finishes with the models it began with. Thread-safe.
 public final class ModelReloads: Sendable {
-    /// Loads a node's new models; returns the node's name, and why they could not be loaded (`nil`: loaded).
-    public typealias Observer = @Sendable ([String: [String: ParameterValue]]) -> (node: String, failure: String?)
+    /// What one node made of a request.
+    public struct Outcome: Sendable {
+        public var node: String
+        /// Why the new models could not be loaded (the old ones go on); `nil`: loaded.
+        public var failure: String?
+        /// What loading them has to say besides (a spec built again: each word whose pronunciation was guessed),
+        /// as the node's `notes` say it when the graph is made.
+        public var notes: [String]
+
+        public init(node: String, failure: String?, notes: [String] = []) {
+            self.node = node
+            self.failure = failure
+            self.notes = notes
+        }
+    }
+
+    /// Loads a node's new models; returns what came of it.
+    public typealias Observer = @Sendable ([String: [String: ParameterValue]]) -> Outcome
     private struct State {
         var parameters: [String: [String: ParameterValue]] = [:]
         var observers: [Observer] = []
@@ -22,7 +38,7 @@ public final class ModelReloads: Sendable {
     /// A node whose new models could not be loaded keeps its earlier parameters: the values it refused are not
     /// asked for again by the next request.
     @discardableResult
-    public func request(parameters: [String: [String: ParameterValue]] = [:]) -> [(node: String, failure: String?)] {
+    public func request(parameters: [String: [String: ParameterValue]] = [:]) -> [Outcome] {
         let (observers, all, before) = state.withLock {
             s -> ([Observer], [String: [String: ParameterValue]], [String: [String: ParameterValue]]) in
             let before = s.parameters

@@ -163,8 +163,7 @@ public final class RunningGraph: @unchecked Sendable {
     /// do (or when they could not be loaded). Not on the graph's own thread.
     /// Returns each reloading node's name, and why its models could not be loaded (`nil`: loaded).
     @discardableResult
-    public func reloadModels(parameters: [String: [String: ParameterValue]] = [:]) -> [(node: String, failure: String?)]
-    {
+    public func reloadModels(parameters: [String: [String: ParameterValue]] = [:]) -> [ModelReloads.Outcome] {
         let outcomes = resources.shared(ModelReloads.self) { ModelReloads() }.request(parameters: parameters)
         resources.wake.post()
         return outcomes
