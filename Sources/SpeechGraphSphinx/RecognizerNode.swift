@@ -350,18 +350,18 @@ public final class RecognizerNode: GraphNode {
                 // Values given in code are checked as a graph file's are: a bad one fails the reload.
                 guard let descriptor = RecognizerNode.descriptor.parameters.first(where: { $0.name == key }) else {
                     let failure = "no parameter '\(key)' on a recognizer"
-                    slot.deliver(.failure(failure), ticket: slot.ticket())
-                    return .init(node: name, failure: failure)
+                    let dropped = slot.deliver(.failure(failure), ticket: slot.ticket())
+                    return .init(node: name, failure: failure, droppedEarlier: dropped)
                 }
                 switch descriptor.check(value) {
                 case .success(let v): changed.values[key] = v
                 case .failure(let e):
-                    slot.deliver(.failure(e.message), ticket: slot.ticket())
-                    return .init(node: name, failure: e.message)
+                    let dropped = slot.deliver(.failure(e.message), ticket: slot.ticket())
+                    return .init(node: name, failure: e.message, droppedEarlier: dropped)
                 }
             }
-            let (failure, notes) = RecognizerNode.load(changed, controlConnected: control, into: slot)
-            return .init(node: name, failure: failure, notes: notes)
+            let (failure, notes, dropped) = RecognizerNode.load(changed, controlConnected: control, into: slot)
+            return .init(node: name, failure: failure, notes: notes, droppedEarlier: dropped)
         }
         endsAtPauses = results == .fast && context.connectedInputs.contains("control")
         secondPassAtPause = c.bool(of: "second-pass-at-pause") && controlConnected && !endsAtPauses
@@ -881,9 +881,10 @@ public final class RecognizerNode: GraphNode {
     public static let modelChanged: EventKind = "modelChanged"
 
     /// Loads the models for `c` into `slot`, on the thread that asked for the reload (never the graph's: the
-    /// audio goes on meanwhile); why they could not be loaded, or `nil`, and the notes of their loading (a spec
-    /// built again: its guessed pronunciations).
-    static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) -> (String?, [String]) {
+    /// audio goes on meanwhile); why they could not be loaded, or `nil`; the notes of their loading (a spec
+    /// built again: its guessed pronunciations); whether a failure dropped models an earlier request had loaded.
+    @discardableResult
+    static func load(_ c: NodeConfig, controlConnected: Bool, into slot: LoadSlot) -> (String?, [String], Bool) {
         let requested = Date().timeIntervalSince1970
         let ticket = slot.ticket()
         do {
@@ -905,10 +906,10 @@ public final class RecognizerNode: GraphNode {
             let loaded = Loaded(
                 models: models, decoders: decoders, config: c, loadSeconds: Date().timeIntervalSince1970 - requested)
             slot.deliver(.success(loaded), ticket: ticket)
-            return (nil, models.notes)
+            return (nil, models.notes, false)
         } catch {
-            slot.deliver(.failure("\(error)"), ticket: ticket)
-            return ("\(error)", [])
+            let dropped = slot.deliver(.failure("\(error)"), ticket: ticket)
+            return ("\(error)", [], dropped)
         }
     }
 
@@ -1009,12 +1010,18 @@ public final class RecognizerNode: GraphNode {
         }
 
         /// Hands the node a request's outcome, unless a request that began later has already handed over its
-        /// own (the latest request wins, not the one that finished last).
-        func deliver(_ outcome: Outcome, ticket: Int) {
+        /// own (the latest request wins, not the one that finished last). Returns whether it replaced models an
+        /// earlier request loaded that the node had not yet taken (they are dropped).
+        @discardableResult
+        func deliver(_ outcome: Outcome, ticket: Int) -> Bool {
             order.withLock { o in
-                guard ticket > o.delivered else { return }
+                guard ticket > o.delivered else { return false }
                 o.delivered = ticket
-                value.withLock { $0 = outcome }
+                return value.withLock { old in
+                    defer { old = outcome }
+                    if case .success? = old { return true }
+                    return false
+                }
             }
         }
 

@@ -63,9 +63,14 @@ final class SignalHandling {
                     for note in outcome.notes { printError(note) }
                     if let failure = outcome.failure {
                         target.toldFailures.withLock { _ = $0.insert("\(outcome.node)\n\(failure)") }
+                        // The models an earlier SIGHUP loaded, which were to take over at the next utterance, do not.
+                        let going =
+                            outcome.droppedEarlier
+                            ? "; those in use go on (those an earlier SIGHUP loaded, not yet in use, are dropped)"
+                            : ", the old ones go on"
                         printError(
-                            "speechgraph: warning: node '\(outcome.node)': the models could not be loaded again, the "
-                                + "old ones go on: \(failure)")
+                            "speechgraph: warning: node '\(outcome.node)': the models could not be loaded again"
+                                + "\(going): \(failure)")
                     } else {
                         printError(
                             "speechgraph: node '\(outcome.node)': the models are loaded again; they take over when the "

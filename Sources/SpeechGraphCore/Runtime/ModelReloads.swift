@@ -14,11 +14,15 @@ public final class ModelReloads: Sendable {
         /// What loading them has to say besides (a spec built again: each word whose pronunciation was guessed),
         /// as the node's `notes` say it when the graph is made.
         public var notes: [String]
+        /// A failure that also dropped new models an earlier request had loaded and that had not yet taken over:
+        /// the models in use go on, not those.
+        public var droppedEarlier: Bool
 
-        public init(node: String, failure: String?, notes: [String] = []) {
+        public init(node: String, failure: String?, notes: [String] = [], droppedEarlier: Bool = false) {
             self.node = node
             self.failure = failure
             self.notes = notes
+            self.droppedEarlier = droppedEarlier
         }
     }
 
