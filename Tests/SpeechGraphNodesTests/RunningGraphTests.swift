@@ -151,6 +151,33 @@ import Testing
         #expect(gaps.first.map { abs($0.start * 16000 - Double(accepted)) < 1 } == true)
     }
 
+    /// The jsonl sink's `latency` counts from the graph's audio epoch, which a live input sets from the first audio
+    /// it takes. Audio dropped before that (a full ring) was heard too: left out, the epoch came late by as much and
+    /// every latency read low.
+    @Test("a live input's audio epoch counts the audio dropped before its first read as heard")
+    func theEpochCountsAudioDroppedBeforeTheFirstRead() throws {
+        let resources = GraphResources()
+        let graph = try RunningGraph(
+            plan: Harness.plan(
+                """
+                node src = push.input { rate: 16 kHz, buffer: 50 ms }
+                node out = collect
+                src.events -> out
+                """), registry: Harness.registry, resources: resources)
+        let pusher = try #require(graph.input(named: "src"))
+        // 2.5 s written before the graph starts: 50 ms fit, the rest is dropped.
+        let chunk = [Float](repeating: 0.1, count: 400)
+        for _ in 0..<100 { _ = pusher.write(chunk) }
+        #expect(pusher.droppedFrames == 40000 - 800)
+        pusher.end()
+        let before = Date().timeIntervalSince1970
+        try graph.run()
+        let after = Date().timeIntervalSince1970
+        // The first read came between `before` and `after`; audio time 0 was 2.5 s before it.
+        let epoch = try #require(resources.audioEpoch)
+        #expect(epoch >= before - 2.5 - 0.001 && epoch <= after - 2.5 + 0.001, "\(epoch - before)")
+    }
+
     @Test("events no node takes go to Options.unrouted, with their node's name; routed ones do not")
     func unroutedEvents() throws {
         func gaps(routed: Bool) throws -> (unrouted: [(String, GraphEvent)], collected: Int) {
