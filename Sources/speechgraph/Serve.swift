@@ -63,6 +63,10 @@ extension SpeechgraphCommand {
         func validate() throws {
             guard (1...4096).contains(maxConnections) else { throw ValidationError("--max-connections: 1 to 4096") }
             guard (1...256).contains(decoders) else { throw ValidationError("--decoders: 1 to 256") }
+            // A client chooses a model by its name: one of no letters could not be told apart or typed.
+            guard !name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                throw ValidationError("--name: a name, not an empty one")
+            }
             guard idleTimeout.isFinite && idleTimeout > 0 && idleTimeout <= 86400 else {
                 throw ValidationError("--idle-timeout: seconds, above 0 and at most 86400")
             }
@@ -91,7 +95,10 @@ extension SpeechgraphCommand {
                 [(name, graph)]
                 + models.map { m -> (String, String?) in
                     let parts = m.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                    guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return (m, nil) }
+                    guard parts.count == 2, !parts[0].trimmingCharacters(in: .whitespaces).isEmpty, !parts[1].isEmpty
+                    else {
+                        return (m, nil)
+                    }
                     return (String(parts[0]), String(parts[1]))
                 }
             for (index, (modelName, file)) in sources.enumerated() {

@@ -260,6 +260,13 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         let twice = try Run.speechgraph(
             ["serve", "--wyoming", "tcp://127.0.0.1:0", "--model", "en-us=graphs/wyoming-fast.graph"])
         #expect(twice.status == 2 && twice.stderr.contains("two models named 'en-us'"), "\(twice.stderr)")
+        // A name of no letters could not be chosen.
+        let blank = try Run.speechgraph(["serve", "--wyoming", "tcp://127.0.0.1:0", "--name", " "])
+        #expect(blank.status == 2 && blank.stderr.contains("--name: a name, not an empty one"), "\(blank.stderr)")
+        let blankModel = try Run.speechgraph(
+            ["serve", "--wyoming", "tcp://127.0.0.1:0", "--model", " =graphs/wyoming-fast.graph"])
+        #expect(
+            blankModel.status == 2 && blankModel.stderr.contains("--model expects name=file"), "\(blankModel.stderr)")
         // A graph whose model is missing: a runtime failure (exit 1), as for run; a graph without the protocol's
         // sink: a graph error (exit 2), with the count.
         let graph = try String(
