@@ -124,38 +124,11 @@ import Testing
         #expect(pusher.droppedFrames == 0)
     }
 
-    @Test("a live writer that outruns a small ring loses whole chunks, reported as gap events on the audio clock")
-    func pushedOverrunBecomesGaps() throws {
-        let graph = try RunningGraph(
-            plan: Harness.plan(
-                """
-                node src = push.input { rate: 16 kHz, buffer: 50 ms }
-                node out = collect
-                src.events -> out
-                """), registry: Harness.registry)
-        let pusher = try #require(graph.input(named: "src"))
-        // Before the graph starts nothing is read: the first 800 frames fit, the rest are dropped.
-        let chunk = [Float](repeating: 0.1, count: 400)
-        var accepted = 0
-        for _ in 0..<10 { accepted += pusher.write(chunk) }
-        pusher.end()
-        try graph.run()
-        let gaps = try #require(graph.node(named: "out") as? EventCollector).events.compactMap { e -> TimeRange? in
-            if case .gap(_, let range, _) = e { return range }
-            return nil
-        }
-        #expect(accepted + pusher.droppedFrames == 4000)
-        #expect(pusher.droppedFrames > 0)
-        let lost = gaps.map { $0.duration * 16000 }.reduce(0, +)
-        #expect(abs(lost - Double(pusher.droppedFrames)) < 1)
-        #expect(gaps.first.map { abs($0.start * 16000 - Double(accepted)) < 1 } == true)
-    }
-
     /// The jsonl sink's `latency` counts from the graph's audio epoch, which a live input sets from the first audio
     /// it takes. Audio dropped before that (a full ring) was heard too: left out, the epoch came late by as much and
     /// every latency read low.
-    @Test("a live input's audio epoch counts the audio dropped before its first read as heard")
-    func theEpochCountsAudioDroppedBeforeTheFirstRead() throws {
+    @Test("a live writer that outruns a small ring loses whole chunks: gap events on the audio clock, heard audio")
+    func pushedOverrunBecomesGaps() throws {
         let resources = GraphResources()
         let graph = try RunningGraph(
             plan: Harness.plan(
@@ -165,10 +138,10 @@ import Testing
                 src.events -> out
                 """), registry: Harness.registry, resources: resources)
         let pusher = try #require(graph.input(named: "src"))
-        // 2.5 s written before the graph starts: 50 ms fit, the rest is dropped.
+        // Before the graph starts nothing is read: 2.5 s written, the first 800 frames fit, the rest are dropped.
         let chunk = [Float](repeating: 0.1, count: 400)
-        for _ in 0..<100 { _ = pusher.write(chunk) }
-        #expect(pusher.droppedFrames == 40000 - 800)
+        var accepted = 0
+        for _ in 0..<100 { accepted += pusher.write(chunk) }
         pusher.end()
         let before = Date().timeIntervalSince1970
         try graph.run()
@@ -176,6 +149,15 @@ import Testing
         // The first read came between `before` and `after`; audio time 0 was 2.5 s before it.
         let epoch = try #require(resources.audioEpoch)
         #expect(epoch >= before - 2.5 - 0.001 && epoch <= after - 2.5 + 0.001, "\(epoch - before)")
+        let gaps = try #require(graph.node(named: "out") as? EventCollector).events.compactMap { e -> TimeRange? in
+            if case .gap(_, let range, _) = e { return range }
+            return nil
+        }
+        #expect(accepted + pusher.droppedFrames == 40000)
+        #expect(pusher.droppedFrames > 0)
+        let lost = gaps.map { $0.duration * 16000 }.reduce(0, +)
+        #expect(abs(lost - Double(pusher.droppedFrames)) < 1)
+        #expect(gaps.first.map { abs($0.start * 16000 - Double(accepted)) < 1 } == true)
     }
 
     @Test("events no node takes go to Options.unrouted, with their node's name; routed ones do not")
