@@ -54,6 +54,10 @@ struct ParameterCheckTests {
         #expect(abs(us - 0.25) < 1e-12)
         #expect(ok(time, .number(3000, unit: "ms")) == .number(3), "the upper bound itself is in range")
         #expect(ok(time, .number(0, unit: "s")) == .number(0))
+        // Zero needs no unit (it is zero in all of them); any other number does.
+        #expect(ok(time, .number(0, unit: nil)) == .number(0))
+        #expect(failure(time, .number(1, unit: nil))?.hasPrefix("missing unit for 'hangover'") == true)
+        #expect(failure(frequency, .number(0, unit: nil))?.hasPrefix("0 is out of range for 'rate'") == true)
     }
 
     @Test("levels stay in dB")

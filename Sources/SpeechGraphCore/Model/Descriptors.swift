@@ -399,6 +399,9 @@ public struct ParameterDescriptor: Sendable {
     public func check(_ literal: ValueLiteral) -> Result<ParameterValue, ParameterError> {
         let value: ParameterValue
         switch (kind, literal) {
+        case (.quantity, .number(0, nil)):
+            // Zero is zero in every unit (`pause: 0` turns the pause events off): nothing to guess.
+            value = .number(0)
         case (.quantity(let dimension), .number(let v, let unitText)):
             guard let unitText else {
                 return .failure(ParameterError("missing unit for '\(name)': expected \(dimension.example)"))
