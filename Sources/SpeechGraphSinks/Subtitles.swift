@@ -246,11 +246,12 @@ public struct SubtitleWriter: Sendable {
         return copy.finish()
     }
 
-    /// Writes the held cue, up at least `minDuration` when the next cue starts later than that.
+    /// Writes the held cue, up at least `minDuration` when the next cue starts later than that, or when none
+    /// comes (the end: a last one-word answer does not flash by either).
     private mutating func release(before next: Double?) -> String {
         guard var cue = held else { return "" }
         held = nil
-        if let next { cue.end = max(cue.end, min(cue.start + maker.minDuration, next)) }
+        cue.end = max(cue.end, min(cue.start + maker.minDuration, next ?? .infinity))
         return write(cue)
     }
 

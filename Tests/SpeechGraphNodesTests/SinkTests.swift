@@ -287,7 +287,7 @@ extension Decoding {
         #expect(SubtitleSink.timestamp(0.0405, .vtt) == "00:00:00.041")
     }
 
-    @Test("a one-word result's cue stays up 5/6 s when the next speech leaves room, never over the next cue")
+    @Test("a one-word result's cue stays up 5/6 s when the next speech leaves room or at the end, never over the next")
     func oneWordCuesStayUp() throws {
         func result(_ n: Int, _ word: String, _ start: Double, _ end: Double) -> Transcription {
             Transcription(
@@ -295,17 +295,17 @@ extension Decoding {
                 words: [Word(text: word, range: TimeRange(start: start, end: end), confidence: 0.9)], node: "asr")
         }
         var writer = SubtitleWriter(format: .srt)
-        // Held until the next result says how long it may stay.
+        // Held until the next result says how long it may stay (5/6 s if none came).
         #expect(writer.text(for: result(1, "yes", 1.0, 1.3)) == "")
-        #expect(writer.pending == "1\n00:00:01,000 --> 00:00:01,400\nyes\n\n")
+        #expect(writer.pending == "1\n00:00:01,000 --> 00:00:01,833\nyes\n\n")
         // The next speech comes 2 s later: 5/6 s up. Then one 0.3 s after its end: up until it starts.
         #expect(writer.text(for: result(2, "no", 3.0, 3.2)) == "1\n00:00:01,000 --> 00:00:01,833\nyes\n\n")
         #expect(writer.text(for: result(3, "maybe", 3.5, 3.9)) == "2\n00:00:03,000 --> 00:00:03,500\nno\n\n")
-        // An empty result settles nothing; the last cue ends with its utterance, at the end.
+        // An empty result settles nothing; at the end, the last cue stays up 5/6 s too.
         let empty = Transcription(
             utterance: 4, isFinal: true, range: TimeRange(start: 5, end: 6), text: "", node: "asr")
         #expect(writer.text(for: empty) == "")
-        #expect(writer.finish() == "3\n00:00:03,500 --> 00:00:04,000\nmaybe\n\n")
+        #expect(writer.finish() == "3\n00:00:03,500 --> 00:00:04,333\nmaybe\n\n")
         #expect(writer.finish() == "")
     }
 
