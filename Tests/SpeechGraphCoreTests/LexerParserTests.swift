@@ -223,6 +223,10 @@ struct ParserTests {
             ("utterance", .word("utterance")),
             ("out/log.jsonl", .string("out/log.jsonl")),
             ("two words", .string("two words")),
+            // A '#' is text in a value, not a comment that would cut it.
+            ("room #2", .string("room #2")),
+            ("take#2", .string("take#2")),
+            (#"["a #1", "b"]"#, .list(["a #1", "b"])),
         ])
     func wholeValueVariable(text: String, expected: ValueLiteral) throws {
         #expect(try value("node n = t { x: ${V} }", "x", environment: ["V": text]) == expected)

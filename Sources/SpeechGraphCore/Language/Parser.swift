@@ -291,7 +291,13 @@ public struct GraphParser {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         var lexer = Lexer(text: trimmed, file: "")
         let tokens = lexer.tokenize().filter { $0.kind != .end }
-        if lexer.diagnostics.all.isEmpty {
+        // A '#' outside quotes would start a comment in a file; in a value it is text (`take #2.jsonl`), so a value
+        // whose tokens leave one out is a string.
+        let quotedHashes = tokens.reduce(0) { n, token in
+            guard case .string(let parts) = token.kind else { return n }
+            return n + parts.reduce(0) { if case .literal(let l) = $1 { $0 + l.count { $0 == "#" } } else { $0 } }
+        }
+        if lexer.diagnostics.all.isEmpty && quotedHashes == trimmed.count(where: { $0 == "#" }) {
             if let list = list(tokens) { return .list(list) }
             switch tokens.map(\.kind) {
             case let k where k.count == 1:
