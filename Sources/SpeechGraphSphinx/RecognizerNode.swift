@@ -195,6 +195,16 @@ public final class RecognizerNode: GraphNode {
     public static let type = NodeType(
         descriptor,
         resourceCheck: { c in
+            // Files the parameters name that do not exist, every one (resolving stops at the first).
+            let named: [(String, String)] = [
+                ("hmm", "acoustic model directory"), ("dict", "dictionary"), ("lm", "language model"),
+                ("grammar", "grammar"), ("jsgf", "grammar"),
+            ]
+            let missing = named.compactMap { parameter, what -> SpeechGraphError? in
+                guard let path = c.string(parameter), !FileManager.default.fileExists(atPath: path) else { return nil }
+                return SpeechGraphError("\(what) not found: \(path)", parameter: parameter)
+            }
+            if missing.count > 1 { throw SpeechGraphErrors(missing) }
             let model = try SphinxModel.resolve(c, buildSpec: false)
             try model.checkRate()
         },

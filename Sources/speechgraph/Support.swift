@@ -225,7 +225,7 @@ func loadPlan(
         let validated = try planner.validate(spec, overrides: parsedOverrides)
         printDiagnostics(validated.warnings)
         guard negotiate else { return validated }
-        let planned = try planner.negotiate(validated, resources: resources)
+        let planned = try planner.negotiate(validated, resources: resources, allResourceProblems: true)
         printDiagnostics(Array(planned.warnings.dropFirst(validated.warnings.count)))
         return planned
     } catch let error as GraphError {
@@ -233,6 +233,13 @@ func loadPlan(
         throw Reported(code: Exit.usage)
     } catch let error as SpeechGraphError {
         reportFailure(error, status: nil)
+        throw Reported(code: Exit.failure)
+    } catch let errors as SpeechGraphErrors {
+        // What the graph names that is missing or cannot be written, every one of them, in the file's order.
+        let sorted = errors.errors.sorted {
+            ($0.location?.line ?? 0, $0.location?.column ?? 0) < ($1.location?.line ?? 0, $1.location?.column ?? 0)
+        }
+        for error in sorted { reportFailure(error, status: nil) }
         throw Reported(code: Exit.failure)
     }
 }

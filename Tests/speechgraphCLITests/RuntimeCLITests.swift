@@ -249,6 +249,34 @@ import Testing
         #expect(
             clash.stderr.hasPrefix("\(both):2:34: error: 'phrases' and a grammar do not go together"), "\(clash.stderr)"
         )
+        // Everything the graph names that is missing is found in one go, in the file's order: an input file (the
+        // nodes after it have no format to work out, their own files are still checked), two files of one
+        // recognizer, a sink's folder that is a file, another recognizer's model.
+        let many = dir.path("many.graph")
+        let file = dir.path("file")
+        FileManager.default.createFile(atPath: file, contents: nil)
+        try """
+        node s = file.input { path: "\(dir.path("nothere.wav"))" }
+        node a = recognizer { dict: "\(dir.path("my.dict"))", lm: "\(dir.path("my.lm"))", mode: utterance }
+        node log = jsonl { path: "\(file)/log.jsonl" }
+        node b = recognizer { hmm: "\(dir.path("nohmm"))", mode: utterance }
+        s -> a -> log
+        s -> b -> log
+        """.write(toFile: many, atomically: true, encoding: .utf8)
+        let all = try Run.speechgraph(["check", "--plan", many])
+        #expect(all.status == 1)
+        let lines = all.stderr.split(separator: "\n").map(String.init)
+        let expected = [
+            (1, "node 's' (file.input): \(dir.path("nothere.wav")): no such file"),
+            (2, "node 'a' (recognizer): dictionary not found: \(dir.path("my.dict"))"),
+            (2, "node 'a' (recognizer): language model not found: \(dir.path("my.lm"))"),
+            (3, "node 'log' (jsonl): cannot write \(file)/log.jsonl"),
+            (4, "node 'b' (recognizer): acoustic model directory not found: \(dir.path("nohmm"))"),
+        ]
+        #expect(lines.count == expected.count, "\(all.stderr)")
+        for (line, (number, message)) in zip(lines, expected) {
+            #expect(line.hasPrefix("\(many):\(number):") && line.contains("error: \(message)"), "\(line)")
+        }
     }
 
     @Test("check --plan of a JACK graph opens no JACK client: with no server at all it plans, assuming 48 kHz")

@@ -360,9 +360,18 @@ public struct GraphPlanner {
         return "/" + names.joined(separator: "/")
     }
 
-    public func negotiate(_ validated: GraphPlan, resources: GraphResources? = nil) throws -> GraphPlan {
+    /// Works out every node's formats (inserting converters) and checks what the graph names outside itself (the
+    /// nodes' resource checks, the files its sinks write). `allResourceProblems`: each node's resource problem is
+    /// found, located, and all are thrown together at the end (`SpeechGraphErrors` when there are several: `check
+    /// --plan` reports them all); otherwise the first is thrown at once.
+    public func negotiate(
+        _ validated: GraphPlan, resources: GraphResources? = nil, allResourceProblems: Bool = false
+    ) throws -> GraphPlan {
         var plan = validated
         var diagnostics = DiagnosticList()
+        var resourceProblems: [SpeechGraphError] = []
+        // Nodes whose formats could not be worked out (an input file that is missing), and those downstream.
+        var formatless: Set<Int> = []
         var i = 0
         while i < plan.nodes.count {
             let type = registry[plan.nodes[i].typeName]!
@@ -419,14 +428,35 @@ public struct GraphPlanner {
             do {
                 plan.nodes[i].inputFormats = inputs
                 plan.nodes[i].maxInputFrames = maxIn
-                plan.nodes[i].outputFormats = try outputFormats(type, &context)
-                plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
-                try type.resourceCheck?(plan.nodes[i].config)
-                // The files and folders it writes: where they can be written.
-                for p in type.descriptor.parameters where p.kind == .path && p.writes {
-                    if let path = plan.nodes[i].config.string(p.name), let problem = OutputPath.problem(path) {
-                        throw SpeechGraphError(problem, parameter: p.name)
+                if plan.edges.contains(where: {
+                    $0.toNode == i && $0.kind == .audio && formatless.contains($0.fromNode)
+                }) {
+                    // Its audio's format is not known: only what it names outside the graph is checked.
+                    formatless.insert(i)
+                } else {
+                    do {
+                        plan.nodes[i].outputFormats = try outputFormats(type, &context)
+                    } catch let error as SpeechGraphError where allResourceProblems {
+                        resourceProblems.append(plan.nodes[i].config.located(error))
+                        formatless.insert(i)
                     }
+                }
+                plan.nodes[i].maxOutputFrames = type.maxOutputFrames(plan.nodes[i].config, inputs, maxIn)
+                do {
+                    try type.resourceCheck?(plan.nodes[i].config)
+                    // The files and folders it writes: where they can be written.
+                    for p in type.descriptor.parameters where p.kind == .path && p.writes {
+                        if let path = plan.nodes[i].config.string(p.name), let problem = OutputPath.problem(path) {
+                            throw SpeechGraphError(problem, parameter: p.name)
+                        }
+                    }
+                } catch let error as SpeechGraphError where allResourceProblems {
+                    // Nothing after depends on it: the next nodes are checked too.
+                    resourceProblems.append(plan.nodes[i].config.located(error))
+                } catch let errors as SpeechGraphErrors {
+                    let located = errors.errors.map(plan.nodes[i].config.located)
+                    guard allResourceProblems else { throw located[0] }
+                    resourceProblems += located
                 }
                 for note in context.notes {
                     plan.warnings.append(
@@ -438,6 +468,8 @@ public struct GraphPlanner {
             i += 1
         }
         try diagnostics.throwIfErrors()
+        try SpeechGraphErrors(resourceProblems).throwIfAny()
+        precondition(formatless.isEmpty, "a node without formats, and no problem found")
         return plan
     }
 
