@@ -83,7 +83,8 @@ public enum NodeReference {
             let contract = portContract(p) ?? ""
             let note = p.direction == .input && !p.isRequired ? "optional. " : ""
             out +=
-                "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(contract) | \(note)\(p.doc) |\n"
+                "| `\(p.name)` | \(p.direction.rawValue) | \(p.kind.rawValue) | \(cell(contract)) | "
+                + "\(cell(note + p.doc)) |\n"
         }
         out += "\n"
         if !d.eventKinds.isEmpty {
@@ -96,14 +97,18 @@ public enum NodeReference {
         } else {
             out += "| parameter | type | default | range | |\n|---|---|---|---|---|\n"
             for p in d.parameters {
+                let type = cell(p.kind.summary.replacingOccurrences(of: "|", with: " | "))
                 out +=
-                    "| `\(p.name)` | \(p.kind.summary.replacingOccurrences(of: "|", with: " \\| ")) | "
-                    + "`\(p.defaultText)` | \(p.rangeText ?? "") | \(p.doc) |\n"
+                    "| `\(p.name)` | \(type) | `\(cell(p.defaultText))` | \(cell(p.rangeText ?? "")) | "
+                    + "\(cell(p.doc)) |\n"
             }
             out += "\n"
         }
         return out
     }
+
+    /// Text in a table cell: a '|' in it would end the cell (GitHub's tables take `\|` for one, in code too).
+    static func cell(_ text: String) -> String { text.replacingOccurrences(of: "|", with: "\\|") }
 
     /// What a port's contract says: an audio input's requirement, an audio output's format rule, the event
     /// kinds an event port emits or accepts.
