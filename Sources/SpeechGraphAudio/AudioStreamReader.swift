@@ -83,6 +83,13 @@ public final class AudioStreamReader: @unchecked Sendable {
             dataBytes = size.map { $0 - Int(lseek(fd, 0, SEEK_CUR)) }.flatMap { $0 > 0 ? $0 : nil }
             // As a WAV stream: nothing at all is an error, not an empty transcript.
             guard fill(1) else { throw Failure(description: "\(name) is empty") }
+            // A WAV read as raw samples would be noise at the wrong rate, with no word of it (arecord writes WAV
+            // unless told '-t raw').
+            if fill(12), buffer[0..<4] == [0x52, 0x49, 0x46, 0x46], buffer[8..<12] == [0x57, 0x41, 0x56, 0x45] {
+                throw Failure(
+                    description: "\(name) is WAV audio, not raw samples: leave out --rate (its header gives the "
+                        + "rate), or send raw audio ('arecord -t raw')")
+            }
             pending = buffer
             atEnd = ended
             return

@@ -198,6 +198,18 @@ import Testing
         let bin = TestPaths.binary.path
         let empty = try Run.process("/bin/bash", ["-c", "'\(bin)' transcribe --rate 16000 - < /dev/null"])
         #expect(empty.status == 1 && empty.stderr.contains("standard input is empty"), "\(empty.stderr)")
+        // A WAV given as raw (arecord writes WAV unless told otherwise) is refused, not read as noise.
+        for (command, what) in [
+            ("'\(bin)' transcribe --rate 16000 - < '\(wav)'", "standard input"),
+            ("'\(bin)' transcribe --rate 8000 '\(wav)'", wav),
+        ] {
+            let asRaw = try Run.process("/bin/bash", ["-c", command])
+            #expect(asRaw.status == 1 && asRaw.stdout.isEmpty)
+            #expect(
+                asRaw.stderr
+                    == "speechgraph: error: \(what) is WAV audio, not raw samples: leave out --rate (its header "
+                    + "gives the rate), or send raw audio ('arecord -t raw')\n", "\(asRaw.stderr)")
+        }
         for misuse in [
             ["--rate", "16000", raw, raw], ["--channels", "2", wav], ["--vad-preset", "bogus", wav],
             ["--confidence", "posterior", wav], ["--confidence", "calibrated", wav],
