@@ -336,7 +336,8 @@ let diagnosticLimit = 100
 func printGraphErrors(_ error: GraphError, in path: String) {
     printDiagnostics(error.diagnostics)
     var files: [(file: String, errors: Int)] = []
-    for d in error.diagnostics where d.severity == .error {
+    // Counted by the file they are in: an option's error (`--set asr.mode: ...`) is in none, and is one line.
+    for d in error.diagnostics where d.severity == .error && !(d.location == nil && d.message.hasPrefix("--")) {
         let file = d.location?.file ?? path
         if let i = files.firstIndex(where: { $0.file == file }) {
             files[i].errors += 1
@@ -346,7 +347,9 @@ func printGraphErrors(_ error: GraphError, in path: String) {
     }
     let errors = files.reduce(0) { $0 + $1.errors }
     let plural = errors == 1 ? "" : "s"
-    if files.count > 1 {
+    if files.isEmpty {
+        return
+    } else if files.count > 1 {
         printError("\(errors) error\(plural): " + files.map { "\($0.errors) in \($0.file)" }.joined(separator: ", "))
     } else {
         printError("\(errors) error\(plural) in \(files.first?.file ?? path)")

@@ -400,6 +400,13 @@ import Testing
         let r = try Run.speechgraph(["vad", "--set", "threshold=loud", try speech()])
         #expect(r.status == 2)
         #expect(r.stderr.hasPrefix("speechgraph: error: --set threshold: "), "\(r.stderr)")
+        // One line: the value is in no file, so no '1 error in FILE' follows.
+        let run = try Run.speechgraph(["check", "graphs/demo.graph", "--set", "asr.mode=bogus"])
+        #expect(run.status == 2)
+        #expect(
+            run.stderr == "speechgraph: error: --set asr.mode: 'bogus' is not one of streaming, utterance for 'mode'\n",
+            "\(run.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
     }
 
     // MARK: usage errors
