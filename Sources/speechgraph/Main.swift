@@ -65,7 +65,7 @@ struct SpeechgraphCommand: ParsableCommand {
         }
         var parsed: ParsableCommand.Type?
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(negativeValuesJoined(Array(CommandLine.arguments.dropFirst())))
             parsed = type(of: command)
             try command.run()
         } catch let reported as Reported {
@@ -103,6 +103,27 @@ func unknownShortOption(_ arguments: [String]) -> String? {
         }
     }
     return nil
+}
+
+/// `--duration -1` as `--duration=-1`: the parser takes a negative number after an option for an option of its
+/// own and says the value is missing; joined, the value reaches the option's own check ("must be above 0").
+func negativeValuesJoined(_ arguments: [String]) -> [String] {
+    var out: [String] = []
+    var i = 0
+    while i < arguments.count {
+        let argument = arguments[i]
+        if argument == "--" { return out + arguments[i...] }
+        if argument.hasPrefix("--") && !argument.contains("=") && i + 1 < arguments.count,
+            arguments[i + 1].hasPrefix("-"), Double(arguments[i + 1]) != nil
+        {
+            out.append("\(argument)=\(arguments[i + 1])")
+            i += 2
+            continue
+        }
+        out.append(argument)
+        i += 1
+    }
+    return out
 }
 
 /// `speechgraph help WORD...` where a word names no command: what is wrong, with the commands there are at that

@@ -428,6 +428,11 @@ import Testing
         }
         let r = try Run.speechgraph(["nodes", "recogniser"])
         #expect(r.stderr.contains("did you mean 'recognizer'?"))
+        // A negative number after an option is its value, checked as such (not "missing value").
+        let negative = try Run.speechgraph(["run", "--duration", "-1", "graphs/demo.graph"])
+        #expect(negative.status == 2)
+        #expect(
+            negative.stderr.hasPrefix("Error: --duration: a number of seconds greater than 0"), "\(negative.stderr)")
     }
 
     @Test func helpIsComplete() throws {
