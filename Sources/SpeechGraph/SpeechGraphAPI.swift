@@ -49,7 +49,7 @@ public final class SpeechGraph: Sendable {
     ) throws {
         let text: String
         do { text = try String(contentsOf: url, encoding: .utf8) } catch {
-            throw Error.unreadable("\(url.path): \(error.localizedDescription)")
+            throw Error.unreadable("\(url.path): \(PathNames.reason(error))")
         }
         try self.init(source: text, name: url.path, settings: settings, registry: registry)
     }

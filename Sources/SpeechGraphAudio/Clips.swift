@@ -61,7 +61,7 @@ public final class ClipsSink: GraphNode {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
             throw SpeechGraphError(
-                "clips node '\(name)': cannot make the folder \(folder): \(error.localizedDescription)",
+                "clips node '\(name)': cannot make the folder \(folder): \(PathNames.reason(error))",
                 parameter: "path")
         }
     }

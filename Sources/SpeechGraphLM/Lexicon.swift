@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphCore
 
 /// Pronunciations for a model's words: the general dictionary's (CMUdict), a spec's custom ones, and for
 /// words in neither a guess from espeak-ng's phonemes.
@@ -129,7 +130,7 @@ public enum LMBuilder {
             throw LMBuildError("cannot write the model into \(directory): it is a file, not a directory")
         }
         do { try fm.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
-            throw LMBuildError("cannot make the directory \(directory): \(error.localizedDescription)")
+            throw LMBuildError("cannot make the directory \(directory): \(PathNames.reason(error))")
         }
         let arpa = directory + "/lm.arpa"
         try write(model.arpa, to: arpa)
@@ -145,7 +146,7 @@ public enum LMBuilder {
 
     private static func write(_ text: String, to path: String) throws {
         do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
-            throw LMBuildError("cannot write \(path): \(error.localizedDescription)")
+            throw LMBuildError("cannot write \(path): \(PathNames.reason(error))")
         }
     }
 }

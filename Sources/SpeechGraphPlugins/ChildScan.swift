@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -59,7 +60,7 @@ public enum ChildScan {
         let done = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in done.signal() }
         do { try process.run() } catch {
-            return .refused("its validation could not start (\(executable): \(error.localizedDescription))")
+            return .refused("its validation could not start (\(executable): \(PathNames.reason(error)))")
         }
         // Read both pipes while the child runs (a chatty plugin must not block on a full pipe), at most 1 MiB each.
         let reports = PipeReader(stdout.fileHandleForReading)

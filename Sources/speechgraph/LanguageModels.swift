@@ -65,7 +65,7 @@ extension SpeechgraphCommand {
                             for _ in 0..<count { text += line }
                         }
                         do { try text.write(toFile: corpus, atomically: true, encoding: .utf8) } catch {
-                            throw LMBuildError("cannot write \(corpus): \(error.localizedDescription)")
+                            throw LMBuildError("cannot write \(corpus): \(PathNames.reason(error))")
                         }
                     }
                     for warning in report.guessWarnings(parsed, file: spec) { printError(warning) }

@@ -172,7 +172,7 @@ enum PluginCheckRun {
         }
         process.environment = environment
         do { try process.run() } catch {
-            outcome.failure = "the check could not start: \(error.localizedDescription)"
+            outcome.failure = "the check could not start: \(PathNames.reason(error))"
             return outcome
         }
         let stderrText = PipeReader(errors.fileHandleForReading, echo: FileHandle.standardError)

@@ -54,6 +54,12 @@ import Testing
             inTheWay.stderr
                 == "speechgraph: error: cannot write the model into \(file): it is a file, not a directory\n",
             "\(inTheWay.stderr)")
+        // A folder that cannot be made: the system's reason, not Foundation's "could not be completed".
+        let under = try Run.speechgraph(["lm", "build", chessSpec, "-o", file + "/model"])
+        #expect(under.status == 1)
+        #expect(
+            under.stderr == "speechgraph: error: cannot make the directory \(file)/model: Not a directory\n",
+            "\(under.stderr)")
     }
 
     @Test("A spec built on first use says which pronunciations it guessed, once, without failing the run")

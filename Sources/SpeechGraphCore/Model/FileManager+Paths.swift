@@ -11,6 +11,17 @@ extension FileManager {
 /// Path names taken apart by hand: Foundation's `NSString.deletingLastPathComponent` traps on a one-character
 /// name ("o", "o/", "."), which a user's relative path reaches ("o/log.jsonl").
 public enum PathNames {
+    /// Why a file operation failed, as the system says it (`No such file or directory`, `No space left on
+    /// device`): Foundation's own text on Linux is "The operation could not be completed" and a guess.
+    public static func reason(_ error: any Error) -> String {
+        if let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? any Error {
+            if let posix = underlying as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+            let ns = underlying as NSError
+            if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        }
+        return error.localizedDescription
+    }
+
     /// The folder part of `path`, as `dirname` without its "." (`a/b` → `a`, `/a` → `/`, `a` → ``, `/` → `/`).
     public static func folder(of path: String) -> String {
         var name = Substring(path)
@@ -49,7 +60,7 @@ public enum OutputPath {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
-            throw SpeechGraphError("cannot make the folder \(folder) for \(path): \(error.localizedDescription)")
+            throw SpeechGraphError("cannot make the folder \(folder) for \(path): \(PathNames.reason(error))")
         }
     }
 }
