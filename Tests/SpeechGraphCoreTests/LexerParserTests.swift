@@ -242,6 +242,22 @@ struct ParserTests {
         #expect(try value("node n = t { x: ${EMPTY:-16 kHz} }", "x", environment: env) == .number(16, unit: "kHz"))
     }
 
+    @Test("the shell's other forms (${X-d}, ${X:=d}) and a '-' in a name: one error saying what a variable is")
+    func shellFormsOfVariables() {
+        let hint = { (name: String, c: String) in
+            "unexpected '\(c)' after '${\(name)': a variable's name is letters, digits and '_', and a default is "
+                + "written '${\(name):-value}'"
+        }
+        #expect(
+            parseErrors(#"node n = t { x: "${MY-VAR}/a", y: ${MODE-utterance} }"#, environment: [:]) == [
+                "t.graph:1:22: error: " + hint("MY", "-"), "t.graph:1:41: error: " + hint("MODE", "-"),
+            ])
+        #expect(
+            parseErrors(#"node n = t { x: "${X:=abc}" }"#, environment: [:]) == [
+                "t.graph:1:21: error: " + hint("X", ":")
+            ])
+    }
+
     @Test("an unset variable without a default is an error at the value")
     func unsetVariable() {
         #expect(

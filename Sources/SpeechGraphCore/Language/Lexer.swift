@@ -281,6 +281,22 @@ package struct Lexer {
             fallback = f
         }
         guard peek() == "}" else {
+            // What stands after the name, when a '}' closes it further on: a '-' in it, or the shell's other forms
+            // (`${X-d}`, `${X:=d}`), which the language does not take.
+            var rest = ""
+            var k = 0
+            while let c = peek(k), c != "}", c != "\n" {
+                rest.unicodeScalars.append(c)
+                k += 1
+            }
+            if fallback == nil, !name.isEmpty, peek(k) == "}", let first = rest.unicodeScalars.first {
+                diagnostics.error(
+                    "unexpected '\(first)' after '${\(name)': a variable's name is letters, digits and '_', and a "
+                        + "default is written '${\(name):-value}'", at: here)
+                for _ in 0...k { advance() }  // through the '}': what follows is read as usual
+                // A stand-in, so that nothing else is said about it (the error stops the reading pass anyway).
+                return .variable(name: name, fallback: "")
+            }
             diagnostics.error("unterminated '${': expected '}'", at: start)
             return nil
         }
