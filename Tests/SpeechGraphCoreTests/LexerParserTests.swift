@@ -258,6 +258,17 @@ struct ParserTests {
             ])
     }
 
+    @Test("curly quotes pasted from a page, or single quotes: one error each, showing the string as it should be")
+    func quotesThatAreNotTheLanguages() {
+        #expect(
+            parseErrors(
+                "node n = t { x: \u{201C}out/a.wav\u{201D}, y: 'b c', z: \u{201C}mic\u{201D} }", environment: [:]) == [
+                    #"t.graph:1:17: error: curly quotes: a string goes in straight double quotes ("out/a.wav")"#,
+                    #"t.graph:1:33: error: single quotes: a string goes in straight double quotes ("b c")"#,
+                    #"t.graph:1:43: error: curly quotes: a string goes in straight double quotes ("mic")"#,
+                ])
+    }
+
     @Test("an unset variable without a default is an error at the value")
     func unsetVariable() {
         #expect(

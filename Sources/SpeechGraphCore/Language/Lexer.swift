@@ -80,6 +80,11 @@ package struct Lexer {
         index += 1
     }
 
+    /// Quotes that are not the language's: curly ones, guillemets, the shell's single quote.
+    private static let otherQuotes: Set<Unicode.Scalar> = [
+        "\u{201C}", "\u{201D}", "\u{201E}", "\u{2018}", "\u{2019}", "\u{00AB}", "\u{00BB}", "'",
+    ]
+
     /// The tokens of one character each (besides `->`, newlines and strings).
     private static let punctuation: [Unicode.Scalar: Token.Kind] = [
         "=": .equals, ":": .colon, ",": .comma, ".": .dot, "{": .leftBrace, "}": .rightBrace, "[": .leftBracket,
@@ -112,6 +117,20 @@ package struct Lexer {
                     tokens.append(Token(kind: .string(parts), location: start))
                     if let closedBrace { tokens.append(Token(kind: .rightBrace, location: closedBrace)) }
                 }
+            case "\u{201C}", "\u{201D}", "\u{201E}", "\u{2018}", "\u{2019}", "\u{00AB}", "\u{00BB}", "'":
+                // Quotes pasted from a web page or a word processor, or the shell's single quotes: one error, and
+                // what they enclose read as the string that was meant (nothing more is said about it).
+                advance()
+                var text = ""
+                while let d = peek(), d != "\n", !Self.otherQuotes.contains(d) {
+                    text.unicodeScalars.append(d)
+                    advance()
+                }
+                if let d = peek(), Self.otherQuotes.contains(d) { advance() }
+                diagnostics.error(
+                    "\(c == "'" ? "single" : "curly") quotes: a string goes in straight double quotes (\"\(text)\")",
+                    at: start)
+                tokens.append(Token(kind: .string([.literal(text)]), location: start))
             case "$" where peek(1) == "{":
                 if case .variable(let name, let fallback)? = lexVariable() {
                     tokens.append(Token(kind: .variable(name: name, fallback: fallback), location: start))
