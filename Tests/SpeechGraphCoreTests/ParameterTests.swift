@@ -153,6 +153,7 @@ struct ParameterCheckTests {
         #expect(failure(string, .number(3, unit: nil)) == "expected a \"string\" for 'model', found 3")
         #expect(ok(path, .string("a b.wav")) == .string("a b.wav"))
         #expect(failure(path, .word("speech")) == "expected a quoted path for 'path', as in \"speech\"")
+        #expect(failure(path, .string("")) == "an empty path for 'path': it names no file")
         #expect(failure(path, .number(1, unit: "s")) == "expected a \"string\" for 'path', found 1 s")
     }
 

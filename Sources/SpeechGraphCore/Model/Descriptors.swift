@@ -442,6 +442,9 @@ public struct ParameterDescriptor: Sendable {
             value = .boolean(false)
         case (.boolean, _):
             return .failure(ParameterError("expected true or false for '\(name)', found \(literal)"))
+        case (.path, .string("")):
+            // Names no file (a variable set to nothing, say: `path: "${AUDIO}"` with AUDIO=).
+            return .failure(ParameterError("an empty path for '\(name)': it names no file"))
         case (.string, .string(let s)), (.path, .string(let s)), (.string, .word(let s)):
             value = .string(s)
         case (.string, .list(let items)):
