@@ -196,6 +196,7 @@ struct ParameterCheckTests {
         #expect(QuantityUnit.parse("KHz") == .kilohertz)
         #expect(QuantityUnit.parse("ms") == .milliseconds)
         #expect(QuantityUnit.parse("µs") == .microseconds)
+        #expect(QuantityUnit.parse("\u{03BC}s") == .microseconds, "the Greek mu, which looks like the micro sign")
         #expect(QuantityUnit.parse("Ms") == nil)
         #expect(QuantityUnit.parse("MHz") == nil)
         #expect(formatQuantity(0.3, in: .milliseconds) == "300 ms")
@@ -287,6 +288,11 @@ struct PlannerParameterTests {
                 "error: --set asr.rat: unknown parameter 'rat' for node type 'fake.recognizer' (did you mean 'rate'?)"
             ),
             ("ars.rate=8 kHz", "error: --set ars.rate: no node named 'ars' (did you mean 'asr'?)"),
+            (
+                "asr.language=en",
+                "error: --set asr.language: unknown parameter 'language' for node type 'fake.recognizer' "
+                    + "('speechgraph nodes fake.recognizer' lists its parameters)"
+            ),
             ("out.path=1 s", "error: --set out.path: expected a \"string\" for 'path', found 1 s"),
         ])
     func overrideErrors(text: String, expected: String) throws {

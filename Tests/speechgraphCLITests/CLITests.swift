@@ -534,6 +534,15 @@ import Testing
             #expect(r.status == 2)
             #expect(r.stderr.hasPrefix("speechgraph: error: \(message)\n"), "\(r.stderr)")
         }
+        // An audio file run as a graph: said what to do with it.
+        let wav = try speech()
+        let audio = try Run.speechgraph(["run", wav])
+        #expect(audio.status == 2)
+        #expect(
+            audio.stderr.hasPrefix(
+                "\(wav):1:1: error: \(wav) is not UTF-8 text (it is audio: 'speechgraph transcribe \(wav)' "
+                    + "transcribes it)"),
+            "\(audio.stderr)")
     }
 
     @Test func checkAcceptsEveryShippedGraphAndPlansTheDemo() throws {

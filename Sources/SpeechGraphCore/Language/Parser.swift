@@ -37,7 +37,15 @@ public struct GraphParser {
             throw GraphError(.error(message, at: nil))
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw GraphError(.error("\(path) is not UTF-8 text", at: SourceLocation(file: path, line: 1, column: 1)))
+            // An audio file given to `run` or `check` instead of a graph: say what to do with it.
+            let head = [UInt8](data.prefix(4))
+            let audio =
+                head == Array("RIFF".utf8) || head == Array("fLaC".utf8) || head == Array("OggS".utf8)
+                || head.starts(with: Array("ID3".utf8))
+                || (head.count >= 2 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
+            let hint = audio ? " (it is audio: 'speechgraph transcribe \(path)' transcribes it)" : ""
+            throw GraphError(
+                .error("\(path) is not UTF-8 text\(hint)", at: SourceLocation(file: path, line: 1, column: 1)))
         }
         return try parse(text, file: path, environment: environment)
     }

@@ -33,7 +33,8 @@ public enum QuantityUnit: String, Sendable, CaseIterable {
         case "kHz", "khz", "KHz": return .kilohertz
         case "s", "sec", "secs", "second", "seconds": return .seconds
         case "ms", "msec": return .milliseconds
-        case "us", "usec", "µs": return .microseconds
+        // The micro sign, or the Greek mu that looks the same.
+        case "us", "usec", "µs", "\u{03BC}s": return .microseconds
         case "dB", "db", "dBFS", "dBfs": return .decibels
         default: return nil
         }

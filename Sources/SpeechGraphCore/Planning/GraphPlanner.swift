@@ -567,7 +567,12 @@ public struct GraphPlanner {
         ) {
             guard let p = descriptor.parameter(name) else {
                 let prefix = origin.map { "\($0): " } ?? ""
-                let known = names.isEmpty ? " (it takes no parameters)" : didYouMean(name, names)
+                let suggestion = didYouMean(name, names)
+                let known =
+                    names.isEmpty
+                    ? " (it takes no parameters)"
+                    : suggestion.isEmpty
+                        ? " ('speechgraph nodes \(descriptor.typeName)' lists its parameters)" : suggestion
                 diagnostics.error(
                     "\(prefix)unknown parameter '\(name)' for node type '\(descriptor.typeName)'\(known)", at: nameAt)
                 // The parameter it was probably meant to be ('pth' for 'path') is not also said to be missing.
