@@ -304,7 +304,7 @@ public final class JackInputNode: SourceNode {
             }
             // Any JACK client can write NaN into our port: it becomes silence here, before any node sees it.
             sampleGuard.clean(UnsafeMutableBufferPointer(start: interleaved, count: n * channels), channels: channels)
-            if let warning = sampleGuard.firstWarning(node: name, time: time(streamFrame)) {
+            if let warning = sampleGuard.firstWarning(node: name, time: { time(streamFrame + Int64($0)) }) {
                 try output.emit(warning, port: 1)
             }
             try output.emit(

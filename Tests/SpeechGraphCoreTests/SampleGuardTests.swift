@@ -15,8 +15,29 @@ import Testing
         #expect(samples[5] == SampleGuard.limit && samples[6] == -SampleGuard.limit)
         #expect(samples[7] == 0.1)
         #expect(guard_.warning?.hasPrefix("3 samples were not a number") == true)
-        #expect(guard_.firstWarning(node: "src", time: 1.5)?.kind == .warning)
-        #expect(guard_.firstWarning(node: "src", time: 2) == nil)
+        // The event is where the first bad sample is (frame 1 of this block), not where the block starts.
+        let event = guard_.firstWarning(node: "src", time: { 1.5 + Double($0) / 16000 })
+        guard case .custom(let warning)? = event else {
+            Issue.record("no warning event")
+            return
+        }
+        #expect(warning.kind == .warning && warning.time == 1.5 + 1.0 / 16000)
+        #expect(guard_.firstWarning(node: "src", time: { _ in 2 }) == nil)
+    }
+
+    @Test func theWarningIsAtTheFirstBadFrameOfAStereoBlock() {
+        var guard_ = SampleGuard()
+        var clean = [Float](repeating: 0.1, count: 64)
+        clean.withUnsafeMutableBufferPointer { _ = guard_.clean($0, channels: 2) }
+        var samples = [Float](repeating: 0.1, count: 64)
+        samples[41] = .nan  // frame 20, right channel
+        samples[50] = .nan
+        samples.withUnsafeMutableBufferPointer { _ = guard_.clean($0, channels: 2) }
+        guard case .custom(let warning)? = guard_.firstWarning(node: "src", time: { Double($0) }) else {
+            Issue.record("no warning event")
+            return
+        }
+        #expect(warning.time == 20)
     }
 
     @Test func aRunOfNaNFadesOutAndTheNextBlockContinuesTheChannel() {

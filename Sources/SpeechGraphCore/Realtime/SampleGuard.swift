@@ -12,6 +12,8 @@ public struct SampleGuard: Sendable {
     /// How many samples were not numbers, since the start.
     public private(set) var replaced = 0
     private var warned = false
+    /// The frame, within the block being cleaned, of the first sample ever replaced (in the block that had it).
+    private var firstBadFrame = 0
     /// The last sample cleaned (mono streams conceal a bad first sample with it).
     private var last: Float = 0
 
@@ -35,6 +37,7 @@ public struct SampleGuard: Sendable {
         for i in samples.indices {
             let x = samples[i]
             if !x.isFinite {
+                if replaced == 0 && bad == 0 { firstBadFrame = i / max(channels, 1) }
                 let before = i >= channels ? samples[i - channels] : channels == 1 ? last : 0
                 samples[i] = before * 0.99
                 bad += 1
@@ -56,13 +59,15 @@ public struct SampleGuard: Sendable {
             + "to silence"
     }
 
-    /// The `warning` event, the first time samples were replaced (at audio time `time`); `nil` after that.
-    public mutating func firstWarning(node: String, time: Double) -> GraphEvent? {
+    /// The `warning` event, the first time samples were replaced; `nil` after that. Called after `clean` with the
+    /// block that had them: `time` gives the audio time of a frame of that block (the first replaced is where the
+    /// event is).
+    public mutating func firstWarning(node: String, time: (_ frame: Int) -> Double) -> GraphEvent? {
         guard replaced > 0, !warned else { return nil }
         warned = true
         return .custom(
             CustomEvent(
-                kind: .warning, node: node, time: time,
+                kind: .warning, node: node, time: time(firstBadFrame),
                 fields: ["reason": .string("samples that are not numbers (NaN or infinite), faded out to silence")]))
     }
 }

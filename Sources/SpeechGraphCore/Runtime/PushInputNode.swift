@@ -289,7 +289,7 @@ public final class PushInputNode: SourceNode {
             readFrames += n / channels
             budget -= n / channels
             sampleGuard.clean(UnsafeMutableBufferPointer(rebasing: scratch[0..<n]), channels: channels)
-            if let warning = sampleGuard.firstWarning(node: name, time: Double(streamFrame) / rate) {
+            if let warning = sampleGuard.firstWarning(node: name, time: { Double(streamFrame + Int64($0)) / rate }) {
                 try output.emit(warning, port: 1)
             }
             try output.emit(
