@@ -269,6 +269,18 @@ struct ParserTests {
                 ])
     }
 
+    @Test("CR LF and CR line ends count lines as LF does, and an error is recovered from the same way")
+    func lineEnds() {
+        for end in ["\r\n", "\r"] {
+            let text = ["node a = t { x: 1 }", "node b = t { x: \"abc }", "node c = t { = }", ""].joined(separator: end)
+            #expect(
+                parseErrors(text, environment: [:]) == [
+                    "t.graph:2:17: error: unterminated string: expected a closing '\"'",
+                    "t.graph:3:14: error: expected a parameter name or '}', found '='",
+                ], "\(end.unicodeScalars.map(\.value))")
+        }
+    }
+
     @Test("an unset variable without a default is an error at the value")
     func unsetVariable() {
         #expect(
