@@ -269,6 +269,15 @@ struct ParserTests {
                 ])
     }
 
+    @Test("a number that starts with '.': one error that shows how to write it")
+    func numberStartingWithADot() {
+        #expect(
+            parseErrors("node n = t { x: .5 kHz, y: .25s }", environment: [:]) == [
+                "t.graph:1:17: error: a number starts with a digit: write 0.5, not .5",
+                "t.graph:1:28: error: a number starts with a digit: write 0.25, not .25",
+            ])
+    }
+
     @Test("CR LF and CR line ends count lines as LF does, and an error is recovered from the same way")
     func lineEnds() {
         for end in ["\r\n", "\r"] {

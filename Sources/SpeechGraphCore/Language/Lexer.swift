@@ -109,6 +109,16 @@ package struct Lexer {
                 advance()
                 advance()
                 tokens.append(Token(kind: .arrow, location: start))
+            case "." where peek(1).map(isDigit) ?? false:
+                // `.5 s`: one error that says how to write it, and the number read (the reading pass fails anyway).
+                advance()
+                var digits = ""
+                while let d = peek(), isDigit(d) {
+                    digits.unicodeScalars.append(d)
+                    advance()
+                }
+                diagnostics.error("a number starts with a digit: write 0.\(digits), not .\(digits)", at: start)
+                tokens.append(Token(kind: .number(Double("0." + digits) ?? 0, text: "0." + digits), location: start))
             case "=", ":", ",", ".", "{", "}", "[", "]":
                 advance()
                 tokens.append(Token(kind: Self.punctuation[c]!, location: start))
