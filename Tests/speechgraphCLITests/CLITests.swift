@@ -342,6 +342,10 @@ import Testing
         let dict = try Run.speechgraph(["transcribe", "--dict", "/no/such.dict", wav])
         #expect(dict.status == 1)
         #expect(dict.stderr == "speechgraph: error: --dict: dictionary not found: /no/such.dict\n")
+        // Two missing: transcribe names the first (in the same words), then stops.
+        let two = try Run.speechgraph(["transcribe", "--dict", "/no/such.dict", "--lm", "/no/such.lm", wav])
+        #expect(two.status == 1)
+        #expect(two.stderr == "speechgraph: error: --dict: dictionary not found: /no/such.dict\n", "\(two.stderr)")
         let grammar = try Run.speechgraph(["transcribe", "--grammar", "/no/such.jsgf", wav])
         #expect(grammar.status == 1)
         #expect(grammar.stderr == "speechgraph: error: --grammar: grammar not found: /no/such.jsgf\n")

@@ -454,9 +454,9 @@ public struct GraphPlanner {
                     // Nothing after depends on it: the next nodes are checked too.
                     resourceProblems.append(plan.nodes[i].config.located(error))
                 } catch let errors as SpeechGraphErrors {
-                    let located = errors.errors.map(plan.nodes[i].config.located)
-                    guard allResourceProblems else { throw located[0] }
-                    resourceProblems += located
+                    // The first alone, otherwise (located below, as a single error is).
+                    guard allResourceProblems else { throw errors.errors[0] }
+                    resourceProblems += errors.errors.map(plan.nodes[i].config.located)
                 }
                 for note in context.notes {
                     plan.warnings.append(
