@@ -269,12 +269,16 @@ struct ParserTests {
                 ])
     }
 
-    @Test("a number that starts with '.': one error that shows how to write it")
+    @Test("a number that starts with '.', or too large for a double: one error at it, saying what to write")
     func numberStartingWithADot() {
         #expect(
             parseErrors("node n = t { x: .5 kHz, y: .25s }", environment: [:]) == [
                 "t.graph:1:17: error: a number starts with a digit: write 0.5, not .5",
                 "t.graph:1:28: error: a number starts with a digit: write 0.25, not .25",
+            ])
+        #expect(
+            parseErrors("node n = t { x: 1e400 Hz }", environment: [:]) == [
+                "t.graph:1:17: error: number '1e400' is too large"
             ])
     }
 

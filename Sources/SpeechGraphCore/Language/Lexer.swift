@@ -227,6 +227,10 @@ package struct Lexer {
             diagnostics.error("malformed number '\(text)'", at: start)
             return Token(kind: .number(0, text: text), location: start)
         }
+        guard value.isFinite else {
+            diagnostics.error("number '\(text)' is too large", at: start)
+            return Token(kind: .number(0, text: text), location: start)
+        }
         return Token(kind: .number(value, text: text), location: start)
     }
 
