@@ -282,6 +282,14 @@ struct ParserTests {
             ])
     }
 
+    @Test("a node's '{' on the next line: one error showing where it goes, and its block skipped")
+    func braceOnTheNextLine() {
+        #expect(
+            parseErrors("node a = t\n{\n  x: 1\n}\nnode b = t", environment: [:]) == [
+                "t.graph:2:1: error: a node's '{' goes on the line of its declaration: 'node a = t {'"
+            ])
+    }
+
     @Test("CR LF and CR line ends count lines as LF does, and an error is recovered from the same way")
     func lineEnds() {
         for end in ["\r\n", "\r"] {

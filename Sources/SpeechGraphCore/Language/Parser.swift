@@ -136,6 +136,14 @@ public struct GraphParser {
             if let node = parseNode() { spec.nodes.append(node) }
         } else if case .identifier = current.kind {
             spec.edges.append(contentsOf: parseChain())
+        } else if case .leftBrace = current.kind, let last = spec.nodes.last, last.parameters.isEmpty,
+            spec.edges.last.map({ $0.location.line < last.location.line }) ?? true
+        {
+            // The brace style of C: the node before ended at its line's end.
+            diagnostics.error(
+                "a node's '{' goes on the line of its declaration: 'node \(last.name.value) = \(last.type.value) {'",
+                at: current.location)
+            return
         } else {
             diagnostics.error(
                 "expected 'node' or an edge like 'a -> b', found \(current.display)", at: current.location)
