@@ -50,7 +50,8 @@ struct LexerTests {
                 "1:25 end of line",
                 "2:3 'rate'", "2:7 ':'", "2:9 number '16'", "2:12 'kHz'", "2:16 '}'", "2:17 end of line",
                 "3:1 'mic'", "3:5 '->'", "3:8 'out'", "3:11 end of line",
-                "4:1 end of file",
+                // At the end of the last line, not on a line after it that the file does not have.
+                "3:11 end of file",
             ])
         #expect(toks.allSatisfy { $0.location.file == "t.graph" })
     }
@@ -377,7 +378,7 @@ struct ParserTests {
             ("node a = t { x: 1", "t.graph:1:18: error: expected ',' or '}' after the value of 'x', found end of file"),
             (
                 "node a = t { x: 1\n",
-                "t.graph:2:1: error: expected '}' to close the parameters of node 'a' opened at line 1, "
+                "t.graph:1:18: error: expected '}' to close the parameters of node 'a' opened at line 1, "
                     + "found end of file"
             ),
             (

@@ -97,7 +97,9 @@ package struct Lexer {
             skipBlanksAndComments()
             let start = here
             guard let c = peek() else {
-                tokens.append(Token(kind: .end, location: start))
+                // At the end of the last line that has something, not on a line after the file's last newline.
+                let end = tokens.last.flatMap { $0.kind == .newline ? $0.location : nil } ?? start
+                tokens.append(Token(kind: .end, location: end))
                 return tokens
             }
             switch c {
