@@ -56,6 +56,8 @@ public struct LMSpec: Sendable, Equatable {
     public var order = 3
     public var phrases: [Phrase] = []
     public var classes: [String: [String]] = [:]
+    /// Where each class was defined, when read from a file.
+    public var classLocations: [String: SourceLocation] = [:]
     public var templates: [Template] = []
     public var pronunciations: [Pronunciation] = []
 
@@ -307,6 +309,10 @@ struct LMSpecParser {
                 block(["count"]) { p, _ in count = p.positiveInteger("a count") ?? count }
                 if LMWords.words(of: t.value).isEmpty {
                     diagnostics.error("the phrase has no words", at: t.location)
+                } else if !LMTemplate.references(in: t.value).isEmpty {
+                    // Read as a phrase, '<room>' would be the word 'room'.
+                    diagnostics.error(
+                        "a phrase names no classes: write 'template' for one with '<class>' in it", at: t.location)
                 }
                 spec.phrases.append(.init(t.value, count: count, location: t.location))
             case "template":
@@ -377,6 +383,7 @@ struct LMSpecParser {
             }
             expectEndOfStatement()
         }
+        spec.classLocations = classLocations
         checkTemplates(&spec, classLocations)
         if spec.phrases.isEmpty && spec.templates.isEmpty, !diagnostics.hasErrors {
             diagnostics.error(
@@ -460,6 +467,14 @@ struct LMSpecParser {
                         "template uses class '<\(name)>', which is not defined\(didYouMean(name, spec.classes.keys)); "
                             + "define it with: class \(name) = ...", at: at)
                 }
+            }
+            // A '<' that starts no reference (`<room`, `<room >`) would be read as the word 'room'.
+            let starts = Set(LMTemplate.references(in: t.text).map(\.offset))
+            for (offset, c) in t.text.enumerated() where c == "<" && !starts.contains(offset) {
+                let at = SourceLocation(file: location.file, line: location.line, column: location.column + 1 + offset)
+                diagnostics.error(
+                    "'<' that names no class: a class is written '<name>' (letters, digits and '_', closed by '>')",
+                    at: at)
             }
             if LMTemplate.pieces(of: t.text).isEmpty {
                 diagnostics.error("the template has no words", at: location)

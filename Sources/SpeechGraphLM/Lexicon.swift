@@ -97,6 +97,10 @@ public enum LMBuilder {
                 let at =
                     spec.phrases.first { LMWords.words(of: $0.text).contains(word) }?.location
                     ?? spec.templates.first { LMWords.words(of: $0.text).contains(word) }?.location
+                    // A word of a class's values: where the class is defined.
+                    ?? spec.classes.keys.sorted().first { name in
+                        spec.classes[name]!.contains { LMWords.words(of: $0).contains(word) }
+                    }.flatMap { spec.classLocations[$0] }
                 let pronounce = "'pronounce \"\(word)\" { cmu: \"...\" }'"
                 return (at.map { "\($0): " } ?? "\(file): ")
                     + "warning: '\(word)' is in no dictionary; pronounced \(phones.joined(separator: " ")) "

@@ -213,13 +213,21 @@ public final class RecognizerNode: GraphNode {
     /// `check`'s warnings: a grammar or a domain-only model that streaming mode decodes without rejection (a
     /// voice-control graph would act on speech outside it).
     static func advice(_ c: NodeConfig) -> [SpeechGraphError] {
+        var advice: [SpeechGraphError] = []
+        // A weight written for a model it does not weigh: phrases alone are mixed at their own weight.
+        if c.string("lm") == nil, c.locations["weight"] != nil || c.origins["weight"] != nil {
+            advice.append(
+                SpeechGraphError(
+                    "'weight' is the weight of an 'lm': without one it is not used (phrases alone are mixed at "
+                        + "\(SphinxModel.phrasesWeight))", parameter: "weight"))
+        }
         let domainOnly =
             c.string("grammar") != nil || c.string("jsgf") != nil
             || (c.string("lm") != nil && c.number(of: "weight") >= 1)
         guard domainOnly, c.string(of: "mode") == "streaming", !c.bool(of: "final-pass"), c.bool(of: "reject") else {
-            return []
+            return advice
         }
-        return [
+        return advice + [
             SpeechGraphError(
                 "streaming mode without final-pass marks nothing rejected: speech outside the "
                     + (c.string("lm") != nil ? "domain model" : "grammar")

@@ -219,9 +219,17 @@ public struct SphinxModel: Hashable, Sendable {
                 "a grammar and 'lm' do not go together: the recognizer decodes with one of them (a spec's phrases "
                     + "and templates can be a grammar: 'grammar: \"my.lmspec\"')", parameter: "lm")
         }
-        let phrases = (c.string("phrases") ?? "").split(separator: "|").filter {
-            !LMWords.words(of: String($0)).isEmpty
+        // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word; no phrases at
+        // all ("", a variable set to nothing) is none.
+        let items = (c.string("phrases") ?? "").split(separator: "|", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
         }
+        if items != [""], let empty = items.first(where: { LMWords.words(of: $0).isEmpty }) {
+            throw SpeechGraphError(
+                empty.isEmpty ? "an empty phrase (nothing between two '|')" : "the phrase '\(empty)' has no words",
+                parameter: "phrases")
+        }
+        let phrases = items.filter { !LMWords.words(of: $0).isEmpty }
         guard !phrases.isEmpty else { return }
         guard c.string("grammar") ?? c.string("jsgf") == nil else {
             throw SpeechGraphError(

@@ -441,6 +441,15 @@ func runEachFile(
             signals.status.clear()
             printGraphErrors(error, in: error.diagnostics[0].location!.file)
             throw Reported(code: Exit.usage)
+        } catch let error as GraphError
+            where !error.diagnostics.isEmpty
+            && error.diagnostics.allSatisfy({ $0.location.map { $0.file.hasPrefix("<") } ?? true })
+        {
+            // The command's own graph refused a value an option gave ('--phrases: the phrase '!!!' has no words'):
+            // a usage error, said once, whatever the file.
+            signals.status.clear()
+            printDiagnostics(error.diagnostics)
+            throw Reported(code: Exit.usage)
         } catch let error as SpeechGraphError where error.parameter.map({ $0 != "path" }) ?? false {
             // A value an option gave (a model, a dictionary, a grammar whose words the dictionary lacks), not the
             // audio file: every file would fail the same way. Said once; the files after it are not tried.

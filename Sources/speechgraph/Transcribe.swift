@@ -153,6 +153,9 @@ extension SpeechgraphCommand {
                             + "a grammar: --grammar my.lmspec)")
                 }
             }
+            if phrases.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+                throw ValidationError("--phrases: a phrase, not an empty one")
+            }
             if vadPreset != nil && vad == .off {
                 throw ValidationError("--vad-preset: not with --vad off")
             }

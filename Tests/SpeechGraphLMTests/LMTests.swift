@@ -117,6 +117,21 @@ import Testing
         #expect(
             diagnostics("phrase \"a\" { count: 2 } extra").contains(
                 "t.lmspec:1:25: error: expected the end of the line, found 'extra'"))
+        // A '<' that names no class would be read as a word; a phrase with a class in it is meant as a template.
+        let classes = diagnostics(
+            "class room = a\ntemplate \"go to <room\"\ntemplate \"to <room >\"\nphrase \"in <room>\"")
+        for expected in [
+            "t.lmspec:2:17: error: '<' that names no class: a class is written '<name>'",
+            "t.lmspec:3:14: error: '<' that names no class",
+            "t.lmspec:4:8: error: a phrase names no classes: write 'template' for one with '<class>' in it",
+        ] {
+            #expect(classes.contains(expected), "\(classes)")
+        }
+        // A backslash that took the closing quote: the message says how to write one.
+        #expect(
+            diagnostics("phrase \"a\"\npronounce \"x\" { xsampa: \"r\\\" }").contains(
+                "t.lmspec:2:25: error: unterminated string: expected a closing '\"' ('\\\"' is a quote inside the "
+                    + "string; a backslash is written '\\\\')"))
         // Every error at once, in file order.
         let both = diagnostics("phrse \"a\"\nphrase \"b\" { count: -1 }")
         #expect(both.split(separator: "\n").count == 2)

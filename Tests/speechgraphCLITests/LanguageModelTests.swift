@@ -82,6 +82,16 @@ import Testing
         #expect(again.status == 0)
         #expect(!again.stderr.contains("zigbee"), "\(again.stderr)")
         #expect(again.stdout == first.stdout)
+        // A word only a class's values have: located at the class, with the spec's advice.
+        let classes = dir.path("classes.lmspec")
+        try "phrase \"turn on the lamp\"\nclass device = lamp, zigbee\ntemplate \"pair the <device>\"\n".write(
+            toFile: classes, atomically: true, encoding: .utf8)
+        let built = try Run.speechgraph(["lm", "build", classes, "-o", dir.path("classes-lm")], environment: cache)
+        #expect(built.status == 0, "\(built.stderr)")
+        #expect(
+            built.stderr.contains(
+                "classes.lmspec:2:1: warning: 'zigbee' is in no dictionary; pronounced Z IH G B IY (from espeak-ng): "
+                    + "add 'pronounce \"zigbee\" { cmu: \"...\" }' to the spec"), "\(built.stderr)")
     }
 
     /// Specs named as `lm` are built into this cache, not the user's.

@@ -216,11 +216,25 @@ import Testing
             // What the recognizer refuses together (it was exit 1, as if the run had failed).
             ["--phrases", "go forward", "--grammar", dir.path("g.jsgf"), wav],
             ["--lm", dir.path("my.lmspec"), "--grammar", dir.path("g.jsgf"), wav],
+            // A phrase of no words would be dropped without a word (said once, not for each file).
+            ["--phrases", "!!!", wav, wav], ["--phrases", "go|", wav], ["--phrases", " ", wav],
         ] {
             let r = try Run.speechgraph(["transcribe"] + misuse)
             #expect(r.status == 2 && r.stdout.isEmpty, "\(misuse): \(r.stderr)")
             #expect(r.stderr.contains(misuse[0]), "\(misuse): \(r.stderr)")
+            if misuse[0] == "--phrases" && !misuse.contains("--grammar") {
+                #expect(r.stderr.components(separatedBy: misuse[0]).count == 2, "said once: \(r.stderr)")
+            }
         }
+        // A weight for a model that is not there: a warning that it is not used.
+        let weight = try Run.speechgraph([
+            "check", "graphs/demo.graph", "--set", "asr.phrases=go", "--set", "asr.weight=0.3",
+        ])
+        #expect(weight.status == 0)
+        #expect(
+            weight.stderr.contains(
+                "warning: --set asr.weight: 'weight' is the weight of an 'lm': without one it is not used"),
+            "\(weight.stderr)")
     }
 
     @Test("check --plan: a recognizer's missing dictionary is a located error, exit 1; check alone does not look")

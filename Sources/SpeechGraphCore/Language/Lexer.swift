@@ -244,9 +244,12 @@ package struct Lexer {
         var parts: [StringPart] = []
         var literal = ""
         var lastBrace: SourceLocation?
+        var escapedQuote = false
         while true {
             guard let c = peek(), c != "\n" else {
-                diagnostics.error("unterminated string: expected a closing '\"'", at: start)
+                // `"r\"` meant as r\ and a closing quote: the backslash took the quote.
+                let hint = escapedQuote ? " ('\\\"' is a quote inside the string; a backslash is written '\\\\')" : ""
+                diagnostics.error("unterminated string: expected a closing '\"'\(hint)", at: start)
                 var closed: SourceLocation?
                 let trimmed = literal.reversed().drop { $0 == " " || $0 == "\t" }
                 if trimmed.first == "}", let brace = lastBrace {
@@ -268,7 +271,9 @@ package struct Lexer {
                 switch e {
                 case "n": literal += "\n"
                 case "t": literal += "\t"
-                case "\\", "\"", "$": literal.unicodeScalars.append(e)
+                case "\\", "\"", "$":
+                    literal.unicodeScalars.append(e)
+                    if e == "\"" { escapedQuote = true }
                 default:
                     diagnostics.error(
                         "unknown escape '\\\(Character(e))' in string (use \\\\, \\\", \\n, \\t or \\$)", at: here)
