@@ -1,6 +1,7 @@
 import CSpeechGraphPlugin
 import Foundation
 import SpeechGraphCore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -19,6 +20,9 @@ final class PluginLibrary: Sendable {
     let path: String
     /// Immutable after `init`; points into the plugin's own static data, valid while it is loaded.
     nonisolated(unsafe) let plugin: UnsafePointer<sg_plugin>
+    /// Held around each `[main-thread]` call into the plugin (`create`, `prepare`, `destroy`): graphs are made
+    /// and ended on threads of their own, and plugin.h promises that two such calls never overlap.
+    let mainThreadCalls = Mutex<Void>(())
 
     /// Opens `path`, checks its ABI version before calling anything in it, calls its entry point and its
     /// `init`. Throws a sentence naming what is wrong.

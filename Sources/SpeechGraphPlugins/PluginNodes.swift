@@ -31,13 +31,21 @@ extension NodeManifest {
     public func nodeType(path: String, loader: PluginLoader) -> NodeType {
         let manifest = self
         return NodeType(descriptor(origin: path)) { context in
-            let library = try loader.library(path)
+            let library: PluginLibrary
+            do { library = try loader.library(path) } catch let error as PluginError {
+                // It passed its check in a child process, and fails here (a library it needs has gone since).
+                throw SpeechGraphError("plugin \(path) cannot be used: \(error)")
+            }
             guard let cls = library.nodeClass(manifest.typeName) else {
                 throw SpeechGraphError("plugin \(path) no longer offers node type '\(manifest.typeName)'")
             }
             switch manifest.kind {
-            case .audio: return try PluginAudioNode(cls: cls, manifest: manifest, path: path, context: context)
-            case .event: return try PluginEventNode(cls: cls, manifest: manifest, path: path, context: context)
+            case .audio:
+                return try PluginAudioNode(
+                    library: library, cls: cls, manifest: manifest, path: path, context: context)
+            case .event:
+                return try PluginEventNode(
+                    library: library, cls: cls, manifest: manifest, path: path, context: context)
             }
         }
     }
@@ -109,6 +117,7 @@ func parameterValues(_ values: UnsafePointer<sg_value>?, _ count: UInt32) -> [St
 /// What every plugin node does: make the C instance with its configuration, collect its warnings, free it.
 /// Every call into the plugin is marked (`guarded`), so that a crash in it names the node and the call.
 public class PluginNodeBase {
+    let library: PluginLibrary
     let cls: UnsafePointer<sg_node_class>
     let name: String
     /// "node 'g' (gate, plugin /path/gate.so)": what a crash inside one of its calls prints (CPluginGuard).
@@ -118,7 +127,11 @@ public class PluginNodeBase {
     /// Its warnings: `host->warn` and refused emits may come from any thread the plugin calls from.
     private let collected = Mutex<[String]>([])
 
-    init(cls: UnsafePointer<sg_node_class>, typeName: String, path: String, context: NodeContext) throws {
+    init(
+        library: PluginLibrary, cls: UnsafePointer<sg_node_class>, typeName: String, path: String,
+        context: NodeContext
+    ) throws {
+        self.library = library
         self.cls = cls
         name = context.config.name
         crashLabel = strdup("node '\(name)' (\(typeName), plugin \(path))")!
@@ -145,8 +158,11 @@ public class PluginNodeBase {
         c.values = UnsafePointer(config.values)
         c.value_count = UInt32(config.count)
         var error = [CChar](repeating: 0, count: 512)
-        let made = cls.pointee.create.flatMap { create in
-            Self.guarded(crashLabel, SG_GUARD_CREATE) { create(host, &c, &error, error.count) }
+        var made: UnsafeMutableRawPointer?
+        if let create = cls.pointee.create {
+            library.mainThreadCalls.withLock { _ in
+                made = Self.guarded(crashLabel, SG_GUARD_CREATE) { create(host, &c, &error, error.count) }
+            }
         }
         guard let made else {
             self.host = nil
@@ -198,7 +214,9 @@ public class PluginNodeBase {
     }
 
     public func close() {
-        if let instance, let destroy = cls.pointee.destroy { guarded(SG_GUARD_DESTROY) { destroy(instance) } }
+        if let instance, let destroy = cls.pointee.destroy {
+            library.mainThreadCalls.withLock { _ in guarded(SG_GUARD_DESTROY) { destroy(instance) } }
+        }
         instance = nil
     }
 
@@ -224,6 +242,7 @@ public class PluginNodeBase {
 /// The C pointers a real-time processor's release frees. Unchecked: used once, after the real-time thread
 /// stopped calling the instance.
 struct HandedOff: @unchecked Sendable {
+    var library: PluginLibrary
     var cls: UnsafePointer<sg_node_class>
     var instance: UnsafeMutableRawPointer?
     var host: UnsafeMutablePointer<sg_host>?
@@ -248,7 +267,10 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         super.warnings + (sampleGuard.warning.map { ["its output: \($0)"] } ?? [])
     }
 
-    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, path: String, context: NodeContext) throws {
+    init(
+        library: PluginLibrary, cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, path: String,
+        context: NodeContext
+    ) throws {
         // Its one audio input and one audio output (the manifest checked that), whatever their names.
         let inName = manifest.ports.first { $0.isAudio && $0.isInput }?.name ?? "in"
         let outName = manifest.ports.first { $0.isAudio && !$0.isInput }?.name ?? "out"
@@ -260,13 +282,15 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         maxFrames = max(1, context.maxBlockFrames)
         output = .allocate(capacity: maxFrames * out.channelCount)
         output.initialize(repeating: 0, count: maxFrames * out.channelCount)
-        try super.init(cls: cls, typeName: manifest.typeName, path: path, context: context)
+        try super.init(library: library, cls: cls, typeName: manifest.typeName, path: path, context: context)
         var setup = sg_audio_setup(
             sample_rate: UInt32(input.sampleRate), input_channels: UInt32(input.channelCount),
             output_channels: UInt32(out.channelCount), max_frames: UInt32(maxFrames))
         var error = [CChar](repeating: 0, count: 512)
         if let prepare = cls.pointee.prepare,
-            guarded(SG_GUARD_PREPARE, { prepare(instance, &setup, &error, error.count) }) != 0
+            library.mainThreadCalls.withLock({ _ in
+                guarded(SG_GUARD_PREPARE, { prepare(instance, &setup, &error, error.count) })
+            }) != 0
         {
             close()
             throw SpeechGraphError(
@@ -280,13 +304,16 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
             let guardedProcessor = UnsafeMutablePointer<sg_guarded_processor>.allocate(capacity: 1)
             guardedProcessor.initialize(
                 to: sg_guarded_processor(process: process, instance: instance, node: UnsafePointer(strdup(crashLabel))))
-            let given = HandedOff(cls: cls, instance: instance, host: self.host, processor: guardedProcessor)
+            let given = HandedOff(
+                library: library, cls: cls, instance: instance, host: self.host, processor: guardedProcessor)
             let processor = RealtimeProcessor(
                 function: sg_guarded_process, instance: UnsafeMutableRawPointer(guardedProcessor),
                 channels: input.channelCount, maxFrames: maxFrames,
                 release: {
                     if let instance = given.instance, let destroy = given.cls.pointee.destroy {
-                        Self.guarded(given.processor.pointee.node, SG_GUARD_DESTROY) { destroy(instance) }
+                        given.library.mainThreadCalls.withLock { _ in
+                            Self.guarded(given.processor.pointee.node, SG_GUARD_DESTROY) { destroy(instance) }
+                        }
                     }
                     given.host?.deallocate()
                     Self.free(given.processor)
@@ -346,9 +373,12 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
     private var current: NodeOutput?
     private var emitError: (any Error)?
 
-    init(cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, path: String, context: NodeContext) throws {
+    init(
+        library: PluginLibrary, cls: UnsafePointer<sg_node_class>, manifest: NodeManifest, path: String,
+        context: NodeContext
+    ) throws {
         self.manifest = manifest
-        try super.init(cls: cls, typeName: manifest.typeName, path: path, context: context)
+        try super.init(library: library, cls: cls, typeName: manifest.typeName, path: path, context: context)
     }
 
     override func emitted(port: Int, kind: String?, time: Double, _ fields: UnsafePointer<sg_value>?, _ count: UInt32)

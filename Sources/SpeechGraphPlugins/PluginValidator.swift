@@ -127,6 +127,8 @@ public struct PluginValidator {
         let node: NodeManifest
         /// What it emitted that a graph would refuse, each as a sentence.
         var refused: [String] = []
+        /// Inside `handle_event` or `reset`, the only calls a graph takes events from.
+        var inEventCall = false
         init(_ node: NodeManifest) {
             self.node = node
             host.abi = sg_abi_version(major: UInt32(SG_ABI_MAJOR), minor: UInt32(SG_ABI_MINOR))
@@ -134,14 +136,20 @@ public struct PluginValidator {
             host.emit = { context, port, kind, _, _, _ in
                 guard let context else { return -1 }
                 let me = Unmanaged<TestHost>.fromOpaque(context).takeUnretainedValue()
-                guard let why = me.node.emitRefusal(port: Int(port), kind: kind.map { String(cString: $0) }) else {
-                    return 0
+                let kind = kind.map { String(cString: $0) }
+                guard me.inEventCall else {
+                    me.refused.append("it emitted '\(kind ?? "")' outside handle_event and reset")
+                    return -1
                 }
+                guard let why = me.node.emitRefusal(port: Int(port), kind: kind) else { return 0 }
                 me.refused.append(why)
                 return -1
             }
         }
     }
+
+    /// What a graph does with an event it refuses.
+    static let dropped = "(in a graph, the event is dropped and the run ends with a warning)"
 
     /// A node made through `create`, or the plugin's reason for refusing.
     struct Made {
@@ -212,9 +220,10 @@ public struct PluginValidator {
     }
 
     /// A run of `drive` that takes longer than this, at more than `slowCallSeconds` a call, is far slower than
-    /// processing its audio can need, even on a busy machine (a fixed cost of a millisecond a call is not).
+    /// processing its audio can need, even on a busy machine (a fixed cost of a millisecond a call is not; at 3 ms
+    /// a call, blocks of one frame took the whole check past its 120 s timeout).
     static let slowProcessSeconds = 5.0
-    static let slowCallSeconds = 0.010
+    static let slowCallSeconds = 0.002
     static let tooSlow = "process is too slow"
 
     /// Runs `frames` frames through `instance` in blocks of `block`; the first problem with the output.
@@ -496,12 +505,15 @@ public struct PluginValidator {
                 let made = Self.create(cls, node, host, Self.values(node))
                 guard let instance = made.instance else { return "create refused the defaults: \(made.error)" }
                 defer { cls.pointee.destroy?(instance) }
+                if let refused = host.refused.first { return "in create: \(refused) \(Self.dropped)" }
                 for (index, port) in inputs.enumerated() {
                     for event in samples where port.eventKinds.map({ $0.contains(event.kind.rawValue) }) ?? true {
                         var error = [CChar](repeating: 0, count: 512)
+                        host.inEventCall = true
                         let status = Self.deliver(cls, instance, port: index, event, &error)
+                        host.inEventCall = false
                         if let refused = host.refused.first {
-                            return "on \(event.kind): \(refused) (in a graph, that stops it)"
+                            return "on \(event.kind): \(refused) \(Self.dropped)"
                         }
                         if status != 0 {
                             // In a graph, a failed handle_event stops the graph: an event a node does not want
@@ -511,8 +523,10 @@ public struct PluginValidator {
                         }
                     }
                 }
+                host.inEventCall = true
                 cls.pointee.reset?(instance)
-                if let refused = host.refused.first { return "in reset: \(refused) (in a graph, that stops it)" }
+                host.inEventCall = false
+                if let refused = host.refused.first { return "in reset: \(refused) \(Self.dropped)" }
                 _ = round
             }
             return nil

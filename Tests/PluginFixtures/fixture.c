@@ -182,6 +182,11 @@ static void *count_create(const sg_host *host, const sg_config *config, char *er
     (void)error_size;
     counter *node = calloc(1, sizeof *node);
     node->host = host;
+#ifdef EMIT_IN_CREATE
+    // A graph takes events only from handle_event and reset: this one is refused.
+    sg_value field = {.name = "count", .type = SG_VALUE_NUMBER, .number = 0};
+    host->emit(host->context, 0, "count", 0, &field, 1);
+#endif
     return node;
 }
 

@@ -433,6 +433,32 @@ import Testing
             "\(listed.stderr)")
     }
 
+    /// Checked (and cached) while a library it needs was there, used after it has gone: said as one error naming
+    /// the plugin, not the argument parser's bare 'Error: it cannot be loaded'.
+    @Test("a plugin whose library has gone since it was checked: one error naming the plugin and the library")
+    func aLibraryGoneSinceTheCheck() throws {
+        let libs = dir.path("libs")
+        try FileManager.default.createDirectory(atPath: libs, withIntermediateDirectories: true)
+        try "int sg_test_helper(void) { return 1; }\n".write(
+            toFile: dir.path("helper.c"), atomically: true, encoding: .utf8)
+        let made = try Run.process(
+            "/usr/bin/env", ["clang", "-shared", "-fPIC", dir.path("helper.c"), "-o", libs + "/libsghelper.so"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let plugin = try compile(Self.fixture, "needs.so", flags: ["-L" + libs, "-lsghelper"])
+        let listed = try speechgraph(["nodes"], extra: ["LD_LIBRARY_PATH": libs])
+        #expect(listed.status == 0 && listed.stdout.contains("fixture.pass"), "\(listed.stderr)")
+        let wav = dir.path("tone.wav")
+        try TestSpeech.sox(["-n", "-r", "16000", "-c", "1", "-b", "16", wav, "synth", "0.2", "sine", "440"])
+        let graph = try passGraph("needs.graph", from: wav, to: dir.path("out.wav"))
+        let ran = try speechgraph(["run", graph])
+        #expect(ran.status == 1)
+        #expect(
+            ran.stderr.hasPrefix(
+                "\(graph):2:1: error: node 'p' (fixture.pass): plugin \(plugin) cannot be used: it cannot be loaded: "
+                    + "libsghelper.so"), "\(ran.stderr)")
+        #expect(!ran.stderr.contains("Error:"), "\(ran.stderr)")
+    }
+
     @Test("plugin check sees an event node emit what a graph refuses, or fail on an event, before a graph does")
     func eventNodeChecks() throws {
         let good = try compile(Self.fixture, "count.so", defines: ["EVENT_NODE"], into: dir.path("ev"))
@@ -449,7 +475,13 @@ import Testing
                 "note fixture.count: 'in' accepts 'levle', which neither speechgraph nor this plugin defines"),
             "\(noted.stdout)")
         for (define, message) in [
-            ("BAD_EMIT_KIND", "it emitted 'nope' on 'out', which declares only count (in a graph, that stops it)"),
+            (
+                "BAD_EMIT_KIND",
+                "it emitted 'nope' on 'out', which declares only count (in a graph, the event is dropped and the run "
+                    + "ends with a warning)"
+            ),
+            // What a graph would refuse in create, as it does in handle_event.
+            ("EMIT_IN_CREATE", "in create: it emitted 'count' outside handle_event and reset (in a graph, the event"),
             ("BAD_EMIT_PORT", "it emitted 'count' on port 3, but has 1 event output"),
             ("FAIL_EVENT", "handle_event failed on result (in a graph, that stops it): final results are not for me"),
             // Every kind its input accepts is tried, not only results and speech events.

@@ -11,8 +11,9 @@
  * Only then does it call `speechgraph_plugin_entry`. Declare the first with SG_PLUGIN_ABI_VERSION.
  *
  * Threads. Every function pointer below says which thread may call it:
- *   [main-thread]   the thread that loads plugins and builds or tears down graphs. Never concurrently with
- *                   another [main-thread] call into the same plugin.
+ *   [main-thread]   the thread that loads plugins and builds or tears down graphs (a graph's nodes are
+ *                   destroyed on its graph thread as it ends). Never concurrently with another [main-thread]
+ *                   call into the same plugin: the host makes them one at a time.
  *   [graph-thread]  a running graph's own thread (one per graph; several graphs may run at once, so two
  *                   instances may be called at the same time from two threads, one instance never).
  *   [audio-thread]  the audio server's real-time thread (the JACK process callback), only for audio nodes
@@ -88,7 +89,8 @@ typedef struct sg_port_descriptor {
     const char *name;           /* "in", "out", "events": lower case, letters, digits, '-' */
     uint32_t direction;         /* sg_port_direction */
     uint32_t kind;              /* sg_port_kind */
-    /* Audio inputs: the rate it accepts (0: any) and its channel count (0: any). The host converts. */
+    /* Audio inputs: the rate it accepts (0: any) and its channel count (0: any). The host converts the rate,
+       and mixes several channels down to one; it makes no more channels than the audio has. */
     uint32_t rate;
     uint32_t channels;
     /* Audio outputs: the name of the audio input whose format it has, with `channels` replacing the
