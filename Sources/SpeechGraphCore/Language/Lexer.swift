@@ -129,7 +129,7 @@ package struct Lexer {
                     tokens.append(Token(kind: .string(parts), location: start))
                     if let closedBrace { tokens.append(Token(kind: .rightBrace, location: closedBrace)) }
                 }
-            case "\u{201C}", "\u{201D}", "\u{201E}", "\u{2018}", "\u{2019}", "\u{00AB}", "\u{00BB}", "'":
+            case _ where Self.otherQuotes.contains(c):
                 // Quotes pasted from a web page or a word processor, or the shell's single quotes: one error, and
                 // what they enclose read as the string that was meant (nothing more is said about it).
                 advance()
