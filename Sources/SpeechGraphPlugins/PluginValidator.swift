@@ -219,11 +219,13 @@ public struct PluginValidator {
         }
     }
 
-    /// A run of `drive` that takes longer than this, at more than `slowCallSeconds` a call, is far slower than
-    /// processing its audio can need, even on a busy machine (a fixed cost of a millisecond a call is not; at 3 ms
-    /// a call, blocks of one frame took the whole check past its 120 s timeout).
+    /// A run of `drive` that takes longer than this, at more than `slowCallSeconds` a call or on its way to
+    /// `slowRunSeconds` for the run, is far slower than processing its audio can need, even on a busy machine (a
+    /// fixed cost of a millisecond a call is not; at 3 ms a call, blocks of one frame took the whole check past its
+    /// 120 s timeout).
     static let slowProcessSeconds = 5.0
-    static let slowCallSeconds = 0.002
+    static let slowCallSeconds = 0.010
+    static let slowRunSeconds = 30.0
     static let tooSlow = "process is too slow"
 
     /// Runs `frames` frames through `instance` in blocks of `block`; the first problem with the output.
@@ -250,7 +252,9 @@ public struct PluginValidator {
             // beyond its block (said now, not at the check's overall timeout).
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             let calls = done / block + 1
-            if elapsed > slowProcessSeconds && elapsed / Double(calls) > slowCallSeconds {
+            let projected = elapsed / Double(done + n) * Double(frames)
+            if elapsed > slowProcessSeconds && (elapsed / Double(calls) > slowCallSeconds || projected > slowRunSeconds)
+            {
                 return String(
                     format: "\(tooSlow): %.1f s for %d frames in blocks of %d (%.1f ms a call)", elapsed,
                     done + n, block, 1000 * elapsed / Double(calls))
@@ -502,9 +506,12 @@ public struct PluginValidator {
             }
         check("\(t): made with its defaults, fed every event kind its inputs accept, reset, made again") {
             for round in 0..<2 {
+                // Each refusal blamed on the call that made it.
+                host.refused.removeAll()
                 let made = Self.create(cls, node, host, Self.values(node))
                 guard let instance = made.instance else { return "create refused the defaults: \(made.error)" }
-                defer { cls.pointee.destroy?(instance) }
+                var destroyed = false
+                defer { if !destroyed { cls.pointee.destroy?(instance) } }
                 if let refused = host.refused.first { return "in create: \(refused) \(Self.dropped)" }
                 for (index, port) in inputs.enumerated() {
                     for event in samples where port.eventKinds.map({ $0.contains(event.kind.rawValue) }) ?? true {
@@ -527,6 +534,9 @@ public struct PluginValidator {
                 cls.pointee.reset?(instance)
                 host.inEventCall = false
                 if let refused = host.refused.first { return "in reset: \(refused) \(Self.dropped)" }
+                cls.pointee.destroy?(instance)
+                destroyed = true
+                if let refused = host.refused.first { return "in destroy: \(refused) \(Self.dropped)" }
                 _ = round
             }
             return nil

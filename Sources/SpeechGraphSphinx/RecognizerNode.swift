@@ -195,18 +195,24 @@ public final class RecognizerNode: GraphNode {
     public static let type = NodeType(
         descriptor,
         resourceCheck: { c in
-            // Files the parameters name that do not exist, every one (resolving stops at the first).
-            let named: [(String, String)] = [
-                ("hmm", "acoustic model directory"), ("dict", "dictionary"), ("lm", "language model"),
-                ("grammar", "grammar"), ("jsgf", "grammar"),
-            ]
-            let missing = named.compactMap { parameter, what -> SpeechGraphError? in
-                guard let path = c.string(parameter), !FileManager.default.fileExists(atPath: path) else { return nil }
-                return SpeechGraphError("\(what) not found: \(path)", parameter: parameter)
+            do {
+                let model = try SphinxModel.resolve(c, buildSpec: false)
+                try model.checkRate()
+            } catch let first as SpeechGraphError {
+                // Resolving stops at the first problem: the other files the parameters name that do not exist are
+                // said too (after it: `transcribe` says the first alone, as before).
+                let named: [(String, String)] = [
+                    ("hmm", "acoustic model directory"), ("dict", "dictionary"), ("lm", "language model"),
+                    ("grammar", "grammar"), ("jsgf", "grammar"),
+                ]
+                let others = named.compactMap { parameter, what -> SpeechGraphError? in
+                    guard parameter != first.parameter, let path = c.string(parameter),
+                        !FileManager.default.fileExists(atPath: path)
+                    else { return nil }
+                    return SpeechGraphError("\(what) not found: \(path)", parameter: parameter)
+                }
+                try SpeechGraphErrors([first] + others).throwIfAny()
             }
-            if missing.count > 1 { throw SpeechGraphErrors(missing) }
-            let model = try SphinxModel.resolve(c, buildSpec: false)
-            try model.checkRate()
         },
         validate: { try SphinxModel.validate($0) }, advise: advice, make: { try RecognizerNode($0) })
 

@@ -219,14 +219,22 @@ public struct SphinxModel: Hashable, Sendable {
                 "a grammar and 'lm' do not go together: the recognizer decodes with one of them (a spec's phrases "
                     + "and templates can be a grammar: 'grammar: \"my.lmspec\"')", parameter: "lm")
         }
-        // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word; no phrases at
-        // all ("", a variable set to nothing) is none.
-        let items = (c.string("phrases") ?? "").split(separator: "|", omittingEmptySubsequences: false).map {
+        // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word; nothing at
+        // either end ("", "a|b|", "${EXTRA}|a" with EXTRA empty) is no phrase.
+        var items = (c.string("phrases") ?? "").split(separator: "|", omittingEmptySubsequences: false).map {
             $0.trimmingCharacters(in: .whitespaces)
         }
-        if items != [""], let empty = items.first(where: { LMWords.words(of: $0).isEmpty }) {
+        while items.first == "" { items.removeFirst() }
+        while items.last == "" { items.removeLast() }
+        if let empty = items.first(where: { LMWords.words(of: $0).isEmpty }) {
             throw SpeechGraphError(
                 empty.isEmpty ? "an empty phrase (nothing between two '|')" : "the phrase '\(empty)' has no words",
+                parameter: "phrases")
+        }
+        if let templated = items.first(where: { !LMTemplate.references(in: $0).isEmpty }) {
+            // Read as a phrase, '<room>' would be the word 'room'.
+            throw SpeechGraphError(
+                "the phrase '\(templated)' names a class: phrases are plain text (a template goes in an 'lm' spec)",
                 parameter: "phrases")
         }
         let phrases = items.filter { !LMWords.words(of: $0).isEmpty }

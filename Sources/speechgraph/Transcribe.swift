@@ -124,6 +124,7 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
+            if files.contains("") { throw ValidationError("an empty file name (a variable that is not set?)") }
             if channels != 1 && rate == nil {
                 throw ValidationError("--channels: only with --rate (a WAV stream's header gives its channels)")
             }

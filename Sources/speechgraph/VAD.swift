@@ -34,6 +34,7 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             if files.isEmpty { throw ValidationError("give at least one audio file") }
+            if files.contains("") { throw ValidationError("an empty file name (a variable that is not set?)") }
             if files.contains("-") {
                 throw ValidationError(
                     "'-': vad reads files, not standard input (save the stream to a file first, or use "

@@ -253,6 +253,11 @@ struct ParserTests {
             parseErrors(#"node n = t { x: "${MY-VAR}/a", y: ${MODE-utterance} }"#, environment: [:]) == [
                 "t.graph:1:22: error: " + hint("MY", "-"), "t.graph:1:41: error: " + hint("MODE", "-"),
             ])
+        // A '${' left open before a path goes on: that, once (the look-ahead stops at the quote).
+        #expect(
+            parseErrors(#"node n = t { x: "${OUT/a.wav" }"#, environment: [:]) == [
+                "t.graph:1:18: error: unterminated '${': expected '}'"
+            ])
         #expect(
             parseErrors(#"node n = t { x: "${X:=abc}" }"#, environment: [:]) == [
                 "t.graph:1:21: error: " + hint("X", ":")
@@ -280,6 +285,12 @@ struct ParserTests {
         #expect(
             parseErrors("node n = t { x: 1e400 Hz }", environment: [:]) == [
                 "t.graph:1:17: error: number '1e400' is too large"
+            ])
+        // Inside an unquoted name it is the name's dot: the hint is to quote the name.
+        #expect(
+            parseErrors("node n = t { x: take.5.wav }", environment: [:]) == [
+                "t.graph:1:21: error: expected ',' or '}' after the value of 'x', found '.' (a path or text goes in "
+                    + "double quotes: \"take.5.wav\")"
             ])
     }
 

@@ -132,6 +132,10 @@ import Testing
             diagnostics("phrase \"a\"\npronounce \"x\" { xsampa: \"r\\\" }").contains(
                 "t.lmspec:2:25: error: unterminated string: expected a closing '\"' ('\\\"' is a quote inside the "
                     + "string; a backslash is written '\\\\')"))
+        // CR line ends (an old Mac's) are line ends: a comment ends with its line.
+        #expect(
+            diagnostics("phrase \"a\"\r# c\rphrase \"b\" { count: 0 }\r").contains(
+                "t.lmspec:3:21: error: a count must be a whole number"))
         // Every error at once, in file order.
         let both = diagnostics("phrse \"a\"\nphrase \"b\" { count: -1 }")
         #expect(both.split(separator: "\n").count == 2)

@@ -217,7 +217,8 @@ import Testing
             ["--phrases", "go forward", "--grammar", dir.path("g.jsgf"), wav],
             ["--lm", dir.path("my.lmspec"), "--grammar", dir.path("g.jsgf"), wav],
             // A phrase of no words would be dropped without a word (said once, not for each file).
-            ["--phrases", "!!!", wav, wav], ["--phrases", "go|", wav], ["--phrases", " ", wav],
+            ["--phrases", "!!!", wav, wav], ["--phrases", "go||stop", wav], ["--phrases", " ", wav],
+            ["--phrases", "go to <room>", wav],
         ] {
             let r = try Run.speechgraph(["transcribe"] + misuse)
             #expect(r.status == 2 && r.stdout.isEmpty, "\(misuse): \(r.stderr)")
@@ -226,6 +227,13 @@ import Testing
                 #expect(r.stderr.components(separatedBy: misuse[0]).count == 2, "said once: \(r.stderr)")
             }
         }
+        // An empty file name (a variable that is not set): nothing runs, not even the files before it.
+        let unset = try Run.speechgraph(["transcribe", wav, "", wav])
+        #expect(unset.status == 2 && unset.stdout.isEmpty, "\(unset.stderr)")
+        #expect(unset.stderr.hasPrefix("Error: an empty file name"), "\(unset.stderr)")
+        // Nothing before the first '|' or after the last is no phrase.
+        let ends = try Run.speechgraph(["check", "graphs/demo.graph", "--set", "asr.phrases=|go forward|"])
+        #expect(ends.status == 0, "\(ends.stderr)")
         // A weight for a model that is not there: a warning that it is not used.
         let weight = try Run.speechgraph([
             "check", "graphs/demo.graph", "--set", "asr.phrases=go", "--set", "asr.weight=0.3",

@@ -62,7 +62,20 @@ package struct Lexer {
     package private(set) var diagnostics = DiagnosticList()
 
     package init(text: String, file: String) {
-        self.scalars = Array(text.unicodeScalars)
+        // Windows (CR LF) and old Mac (CR) line ends are line ends: lines are counted, and errors recovered from,
+        // as with LF (graph files and language-model specs alike).
+        var scalars: [Unicode.Scalar] = []
+        scalars.reserveCapacity(text.unicodeScalars.count)
+        var afterCR = false
+        for c in text.unicodeScalars {
+            if c == "\n" && afterCR {
+                afterCR = false
+                continue
+            }
+            afterCR = c == "\r"
+            scalars.append(afterCR ? "\n" : c)
+        }
+        self.scalars = scalars
         self.file = file
     }
 
@@ -111,7 +124,8 @@ package struct Lexer {
                 advance()
                 advance()
                 tokens.append(Token(kind: .arrow, location: start))
-            case "." where peek(1).map(isDigit) ?? false:
+            case "." where peek(1).map(isDigit) ?? false && !(index > 0 && isPathCharacter(scalars[index - 1])):
+                // (After a word or a number it is part of an unquoted name, `en-70k-0.2.lm.bin`: said below.)
                 // `.5 s`: one error that says how to write it, and the number read (the reading pass fails anyway).
                 advance()
                 var digits = ""
@@ -329,7 +343,9 @@ package struct Lexer {
                 rest.unicodeScalars.append(c)
                 k += 1
             }
-            if fallback == nil, !name.isEmpty, peek(k) == "}", let first = rest.unicodeScalars.first {
+            if fallback == nil, !name.isEmpty, peek(k) == "}", let first = rest.unicodeScalars.first,
+                "-:=?+".unicodeScalars.contains(first), !rest.contains("\"")
+            {
                 diagnostics.error(
                     "unexpected '\(first)' after '${\(name)': a variable's name is letters, digits and '_', and a "
                         + "default is written '${\(name):-value}'", at: here)

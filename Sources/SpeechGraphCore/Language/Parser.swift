@@ -21,11 +21,6 @@ public struct GraphParser {
         _ text: String, file: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> GraphSpec {
         var parser = GraphParser(file: file, environment: environment)
-        // Windows (CR LF) and old Mac (CR) line ends are line ends: lines are counted, and errors recovered from,
-        // as in a file with LF.
-        let text =
-            text.contains("\r")
-            ? text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n") : text
         return try parser.run(text)
     }
 
