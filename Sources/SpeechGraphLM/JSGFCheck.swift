@@ -79,10 +79,17 @@ public enum JSGFCheck {
                 line += 1
                 column = 1
             } else {
+                if !text[i].properties.isWhitespace {
+                    afterContent = SourceLocation(file: file, line: line, column: column + 1)
+                }
                 column += 1
             }
             i += 1
         }
+
+        /// Just after the last character that is not a blank: where the end of the file is said to be (not on a
+        /// line after the file's last newline, which an editor cannot go to).
+        var afterContent: SourceLocation?
 
         static let special: Set<Unicode.Scalar> = [
             ";", "=", "|", "*", "+", "<", ">", "(", ")", "[", "]", "{", "}", "/", "\"",
@@ -112,7 +119,7 @@ public enum JSGFCheck {
                 }
             }
             let start = here
-            guard i < text.count else { return Token(kind: .end, text: "", location: start) }
+            guard i < text.count else { return Token(kind: .end, text: "", location: afterContent ?? start) }
             let c = text[i]
             func run(until close: Unicode.Scalar, what: String, kind: Token.Kind) -> Token? {
                 var s = String(c)
@@ -267,7 +274,7 @@ public enum JSGFCheck {
             }
             defined[name.text] = name.location
             guard expect("=", after: "rule \(name.text)", at: name) else { return false }
-            guard let end = alternatives(closing: nil) else { return false }
+            guard let end = alternatives(closing: nil, opener: nil, rule: name) else { return false }
             guard end.kind == .symbol(";") else {
                 diagnostics.error(
                     "expected ';' to end rule \(name.text), "
@@ -278,11 +285,14 @@ public enum JSGFCheck {
             return true
         }
 
-        /// Alternatives up to `closing` (a ')' or ']') or, at the top, ';': returns the token that ended them.
-        mutating func alternatives(closing: Character?) -> Token? {
+        /// Alternatives up to `closing` (a ')' or ']', which `opener` opened) or, at the top, ';', in rule `rule`:
+        /// returns the token that ended them.
+        mutating func alternatives(closing: Character?, opener: Token?, rule: Token) -> Token? {
             var items = 0
+            var last: Token?
             while true {
                 guard let t = next() else { return nil }
+                defer { last = t }
                 switch t.kind {
                 case .word:
                     words.append((t.text, t.location))
@@ -305,7 +315,7 @@ public enum JSGFCheck {
                     continue
                 case .symbol("("), .symbol("["):
                     let close: Character = t.kind == .symbol("(") ? ")" : "]"
-                    guard let end = alternatives(closing: close) else { return nil }
+                    guard let end = alternatives(closing: close, opener: t, rule: rule) else { return nil }
                     guard end.kind == .symbol(close) else {
                         diagnostics.error("'\(t.text)' opened here is not closed with '\(close)'", at: t.location)
                         return nil
@@ -330,6 +340,17 @@ public enum JSGFCheck {
                     return t
                 case .end:
                     return t
+                case .symbol(";") where closing != nil:
+                    // The rule ends with a group still open.
+                    diagnostics.error(
+                        "'\(opener?.text ?? "(")' opened here is not closed with '\(closing!)' before the ';' that "
+                            + "ends rule \(rule.text)", at: opener?.location ?? t.location)
+                    return nil
+                case .symbol("=") where last?.kind == .rule:
+                    // `<next> =`: a new rule, so the one before lacks its ';'.
+                    diagnostics.error(
+                        "expected ';' to end rule \(rule.text) before rule \(last!.text) begins", at: last!.location)
+                    return nil
                 default:
                     diagnostics.error("unexpected '\(t.text)'", at: t.location)
                     return nil

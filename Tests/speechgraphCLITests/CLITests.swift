@@ -383,9 +383,26 @@ import Testing
         let r = try Run.speechgraph(["transcribe", "--grammar", bad, wav, wav])
         #expect(r.status == 2, "\(r.stderr)")
         #expect(
-            r.stderr == "\(bad):4:1: error: expected ';' to end rule <cmd>, found 'the end of the file'\n"
+            r.stderr == "\(bad):3:38: error: expected ';' to end rule <cmd>, found 'the end of the file'\n"
                 + "1 error in \(bad)\n", "\(r.stderr)")
         #expect(r.stdout.isEmpty)
+        // A ';' forgotten before the next rule, or a group left open: said where the mistake is.
+        for (rules, message) in [
+            (
+                "public <cmd> = lights on | lights off\n<other> = next slide;\n",
+                "4:1: error: expected ';' to end rule "
+                    + "<cmd> before rule <other> begins"
+            ),
+            (
+                "public <cmd> = lights on | (next slide ;\n",
+                "3:28: error: '(' opened here is not closed with ')' "
+                    + "before the ';' that ends rule <cmd>"
+            ),
+        ] {
+            let file = try jsgf(rules, "open.jsgf", in: dir)
+            let e = try Run.speechgraph(["transcribe", "--grammar", file, wav])
+            #expect(e.status == 2 && e.stderr.hasPrefix("\(file):\(message)\n"), "\(e.stderr)")
+        }
         // Named by a graph file: the count says the file the error is in.
         let graph = dir.path("commands.graph")
         try """
@@ -396,7 +413,7 @@ import Testing
         let check = try Run.speechgraph(["check", "--plan", graph])
         #expect(check.status == 2, "\(check.stderr)")
         #expect(
-            check.stderr == "\(bad):4:1: error: expected ';' to end rule <cmd>, found 'the end of the file'\n"
+            check.stderr == "\(bad):3:38: error: expected ';' to end rule <cmd>, found 'the end of the file'\n"
                 + "1 error in \(bad)\n", "\(check.stderr)")
     }
 
