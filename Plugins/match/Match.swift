@@ -11,9 +11,10 @@ final class Match: EventNode {
         typeName: "match",
         summary: "Emits phraseHeard when a result contains one of its phrases; can run a command (a Swift plugin).",
         doc: "Words are compared without case or punctuation, as whole words in order: the phrase 'lights on' is "
-            + "heard in 'turn the lights on please'. Each phrase is reported at most once per utterance. Results "
-            + "marked rejected (speech outside the recognizer's grammar or domain model) are not looked at unless "
-            + "'rejected' is on.",
+            + "heard in 'turn the lights on please'. Each phrase is reported at most once per utterance. Without "
+            + "'phrases', every result is heard whole (its text is the phrase): behind a recognizer with a grammar, "
+            + "every command the grammar accepts, with no list to keep twice. Results marked rejected (speech outside "
+            + "the recognizer's grammar or domain model) are not looked at unless 'rejected' is on.",
         category: .analysis,
         ports: [
             .eventInput("in", accepts: ["result"], doc: "Results from a recognizer."),
@@ -21,8 +22,9 @@ final class Match: EventNode {
         ],
         parameters: [
             .string(
-                "phrases", default: nil, required: true,
-                doc: "The phrases to listen for, separated by '|': \"lights on|lights off\"."),
+                "phrases", default: nil,
+                doc: "The phrases to listen for, separated by '|': \"lights on|lights off\". Not given: every result's "
+                    + "whole text."),
             .choice(
                 "results", ["final", "volatile"], default: "final",
                 doc: "final: look in final results only; volatile: also in volatile ones (sooner, may be wrong, and "
@@ -44,7 +46,8 @@ final class Match: EventNode {
         ])
 
     private let host: PluginHost
-    private let phrases: [(text: String, words: [String])]
+    /// `nil`: every result's whole text is the phrase.
+    private let phrases: [(text: String, words: [String])]?
     private let volatileToo: Bool
     private let rejectedToo: Bool
     private let command: String?
@@ -55,11 +58,16 @@ final class Match: EventNode {
 
     init(config: PluginConfig, host: PluginHost) throws {
         self.host = host
-        let list = (config["phrases"]?.string ?? "").split(separator: "|").map {
-            String($0).trimmingCharacters()
-        }.filter { !$0.isEmpty }
-        guard !list.isEmpty else { throw PluginFailure("'phrases' names no phrase: write \"first phrase|second\"") }
-        phrases = list.map { ($0, Self.words($0)) }
+        if let given = config["phrases"]?.string {
+            let list = given.split(separator: "|").map { String($0).trimmingCharacters() }.filter { !$0.isEmpty }
+            guard !list.isEmpty else {
+                throw PluginFailure(
+                    "'phrases' names no phrase: write \"first phrase|second\" (or leave it out: every result)")
+            }
+            phrases = list.map { ($0, Self.words($0)) }
+        } else {
+            phrases = nil
+        }
         volatileToo = config["results"]?.string == "volatile"
         rejectedToo = config["rejected"] == .boolean(true)
         command = config["command"]?.string.flatMap { $0.isEmpty ? nil : $0 }
@@ -77,7 +85,9 @@ final class Match: EventNode {
             reported = []
         }
         let heard = Self.words(text)
-        for phrase in phrases where !reported.contains(phrase.text) && Self.contains(heard, phrase.words) {
+        // Without phrases, the result's whole text (when it has words).
+        let candidates = phrases ?? (heard.isEmpty ? [] : [(text, heard)])
+        for phrase in candidates where !reported.contains(phrase.text) && Self.contains(heard, phrase.words) {
             reported.insert(phrase.text)
             var fields: [String: PluginValue] = [
                 "phrase": .string(phrase.text), "text": .string(text), "utterance": .integer(event.utterance),

@@ -242,14 +242,15 @@ import Testing
         grammar commands;
         public <command> = lights on | lights off | next slide;
         """.write(toFile: grammar, atomically: true, encoding: .utf8)
-        func heard(rejected: Bool) throws -> (phrases: [String], results: [String]) {
-            let log = dir.path("heard-\(rejected).jsonl")
-            let graph = dir.path("heard-\(rejected).graph")
+        func heard(rejected: Bool, phrases: Bool = true) throws -> (phrases: [String], results: [String]) {
+            let log = dir.path("heard-\(rejected)-\(phrases).jsonl")
+            let graph = dir.path("heard-\(rejected)-\(phrases).graph")
+            let list = phrases ? #"phrases: "lights on|lights off|next slide", "# : ""
             try """
             node speech = file.input { path: "\(speech)" }
             node vad = vad
             node asr = recognizer { mode: utterance, grammar: "\(grammar)" }
-            node m = match { phrases: "lights on|lights off|next slide", rejected: \(rejected) }
+            node m = match { \(list)rejected: \(rejected) }
             node log = jsonl { path: "\(log)" }
             speech -> vad
             vad.out -> asr.in
@@ -273,6 +274,10 @@ import Testing
         #expect(strict.phrases.count == 1 && strict.phrases[0].contains(#""phrase":"lights on""#), "\(strict.phrases)")
         let all = try heard(rejected: true)
         #expect(all.phrases.count == 2, "\(all.phrases)")
+        // Without phrases, each accepted command is heard whole: the grammar's list is not kept twice.
+        let every = try heard(rejected: false, phrases: false)
+        #expect(
+            every.phrases.count == 1 && every.phrases[0].contains(#""phrase":"lights on""#), "\(every.phrases)")
     }
 
     /// A refused plugin: `plugin check` fails with `message`, `nodes` and `run` still work and name it once.
