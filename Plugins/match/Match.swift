@@ -171,7 +171,7 @@ extension String {
 }
 
 let plugin = Plugin(
-    name: "match", version: "1.0.0", description: "Listens for phrases in results: events and commands.",
+    name: "match", version: "1.1.0", description: "Listens for phrases in results: events and commands.",
     nodes: [Match.self])
 
 @_cdecl("speechgraph_plugin_entry")
