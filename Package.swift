@@ -114,7 +114,9 @@ let package = Package(
             name: "SpeechGraphJACKTests",
             dependencies: ["SpeechGraphNodes", "SpeechGraphPlugins", "SpeechGraphTestSupport", "CMallocCounter"]),
         .testTarget(name: "SpeechGraphLMTests", dependencies: ["SpeechGraphLM"]),
-        .testTarget(name: "SpeechGraphVADTests", dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport"]),
+        .testTarget(
+            name: "SpeechGraphVADTests",
+            dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CMallocCounter"]),
         // Helpers shared by the end-to-end tests: synthesised speech, processes, word error rate.
         .target(
             name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),

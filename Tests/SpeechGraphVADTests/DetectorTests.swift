@@ -1,3 +1,4 @@
+import CMallocCounter
 import Foundation
 import SpeechGraphNodes
 import SpeechGraphTestSupport
@@ -179,6 +180,43 @@ import Testing
         #expect(events == fresh)
         // One region (its end may be announced by a pause first).
         #expect(fresh.filter { if case .paused = $0 { false } else { true } }.count == 2)
+    }
+
+    /// The detector allocates in `init` only: 19 s of audio with speech-like regions in it, fed in blocks,
+    /// make no allocation on the thread that feeds it (it runs on the graph thread beside the real-time rings).
+    @Test func processingAllocatesNothing() {
+        var x = Signals.whiteNoise(seconds: 19, rms: 0.005, seed: 9)
+        for k in 0..<6 {
+            Signals.addTone(to: &x, start: 1 + 3 * Double(k), duration: 1.2, frequency: 500, amplitude: 0.1)
+        }
+        // The runtime's one-time work (type metadata, statics) is done by a first detector: what is counted is
+        // the second's, which any later detector's is.
+        let warm = VoiceActivityDetector()
+        x.withUnsafeBufferPointer { warm.process(UnsafeBufferPointer(rebasing: $0[0..<48000])) { _ in } }
+        warm.finish { _ in }
+        let vad = VoiceActivityDetector()
+        var events = 0
+        var counted: UInt64 = 0
+        let before = sg_malloc_counter_total()
+        x.withUnsafeBufferPointer { all in
+            sg_malloc_counter_watch(pthread_self())
+            var start = 0
+            while start < all.count {
+                let end = min(start + 1024, all.count)
+                vad.process(UnsafeBufferPointer(rebasing: all[start..<end])) {
+                    if case .frame = $0 {} else { events += 1 }
+                }
+                start = end
+            }
+            vad.finish { if case .frame = $0 {} else { events += 1 } }
+            counted = sg_malloc_counter_count()
+            sg_malloc_counter_unwatch()
+        }
+        #expect(counted == 0)
+        #expect(events >= 12, "speech regions began and ended: \(events) events")
+        // The counter is in place: an allocation here is seen.
+        let probe = [Int](repeating: events, count: 1000 + events)
+        #expect(sg_malloc_counter_total() > before && probe.count > 1000)
     }
 
     /// Every 10 ms frame is reported once, in order.
