@@ -69,6 +69,11 @@ final class Match: EventNode {
             phrases = nil
         }
         volatileToo = config["results"]?.string == "volatile"
+        if phrases == nil && volatileToo {
+            // Every partial reading would be a phrase of its own ('lights', then 'lights on'), each running the
+            // command.
+            throw PluginFailure("'results: volatile' needs 'phrases': without them every partial reading is heard")
+        }
         rejectedToo = config["rejected"] == .boolean(true)
         command = config["command"]?.string.flatMap { $0.isEmpty ? nil : $0 }
     }

@@ -97,6 +97,7 @@ public enum JSGFCheck {
 
         /// The next token, past whitespace and comments.
         mutating func next() -> Token? {
+            let contentBefore = afterContent
             while i < text.count {
                 let c = text[i]
                 if c.properties.isWhitespace {
@@ -118,6 +119,8 @@ public enum JSGFCheck {
                     break
                 }
             }
+            // Comments are not what the end of the file is said to be after: the last token is.
+            afterContent = contentBefore
             let start = here
             guard i < text.count else { return Token(kind: .end, text: "", location: afterContent ?? start) }
             let c = text[i]
@@ -290,9 +293,13 @@ public enum JSGFCheck {
         mutating func alternatives(closing: Character?, opener: Token?, rule: Token) -> Token? {
             var items = 0
             var last: Token?
+            var beforeLast: Token?
             while true {
                 guard let t = next() else { return nil }
-                defer { last = t }
+                defer {
+                    beforeLast = last
+                    last = t
+                }
                 switch t.kind {
                 case .word:
                     words.append((t.text, t.location))
@@ -347,9 +354,11 @@ public enum JSGFCheck {
                             + "ends rule \(rule.text)", at: opener?.location ?? t.location)
                     return nil
                 case .symbol("=") where last?.kind == .rule:
-                    // `<next> =`: a new rule, so the one before lacks its ';'.
+                    // `<next> =`: a new rule, so the one before lacks its ';' (before its 'public', if it has one).
+                    let at = beforeLast.flatMap { $0.kind == .word && $0.text == "public" ? $0.location : nil }
                     diagnostics.error(
-                        "expected ';' to end rule \(rule.text) before rule \(last!.text) begins", at: last!.location)
+                        "expected ';' to end rule \(rule.text) before rule \(last!.text) begins",
+                        at: at ?? last!.location)
                     return nil
                 default:
                     diagnostics.error("unexpected '\(t.text)'", at: t.location)

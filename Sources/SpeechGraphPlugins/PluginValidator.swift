@@ -226,6 +226,8 @@ public struct PluginValidator {
     static let slowProcessSeconds = 5.0
     static let slowCallSeconds = 0.010
     static let slowRunSeconds = 30.0
+    /// The rate sweep of an audio node as a whole, well within the check's 120 s.
+    static let slowSweepSeconds = 90.0
     static let tooSlow = "process is too slow"
 
     /// Runs `frames` frames through `instance` in blocks of `block`; the first problem with the output.
@@ -292,6 +294,14 @@ public struct PluginValidator {
         let host = TestHost(node)
         // A process that is far too slow makes every other check as slow: the first says so, the rest are not run.
         var tooSlow = false
+        // The sweep below, as a whole: a process a little slow a call (3 ms) passes each run and would take the
+        // check past its timeout; it is said to be too slow once the sweep is on its way past `slowSweepSeconds`.
+        let frames = { (rate: Int, block: Int) in max(block * 3, rate / 10) }
+        let sweepCalls = rates.reduce(0) { sum, rate in
+            sum + Self.blockSizes.reduce(0) { $0 + Signal.allCases.count * (frames(rate, $1) + $1 - 1) / $1 }
+        }
+        let sweepStart = DispatchTime.now().uptimeNanoseconds
+        var callsDone = 0
 
         for rate in rates where !tooSlow {
             check(
@@ -312,10 +322,21 @@ public struct PluginValidator {
                     for signal in Signal.allCases {
                         if let p = Self.drive(
                             cls, instance, channels: channels, outChannels: outChannels,
-                            block: block, frames: max(block * 3, rate / 10), signal: signal, output: &out)
+                            block: block, frames: frames(rate, block), signal: signal, output: &out)
                         {
                             tooSlow = p.hasPrefix(Self.tooSlow)
                             return "\(signal.rawValue) in blocks of \(block): \(p)"
+                        }
+                        callsDone += (frames(rate, block) + block - 1) / block
+                        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - sweepStart) / 1e9
+                        if elapsed > Self.slowProcessSeconds
+                            && elapsed / Double(callsDone) * Double(sweepCalls) > Self.slowSweepSeconds
+                        {
+                            tooSlow = true
+                            return String(
+                                format: "\(Self.tooSlow): %.1f s for %d of this check's %d calls (%.2f ms a call), "
+                                    + "on its way past %.0f s", elapsed, callsDone, sweepCalls,
+                                1000 * elapsed / Double(callsDone), Self.slowSweepSeconds)
                         }
                     }
                 }

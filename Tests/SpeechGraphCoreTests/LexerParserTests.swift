@@ -253,6 +253,10 @@ struct ParserTests {
             parseErrors(#"node n = t { x: "${MY-VAR}/a", y: ${MODE-utterance} }"#, environment: [:]) == [
                 "t.graph:1:22: error: " + hint("MY", "-"), "t.graph:1:41: error: " + hint("MODE", "-"),
             ])
+        #expect(
+            parseErrors("node n = t { x: ${MY.VAR} }", environment: [:]) == [
+                "t.graph:1:21: error: " + hint("MY", ".")
+            ])
         // A '${' left open before a path goes on: that, once (the look-ahead stops at the quote).
         #expect(
             parseErrors(#"node n = t { x: "${OUT/a.wav" }"#, environment: [:]) == [

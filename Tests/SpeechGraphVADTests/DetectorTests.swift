@@ -184,6 +184,8 @@ import Testing
 
     /// The detector allocates in `init` only: 19 s of audio with speech-like regions in it, fed in blocks,
     /// make no allocation on the thread that feeds it (it runs on the graph thread beside the real-time rings).
+    /// The counter watches one thread for the whole process: the JACK suite, which uses it too, runs in a process
+    /// of its own (scripts/test.sh).
     @Test func processingAllocatesNothing() {
         var x = Signals.whiteNoise(seconds: 19, rms: 0.005, seed: 9)
         for k in 0..<6 {

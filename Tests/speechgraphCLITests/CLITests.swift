@@ -398,6 +398,15 @@ import Testing
                 "3:28: error: '(' opened here is not closed with ')' "
                     + "before the ';' that ends rule <cmd>"
             ),
+            (
+                "public <cmd> = lights on | lights off\npublic <b> = x;\n",
+                "4:1: error: expected ';' to end rule <cmd> before rule <b> begins"
+            ),
+            // The end of the file is after the last token, not after a comment that follows it.
+            (
+                "public <cmd> = lights on | lights off\n// the end\n",
+                "3:38: error: expected ';' to end rule <cmd>, found 'the end of the file'"
+            ),
         ] {
             let file = try jsgf(rules, "open.jsgf", in: dir)
             let e = try Run.speechgraph(["transcribe", "--grammar", file, wav])

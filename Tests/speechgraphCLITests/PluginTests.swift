@@ -278,6 +278,17 @@ import Testing
         let every = try heard(rejected: false, phrases: false)
         #expect(
             every.phrases.count == 1 && every.phrases[0].contains(#""phrase":"lights on""#), "\(every.phrases)")
+        // ... from final results only: every partial reading would be a phrase of its own.
+        let partial = dir.path("partial.graph")
+        try """
+        node speech = file.input { path: "\(speech)" }
+        node asr = recognizer
+        node m = match { results: volatile }
+        speech -> asr -> m
+        """.write(toFile: partial, atomically: true, encoding: .utf8)
+        let refused = try speechgraph(["run", "--plugin-path", Self.built.path, partial])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("'results: volatile' needs 'phrases'"), "\(refused.stderr)")
     }
 
     /// A refused plugin: `plugin check` fails with `message`, `nodes` and `run` still work and name it once.

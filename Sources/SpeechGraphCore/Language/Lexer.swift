@@ -344,7 +344,7 @@ package struct Lexer {
                 k += 1
             }
             if fallback == nil, !name.isEmpty, peek(k) == "}", let first = rest.unicodeScalars.first,
-                "-:=?+".unicodeScalars.contains(first), !rest.contains("\"")
+                !rest.contains("\"")
             {
                 diagnostics.error(
                     "unexpected '\(first)' after '${\(name)': a variable's name is letters, digits and '_', and a "
