@@ -23,8 +23,8 @@ final class Match: EventNode {
         parameters: [
             .string(
                 "phrases", default: nil,
-                doc: "The phrases to listen for, separated by '|': \"lights on|lights off\". Not given: every result's "
-                    + "whole text."),
+                doc: "The phrases to listen for, separated by '|': \"lights on|lights off\". Not given: every final "
+                    + "result's whole text."),
             .choice(
                 "results", ["final", "volatile"], default: "final",
                 doc: "final: look in final results only; volatile: also in volatile ones (sooner, may be wrong, and "
