@@ -22,7 +22,10 @@ final class PluginLibrary: Sendable {
     nonisolated(unsafe) let plugin: UnsafePointer<sg_plugin>
     /// Held around each `[main-thread]` call into the plugin (`create`, `prepare`, `destroy`): graphs are made
     /// and ended on threads of their own, and plugin.h promises that two such calls never overlap.
-    let mainThreadCalls = Mutex<Void>(())
+    private let mainThreadCalls = Mutex<Void>(())
+
+    /// Runs `call`, a `[main-thread]` call into the plugin, never beside another.
+    func mainThread<T>(_ call: () -> T) -> T { mainThreadCalls.withLock { _ in call() } }
 
     /// Opens `path`, checks its ABI version before calling anything in it, calls its entry point and its
     /// `init`. Throws a sentence naming what is wrong.

@@ -160,7 +160,7 @@ public class PluginNodeBase {
         var error = [CChar](repeating: 0, count: 512)
         var made: UnsafeMutableRawPointer?
         if let create = cls.pointee.create {
-            library.mainThreadCalls.withLock { _ in
+            library.mainThread {
                 made = Self.guarded(crashLabel, SG_GUARD_CREATE) { create(host, &c, &error, error.count) }
             }
         }
@@ -214,10 +214,17 @@ public class PluginNodeBase {
     }
 
     public func close() {
-        if let instance, let destroy = cls.pointee.destroy {
-            library.mainThreadCalls.withLock { _ in guarded(SG_GUARD_DESTROY) { destroy(instance) } }
-        }
+        if let instance { Self.destroy(instance, cls: cls, library: library, label: crashLabel) }
         instance = nil
+    }
+
+    /// The plugin's `destroy` of `instance`, as a `[main-thread]` call.
+    static func destroy(
+        _ instance: UnsafeMutableRawPointer, cls: UnsafePointer<sg_node_class>, library: PluginLibrary,
+        label: UnsafePointer<CChar>
+    ) {
+        guard let destroy = cls.pointee.destroy else { return }
+        library.mainThread { guarded(label, SG_GUARD_DESTROY) { destroy(instance) } }
     }
 
     /// Gives the C instance away (to the real-time thread): this object will neither call nor free it.
@@ -288,9 +295,7 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
             output_channels: UInt32(out.channelCount), max_frames: UInt32(maxFrames))
         var error = [CChar](repeating: 0, count: 512)
         if let prepare = cls.pointee.prepare,
-            library.mainThreadCalls.withLock({ _ in
-                guarded(SG_GUARD_PREPARE, { prepare(instance, &setup, &error, error.count) })
-            }) != 0
+            library.mainThread({ guarded(SG_GUARD_PREPARE, { prepare(instance, &setup, &error, error.count) }) }) != 0
         {
             close()
             throw SpeechGraphError(
@@ -310,10 +315,9 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
                 function: sg_guarded_process, instance: UnsafeMutableRawPointer(guardedProcessor),
                 channels: input.channelCount, maxFrames: maxFrames,
                 release: {
-                    if let instance = given.instance, let destroy = given.cls.pointee.destroy {
-                        given.library.mainThreadCalls.withLock { _ in
-                            Self.guarded(given.processor.pointee.node, SG_GUARD_DESTROY) { destroy(instance) }
-                        }
+                    if let instance = given.instance {
+                        Self.destroy(
+                            instance, cls: given.cls, library: given.library, label: given.processor.pointee.node)
                     }
                     given.host?.deallocate()
                     Self.free(given.processor)

@@ -297,8 +297,9 @@ public struct PluginValidator {
         // The sweep below, as a whole: a process a little slow a call (3 ms) passes each run and would take the
         // check past its timeout; it is said to be too slow once the sweep is on its way past `slowSweepSeconds`.
         let frames = { (rate: Int, block: Int) in max(block * 3, rate / 10) }
+        let calls = { (rate: Int, block: Int) in (frames(rate, block) + block - 1) / block }
         let sweepCalls = rates.reduce(0) { sum, rate in
-            sum + Self.blockSizes.reduce(0) { $0 + Signal.allCases.count * (frames(rate, $1) + $1 - 1) / $1 }
+            sum + Self.blockSizes.reduce(0) { $0 + Signal.allCases.count * calls(rate, $1) }
         }
         let sweepStart = DispatchTime.now().uptimeNanoseconds
         var callsDone = 0
@@ -327,7 +328,7 @@ public struct PluginValidator {
                             tooSlow = p.hasPrefix(Self.tooSlow)
                             return "\(signal.rawValue) in blocks of \(block): \(p)"
                         }
-                        callsDone += (frames(rate, block) + block - 1) / block
+                        callsDone += calls(rate, block)
                         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - sweepStart) / 1e9
                         if elapsed > Self.slowProcessSeconds
                             && elapsed / Double(callsDone) * Double(sweepCalls) > Self.slowSweepSeconds

@@ -171,9 +171,7 @@ public struct SphinxModel: Hashable, Sendable {
     public static func resolve(_ c: NodeConfig, buildSpec: Bool = true, notes: BuildNotes? = nil) throws
         -> SphinxModel
     {
-        let phrases = (c.string("phrases") ?? "").split(separator: "|").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }.filter { !LMWords.words(of: $0).isEmpty }
+        let phrases = phraseItems(c).filter { !LMWords.words(of: $0).isEmpty }
         if !phrases.isEmpty {
             return try resolve(phrases: phrases, c, buildSpec: buildSpec, notes: notes)
         }
@@ -210,6 +208,17 @@ public struct SphinxModel: Hashable, Sendable {
 
     /// The recognizer's settings that do not go together (`speechgraph check`, with nothing read): phrases with a
     /// grammar, or with an `lm` that is not a spec.
+    /// The recognizer's `phrases`, one item for each between '|', trimmed; nothing at either end ("", "a|b|",
+    /// "${EXTRA}|a" with EXTRA empty) is no phrase.
+    static func phraseItems(_ c: NodeConfig) -> [String] {
+        var items = (c.string("phrases") ?? "").split(separator: "|", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        while items.first == "" { items.removeFirst() }
+        while items.last == "" { items.removeLast() }
+        return items
+    }
+
     public static func validate(_ c: NodeConfig) throws {
         if c.string("grammar") != nil && c.string("jsgf") != nil {
             throw SpeechGraphError("'jsgf' is the earlier name of 'grammar': give one of them", parameter: "jsgf")
@@ -219,13 +228,8 @@ public struct SphinxModel: Hashable, Sendable {
                 "a grammar and 'lm' do not go together: the recognizer decodes with one of them (a spec's phrases "
                     + "and templates can be a grammar: 'grammar: \"my.lmspec\"')", parameter: "lm")
         }
-        // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word; nothing at
-        // either end ("", "a|b|", "${EXTRA}|a" with EXTRA empty) is no phrase.
-        var items = (c.string("phrases") ?? "").split(separator: "|", omittingEmptySubsequences: false).map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }
-        while items.first == "" { items.removeFirst() }
-        while items.last == "" { items.removeLast() }
+        // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word.
+        let items = phraseItems(c)
         if let empty = items.first(where: { LMWords.words(of: $0).isEmpty }) {
             throw SpeechGraphError(
                 empty.isEmpty ? "an empty phrase (nothing between two '|')" : "the phrase '\(empty)' has no words",

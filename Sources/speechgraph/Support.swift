@@ -63,14 +63,8 @@ final class SignalHandling {
                     for note in outcome.notes { printError(note) }
                     if let failure = outcome.failure {
                         target.toldFailures.withLock { _ = $0.insert("\(outcome.node)\n\(failure)") }
-                        // The models an earlier SIGHUP loaded, which were to take over at the next utterance, do not.
-                        let going =
-                            outcome.droppedEarlier
-                            ? "; those in use go on (those an earlier SIGHUP loaded, not yet in use, are dropped)"
-                            : ", the old ones go on"
                         printError(
-                            "speechgraph: warning: node '\(outcome.node)': the models could not be loaded again"
-                                + "\(going): \(failure)")
+                            Self.reloadFailure(node: outcome.node, failure, droppedEarlier: outcome.droppedEarlier))
                     } else {
                         printError(
                             "speechgraph: node '\(outcome.node)': the models are loaded again; they take over when the "
@@ -93,9 +87,7 @@ final class SignalHandling {
                             if told && answers >= recognizers { break }
                             if told { continue }
                             status.clear()
-                            printError(
-                                "speechgraph: warning: node '\(e.node)': the models could not be loaded again, the "
-                                    + "old ones go on: \(reason)")
+                            printError(Self.reloadFailure(node: e.node, reason, droppedEarlier: false))
                         } else {
                             status.clear()
                             printError("speechgraph: node '\(e.node)': the new models took over")
@@ -136,6 +128,15 @@ final class SignalHandling {
             sources.append(source)
         }
         sources.append(Self.quitOnSIGQUIT { status.clear() })
+    }
+
+    /// A reload that failed, as standard error says it. `droppedEarlier`: models an earlier SIGHUP loaded, which were
+    /// to take over at the next utterance, do not either.
+    static func reloadFailure(node: String, _ failure: String, droppedEarlier: Bool) -> String {
+        "speechgraph: warning: node '\(node)': the models could not be loaded again"
+            + (droppedEarlier
+                ? "; those in use go on (those an earlier SIGHUP loaded, not yet in use, are dropped)"
+                : ", the old ones go on") + ": \(failure)"
     }
 
     /// Ctrl-\ (SIGQUIT) quits at once, as it does elsewhere: no backtrace, no finishing. `first`: what to do before

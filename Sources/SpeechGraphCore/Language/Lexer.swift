@@ -116,7 +116,7 @@ package struct Lexer {
                 return tokens
             }
             switch c {
-            case "\n", "\r", ";":
+            case "\n", ";":  // (a CR is a "\n" by now: see init)
                 advance()
                 // Collapse runs of blank lines into one separator.
                 if case .newline? = tokens.last?.kind {} else { tokens.append(Token(kind: .newline, location: start)) }
