@@ -110,9 +110,9 @@ import Testing
                 <= wordErrorRate(reference: reference, hypothesis: plain) + 1 / words + 1e-9, "\(gated) | \(plain)")
     }
 
-    @Test("a plugin whose library is missing is skipped, and loads once LD_LIBRARY_PATH finds it: not cached")
-    func missingLibraryIsNotCached() throws {
-        // libsgdep.so, outside the library path, and the fixture linked against it.
+    /// The fixture, as `name` in the plugin directory, linked against libsgdep.so, which is in a folder of its own
+    /// outside the library path (returned: LD_LIBRARY_PATH finds it there).
+    func pluginNeedingALibrary(_ name: String) throws -> (plugin: String, libraryFolder: String) {
         let depDir = dir.path("dep")
         try FileManager.default.createDirectory(atPath: depDir, withIntermediateDirectories: true)
         try "int sg_dep_value(void) { return 1; }\n".write(
@@ -120,7 +120,13 @@ import Testing
         let lib = try Run.process(
             "/usr/bin/env", ["clang", "-shared", "-fPIC", dir.path("dep/dep.c"), "-o", depDir + "/libsgdep.so"])
         try #require(lib.status == 0, "\(lib.stderr)")
-        let plugin = try compile(Self.fixture, "needsdep.so", flags: ["-L", depDir, "-Wl,--no-as-needed", "-lsgdep"])
+        let plugin = try compile(Self.fixture, name, flags: ["-L", depDir, "-Wl,--no-as-needed", "-lsgdep"])
+        return (plugin, depDir)
+    }
+
+    @Test("a plugin whose library is missing is skipped, and loads once LD_LIBRARY_PATH finds it: not cached")
+    func missingLibraryIsNotCached() throws {
+        let (plugin, depDir) = try pluginNeedingALibrary("needsdep.so")
         let without = try speechgraph(["nodes"])
         #expect(
             without.stderr.contains("plugin \(plugin) skipped: it cannot be loaded: libsgdep.so"), "\(without.stderr)")
@@ -453,14 +459,7 @@ import Testing
     /// the plugin, not the argument parser's bare 'Error: it cannot be loaded'.
     @Test("a plugin whose library has gone since it was checked: one error naming the plugin and the library")
     func aLibraryGoneSinceTheCheck() throws {
-        let libs = dir.path("libs")
-        try FileManager.default.createDirectory(atPath: libs, withIntermediateDirectories: true)
-        try "int sg_test_helper(void) { return 1; }\n".write(
-            toFile: dir.path("helper.c"), atomically: true, encoding: .utf8)
-        let made = try Run.process(
-            "/usr/bin/env", ["clang", "-shared", "-fPIC", dir.path("helper.c"), "-o", libs + "/libsghelper.so"])
-        try #require(made.status == 0, "\(made.stderr)")
-        let plugin = try compile(Self.fixture, "needs.so", flags: ["-L" + libs, "-lsghelper"])
+        let (plugin, libs) = try pluginNeedingALibrary("needs.so")
         let listed = try speechgraph(["nodes"], extra: ["LD_LIBRARY_PATH": libs])
         #expect(listed.status == 0 && listed.stdout.contains("fixture.pass"), "\(listed.stderr)")
         let wav = dir.path("tone.wav")
@@ -471,7 +470,7 @@ import Testing
         #expect(
             ran.stderr.hasPrefix(
                 "\(graph):2:1: error: node 'p' (fixture.pass): plugin \(plugin) cannot be used: it cannot be loaded: "
-                    + "libsghelper.so"), "\(ran.stderr)")
+                    + "libsgdep.so"), "\(ran.stderr)")
         #expect(!ran.stderr.contains("Error:"), "\(ran.stderr)")
     }
 
