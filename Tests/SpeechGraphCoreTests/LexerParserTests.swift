@@ -548,6 +548,13 @@ struct ListValueTests {
         #expect(
             parseErrors("node a = x { phrases: [\"a\" \"b\"] }")
                 == ["t.graph:1:28: error: expected ',' or ']' in the list, found a string"])
+        // The item with the '|' is blamed, not the list's '['.
+        #expect(
+            parseErrors("node a = x { phrases: [\n  \"one\",\n  \"two|three\"\n] }")
+                == [
+                    "t.graph:3:3: error: a list item cannot hold '|' (it separates the items): \"two|three\"; "
+                        + "write each part as an item of its own"
+                ])
         #expect(
             parseErrors("node a = x { phrases: [-> ] }")
                 == ["t.graph:1:24: error: expected a \"string\" or ']' in the list, found '->'"])

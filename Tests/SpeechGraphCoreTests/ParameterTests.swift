@@ -141,9 +141,14 @@ struct ParameterCheckTests {
     func booleans() {
         for w in ["true", "yes", "on", "TRUE", "Yes"] { #expect(ok(boolean, .word(w)) == .boolean(true), "\(w)") }
         for w in ["false", "no", "off", "Off"] { #expect(ok(boolean, .word(w)) == .boolean(false), "\(w)") }
-        #expect(failure(boolean, .number(3, unit: nil)) == "expected true or false for 'words', found 3")
-        #expect(failure(boolean, .word("maybe")) == "expected true or false for 'words', found maybe")
-        #expect(failure(boolean, .string("true")) == "expected true or false for 'words', found \"true\"")
+        #expect(
+            failure(boolean, .number(3, unit: nil)) == "expected true or false (or yes/no, on/off) for 'words', found 3"
+        )
+        #expect(
+            failure(boolean, .word("maybe")) == "expected true or false (or yes/no, on/off) for 'words', found maybe")
+        #expect(
+            failure(boolean, .string("true"))
+                == "expected true or false (or yes/no, on/off) for 'words', found \"true\": write it without quotes")
     }
 
     @Test("strings take quoted strings and words; paths must be quoted")

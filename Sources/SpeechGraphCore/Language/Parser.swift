@@ -281,7 +281,15 @@ public struct GraphParser {
             case .string(let parts):
                 let location = current.location
                 advance()
-                items.append(expand(parts, at: location))
+                let item = expand(parts, at: location)
+                if item.contains("|") {
+                    // The items stand for one string with '|' between them: this one would be two.
+                    diagnostics.error(
+                        "a list item cannot hold '|' (it separates the items): \(graphQuoted(item)); "
+                            + "write each part as an item of its own",
+                        at: location)
+                }
+                items.append(item)
             case .identifier(let word):
                 advance()
                 items.append(word)

@@ -395,6 +395,8 @@ public struct ParameterDescriptor: Sendable {
         return .success(value)
     }
 
+    private static let expectedBoolean = "expected true or false (or yes/no, on/off)"
+
     /// Checks a value as written against this parameter; the error message says what was expected.
     public func check(_ literal: ValueLiteral) -> Result<ParameterValue, ParameterError> {
         let value: ParameterValue
@@ -440,8 +442,12 @@ public struct ParameterDescriptor: Sendable {
             value = .boolean(true)
         case (.boolean, .word(let w)) where ["false", "no", "off"].contains(w.lowercased()):
             value = .boolean(false)
+        case (.boolean, .string(let s))
+        where ["true", "yes", "on", "false", "no", "off"].contains(s.lowercased()):
+            return .failure(
+                ParameterError("\(Self.expectedBoolean) for '\(name)', found \(literal): write it without quotes"))
         case (.boolean, _):
-            return .failure(ParameterError("expected true or false for '\(name)', found \(literal)"))
+            return .failure(ParameterError("\(Self.expectedBoolean) for '\(name)', found \(literal)"))
         case (.path, .string("")):
             // Names no file (a variable set to nothing, say: `path: "${AUDIO}"` with AUDIO=).
             return .failure(ParameterError("an empty path for '\(name)': it names no file"))
