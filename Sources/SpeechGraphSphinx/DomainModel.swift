@@ -29,7 +29,9 @@ public struct DomainModel: Hashable, Sendable {
             throw SpeechGraphError("language model not found: \(path)", parameter: "lm")
         }
         if isDirectory.boolValue {
-            return try DomainModel(directory: path, weight: weight)
+            let model = try DomainModel(directory: path, weight: weight)
+            if build { notes?.lines += model.unpronounced(generalDictionary: generalDictionary) }
+            return model
         }
         guard fm.isReadableFile(atPath: path) else {
             throw SpeechGraphError("language model cannot be read: \(path)", parameter: "lm")
@@ -46,7 +48,39 @@ public struct DomainModel: Hashable, Sendable {
         // A model file that `lm build` wrote: the pronunciations of its words are beside it.
         let folder = PathNames.folder(of: path)
         let words = (folder.isEmpty ? "." : folder) + "/words.dict"
-        return DomainModel(lm: path, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
+        let model = DomainModel(lm: path, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
+        if build { notes?.lines += model.unpronounced(generalDictionary: generalDictionary) }
+        return model
+    }
+
+    /// A warning when the dictionaries the decoder will have lack some of the model's words: PocketSphinx leaves
+    /// them out of the search without a word (an ARPA file from another toolkit, a built model's lm.bin copied on
+    /// its own, a words.dict written by hand). None when the model cannot be read (loading it says why) or every
+    /// word is there. Not for models built from specs here: their words.dict has every word.
+    func unpronounced(generalDictionary: String) -> [String] {
+        // Alone, the model's words.dict stands for the general dictionary; interpolated, it adds to it.
+        let dictionaries = dict.map { weight < 1 ? [$0, generalDictionary] : [$0] } ?? [generalDictionary]
+        let vocabulary = SphinxLanguageModels.words(of: lm)
+        let asked = Set(vocabulary.flatMap { [$0, $0.lowercased()] })
+        var known: [String: [[String]]] = [:]
+        for dictionary in dictionaries {
+            guard let entries = try? Lexicon(dictionary: dictionary, words: asked).entries else { return [] }
+            known.merge(entries) { first, _ in first }
+        }
+        let missing = vocabulary.filter { known[$0] == nil }
+        guard !missing.isEmpty else { return [] }
+        let listed = missing.prefix(8).map { "'\($0)'" }.joined(separator: ", ") + (missing.count > 8 ? ", ..." : "")
+        let lowercase =
+            missing.allSatisfy { known[$0.lowercased()] != nil }
+            ? " (which have them in lower case: their case counts)" : ""
+        let advice =
+            dict.map { "give them pronunciations in \($0)" }
+            ?? "there is no words.dict beside the model: give it one, or name a dictionary with those words with 'dict'"
+        return [
+            "\(lm): warning: \(missing.count) of the model's \(vocabulary.count) words are not in "
+                + dictionaries.joined(separator: " or ") + "\(lowercase), and cannot be recognized: \(listed); "
+                + "\(advice) (docs/lm.md)"
+        ]
     }
 
     /// `grammar:` naming a spec or a built model directory: its grammar.jsgf and words.dict (when planning, the
@@ -88,6 +122,23 @@ public struct DomainModel: Hashable, Sendable {
 
 /// Building and caching models from specs, with PocketSphinx's binary writer.
 public enum SphinxLanguageModels {
+    /// The words of an ARPA or binary model, without the sentence markers and the unknown word; none when
+    /// PocketSphinx cannot read it.
+    static func words(of path: String) -> [String] {
+        SphinxLog.loading.lock()
+        defer { SphinxLog.loading.unlock() }
+        SphinxLog.silence()
+        guard let logmath = logmath_init(1.0001, 0, 0) else { return [] }
+        defer { logmath_free(logmath) }
+        guard let model = ngram_model_read(nil, path, NGRAM_AUTO, logmath) else { return [] }
+        defer { ngram_model_free(model) }
+        guard let counts = ngram_model_get_counts(model) else { return [] }
+        let markers: Set<String> = ["<s>", "</s>", "<unk>", "<UNK>", "<sil>"]
+        return (0..<Int32(counts[0])).compactMap { wid in
+            ngram_word(model, wid).map { String(cString: $0) }.flatMap { markers.contains($0) ? nil : $0 }
+        }
+    }
+
     /// Writes an ARPA model in PocketSphinx's binary form (what `sphinx_lm_convert` does), which loads faster.
     public static func writeBinary(arpa: String, to binary: String) throws {
         SphinxLog.loading.lock()

@@ -94,6 +94,65 @@ import Testing
                     + "add 'pronounce \"zigbee\" { cmu: \"...\" }' to the spec"), "\(built.stderr)")
     }
 
+    @Test("A model file without a words.dict beside it names the words the dictionary lacks, and its case")
+    func modelFileWithoutItsWords() throws {
+        /// A unigram model of these words, as another toolkit might write it.
+        func arpa(_ words: [String], in folder: String) throws -> String {
+            try FileManager.default.createDirectory(atPath: dir.path(folder), withIntermediateDirectories: true)
+            let path = dir.path(folder + "/lm.arpa")
+            let unigrams = ["-0.7 </s>", "-99 <s> 0"] + words.map { "-0.7 \($0) 0" }
+            try (["\\data\\", "ngram 1=\(words.count + 2)", "", "\\1-grams:"] + unigrams + ["", "\\end\\", ""])
+                .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let wav = dir.path("lamp.wav")
+        try TestSpeech.synthesize("turn on the lamp", to: wav)
+        let words = ["toggle", "turn", "on", "the", "zigbee", "lamp"]
+
+        // With a words.dict beside it that pronounces them all: nothing to say.
+        let whole = try arpa(words, in: "whole")
+        let general = try String(
+            contentsOfFile: "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict", encoding: .utf8
+        )
+        .split(separator: "\n").filter { words.contains(String($0.prefix { $0 != " " })) }
+        let pronunciations = (general + ["zigbee Z IH G B IY"]).joined(separator: "\n") + "\n"
+        try pronunciations.write(toFile: dir.path("whole/words.dict"), atomically: true, encoding: .utf8)
+        let withWords = try Run.speechgraph(["transcribe", "--lm", whole, wav])
+        #expect(withWords.status == 0, "\(withWords.stderr)")
+        #expect(!withWords.stderr.contains("warning"), "\(withWords.stderr)")
+        // A words.dict that leaves one out: named, with where to add it.
+        let partial = try arpa(words, in: "partial")
+        try general.joined(separator: "\n").write(
+            toFile: dir.path("partial/words.dict"), atomically: true, encoding: .utf8)
+        let leftOut = try Run.speechgraph(["transcribe", "--lm", partial, wav])
+        #expect(
+            leftOut.stderr.contains(
+                "1 of the model's 6 words are not in \(dir.path("partial/words.dict")), and cannot be recognized: "
+                    + "'zigbee'; give them pronunciations in \(dir.path("partial/words.dict"))"),
+            "\(leftOut.stderr)")
+        // Without it: 'zigbee' has no pronunciation, and the run says so (and goes on).
+        let alone = try arpa(words, in: "alone")
+        let without = try Run.speechgraph(["transcribe", "--lm", alone, wav])
+        #expect(without.status == 0, "\(without.stderr)")
+        #expect(
+            without.stderr.contains("\(alone): warning: 1 of the model's 6 words are not in /usr/share/"),
+            "\(without.stderr)")
+        #expect(
+            without.stderr.contains("and cannot be recognized: 'zigbee'; there is no words.dict"), "\(without.stderr)")
+        #expect(without.stdout == withWords.stdout)
+
+        // In upper case (as some toolkits write them): the dictionary has the words in lower case.
+        let upper = try arpa(words.map { $0.uppercased() }, in: "upper")
+        let shouted = try Run.speechgraph(["transcribe", "--lm", upper, wav])
+        #expect(
+            shouted.stderr.contains("6 of the model's 6 words are not in /usr/share/"), "\(shouted.stderr)")
+        #expect(!shouted.stderr.contains("(which have them in lower case"), "\(shouted.stderr)")  // not ZIGBEE
+        let known = try arpa(words.filter { $0 != "zigbee" }.map { $0.uppercased() }, in: "known")
+        let lower = try Run.speechgraph(["transcribe", "--lm", known, wav])
+        #expect(
+            lower.stderr.contains("(which have them in lower case: their case counts)"), "\(lower.stderr)")
+    }
+
     /// Specs named as `lm` are built into this cache, not the user's.
     var environment: [String: String] { ["XDG_CACHE_HOME": dir.path("cache")] }
 
