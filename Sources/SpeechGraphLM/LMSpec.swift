@@ -253,15 +253,12 @@ struct LMSpecParser {
                     diagnostics.error(
                         "unknown setting '\(key)'\(didYouMean(key, allowed)); expected "
                             + allowed.map { "'\($0)'" }.joined(separator: " or "), at: keyLocation)
-                    while !(current.kind == .comma || current.kind == .newline || current.kind == .rightBrace
-                        || current.kind == .end)
-                    {
-                        advance()
-                    }
+                    skipSetting()
                     continue
                 }
                 guard case .colon = current.kind else {
                     diagnostics.error("expected ':' after '\(key)', found \(current.display)", at: current.location)
+                    skipSetting()
                     continue
                 }
                 advance()
@@ -270,8 +267,19 @@ struct LMSpecParser {
             default:
                 diagnostics.error("expected a setting name or '}', found \(current.display)", at: current.location)
                 advance()
+                skipSetting()
             }
         }
+    }
+
+    /// Past the rest of a setting found wrong, to the next one, the block's end or the line's: one error each.
+    private mutating func skipSetting() {
+        while !(current.kind == .comma || current.kind == .newline || current.kind == .rightBrace
+            || current.kind == .end)
+        {
+            advance()
+        }
+        if case .comma = current.kind { advance() }
     }
 
     mutating func parse() -> LMSpec {
@@ -293,18 +301,23 @@ struct LMSpecParser {
             advance()
             switch keyword {
             case "locale":
-                if let l = text("a locale such as \"en-US\"", allowWord: true) {
-                    switch LMSpec.supportedLocale(l.value) {
-                    case .success(let known): spec.locale = known
-                    case .failure(let e): diagnostics.error(e.description, at: l.location)
-                    }
-                    if localeSeen { diagnostics.error("the locale is set twice", at: location) }
-                    localeSeen = true
+                guard let l = text("a locale such as \"en-US\"", allowWord: true) else {
+                    skipToNextLine()
+                    continue
                 }
+                switch LMSpec.supportedLocale(l.value) {
+                case .success(let known): spec.locale = known
+                case .failure(let e): diagnostics.error(e.description, at: l.location)
+                }
+                if localeSeen { diagnostics.error("the locale is set twice", at: location) }
+                localeSeen = true
             case "order":
                 if let n = positiveInteger("an n-gram order", upTo: 5) { spec.order = n }
             case "phrase":
-                guard let t = text("a phrase in quotes") else { break }
+                guard let t = text("a phrase in quotes") else {
+                    skipToNextLine()  // one mistake, one error (not also "expected the end of the line")
+                    continue
+                }
                 var count = 1
                 block(["count"]) { p, _ in count = p.positiveInteger("a count") ?? count }
                 if LMWords.words(of: t.value).isEmpty {
@@ -316,7 +329,10 @@ struct LMSpecParser {
                 }
                 spec.phrases.append(.init(t.value, count: count, location: t.location))
             case "template":
-                guard let t = text("a template in quotes, such as \"<piece> to <rank>\"") else { break }
+                guard let t = text("a template in quotes, such as \"<piece> to <rank>\"") else {
+                    skipToNextLine()
+                    continue
+                }
                 var count: Int?
                 block(["count"]) { p, _ in count = p.positiveInteger("a count") }
                 spec.templates.append(.init(t.value, count: count, location: t.location))
@@ -336,21 +352,26 @@ struct LMSpecParser {
                     continue
                 }
                 advance()
+                let errors = diagnostics.all.count
                 let values = classValues()
                 if let earlier = classLocations[name] {
                     diagnostics.error("class '\(name)' is defined twice (first at \(earlier))", at: location)
-                } else if values.isEmpty {
+                } else if values.isEmpty, diagnostics.all.count == errors {  // not when its values were wrong
                     diagnostics.error("class '\(name)' has no values", at: location)
                 }
                 classLocations[name] = classLocations[name] ?? location
                 spec.classes[name] = spec.classes[name] ?? values
                 continue  // classValues ends the statement
             case "pronounce":
-                guard let word = text("the word to pronounce", allowWord: true) else { break }
+                guard let word = text("the word to pronounce", allowWord: true) else {
+                    skipToNextLine()
+                    continue
+                }
                 if LMWords.words(of: word.value).count != 1 {
                     diagnostics.error("'pronounce' takes one word, not '\(word.value)'", at: word.location)
                 }
                 var found = false
+                let errors = diagnostics.all.count
                 block(["xsampa", "cmu", "ipa"]) { p, key in
                     guard let phones = p.text("a pronunciation in quotes") else { return }
                     found = true
@@ -369,7 +390,7 @@ struct LMSpecParser {
                         p.diagnostics.error("\(error)", at: phones.location)
                     }
                 }
-                if !found {
+                if !found, diagnostics.all.count == errors {  // not when the block said what was wrong
                     diagnostics.error(
                         "expected the pronunciation: { xsampa: \"...\" }, { cmu: \"...\" } or { ipa: \"...\" }",
                         at: current.location)

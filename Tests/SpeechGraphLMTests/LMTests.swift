@@ -139,6 +139,22 @@ import Testing
         // Every error at once, in file order.
         let both = diagnostics("phrse \"a\"\nphrase \"b\" { count: -1 }")
         #expect(both.split(separator: "\n").count == 2)
+        // One mistake, one error: not also what its remains look like to the next rule.
+        for (source, expected) in [
+            ("phrase \"a\" { count 10 }", "t.lmspec:1:20: error: expected ':' after 'count', found number '10'"),
+            ("phrase \"a\" { 1 2 3 }", "t.lmspec:1:14: error: expected a setting name or '}', found number '1'"),
+            ("phrase \"a\" { count 3 4, count: 2 }", "t.lmspec:1:20: error: expected ':' after 'count'"),
+            ("phrase six", "t.lmspec:1:8: error: expected a phrase in quotes, found 'six'"),
+            ("template x\nphrase \"a\"", "t.lmspec:1:10: error: expected a template in quotes"),
+            ("locale 3\nphrase \"a\"", "t.lmspec:1:8: error: expected a locale such as \"en-US\""),
+            ("pronounce {\nphrase \"a\"", "t.lmspec:1:11: error: expected the word to pronounce"),
+            ("class n = 0 to 10000\ntemplate \"<n>\"", "t.lmspec:1:16: error: the range 0 to 10000 must go up"),
+            ("phrase \"a\"\npronounce \"x\" { arpabet: \"W\" }", "t.lmspec:2:17: error: unknown setting 'arpabet'"),
+        ] {
+            let errors = diagnostics(source).split(separator: "\n")
+            #expect(errors.count == 1, "\(source): \(errors)")
+            #expect(errors.first?.hasPrefix(expected) == true, "\(source): \(errors)")
+        }
         // A class no template uses is a warning, not an error.
         let spec = try? LMSpec(source: "class unused = a\nphrase \"b\"", file: "t.lmspec")
         #expect(spec?.warnings.map(\.description) == ["t.lmspec:1:1: warning: class 'unused' is used by no template"])
