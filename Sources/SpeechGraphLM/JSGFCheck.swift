@@ -95,8 +95,16 @@ public enum JSGFCheck {
             ";", "=", "|", "*", "+", "<", ">", "(", ")", "[", "]", "{", "}", "/", "\"",
         ]
 
-        /// The next token, past whitespace and comments.
+        /// The token `next` gave last (nil: an error).
+        var lastRead: Token?
+
+        /// The next token, past whitespace and comments; nil after an error, said.
         mutating func next() -> Token? {
+            lastRead = scan()
+            return lastRead
+        }
+
+        mutating func scan() -> Token? {
             let contentBefore = afterContent
             while i < text.count {
                 let c = text[i]
@@ -206,36 +214,42 @@ public enum JSGFCheck {
             }
             // #JSGF version [encoding [locale]] ;
             guard skip(to: ";", what: "the header") else { return }
-            var token = next()
-            while let t = token, t.kind != .end {
+            while !atEnd {
+                // A statement that goes wrong is said, and the check goes on after it (`recover`).
+                guard let t = next() else {
+                    recover()
+                    continue
+                }
                 switch (t.kind, t.text) {
+                case (.end, _):
+                    atEnd = true
                 case (.word, "grammar"), (.word, "import"):
                     guard let name = next(), name.kind == (t.text == "grammar" ? .word : .rule) else {
                         diagnostics.error(
                             t.text == "grammar"
                                 ? "expected the grammar's name after 'grammar'"
                                 : "expected a rule name (<grammar.rule>) after 'import'", at: t.location)
-                        return
+                        recover()
+                        continue
                     }
-                    guard expect(";", after: "'\(t.text) \(name.text)'", at: name) else { return }
+                    if !expect(";", after: "'\(t.text) \(name.text)'", at: name) { recover() }
                 case (.word, "public"):
                     guard let name = next(), name.kind == .rule else {
                         diagnostics.error("expected a rule name (<name>) after 'public'", at: t.location)
-                        return
+                        recover()
+                        continue
                     }
                     hasPublic = true
-                    guard rule(name) else { return }
+                    if !rule(name) { recover() }
                 case (.rule, _):
-                    guard rule(t) else { return }
+                    if !rule(t) { recover() }
                 default:
                     diagnostics.error(
                         "expected a rule ('<name> = ...;' or 'public <name> = ...;'), 'grammar' or 'import', "
                             + "found '\(t.text)'", at: t.location)
-                    return
+                    recover()
                 }
-                token = next()
             }
-            guard token != nil else { return }
             for (name, location) in referenced
             where defined[name] == nil && !name.contains(".")
                 && !["<NULL>", "<VOID>"].contains(name)
@@ -246,6 +260,48 @@ public enum JSGFCheck {
                 diagnostics.error(
                     "the grammar has no public rule: a recognizer decodes with its first public rule",
                     at: SourceLocation(file: file, line: 1, column: 1))
+            }
+        }
+
+        /// The end of the file was read.
+        var atEnd = false
+        /// A rule whose `<name> =` ended the rule before it (which lacked its ';'): read next, by `recover`.
+        var pendingRule: Token?
+
+        /// After an error: past the ';' that ends the statement, or up to the next rule's `<name> =` (that rule
+        /// is read then), so that the rest of the file is checked too: each error said, and each rule defined.
+        mutating func recover() {
+            var previous: Token?
+            var beforePrevious: Token?
+            // The error was at the ';' that ends the statement (`<a> = ;`, `public ;`): the next one starts here.
+            if pendingRule == nil, lastRead?.kind == .symbol(";") { return }
+            if lastRead?.kind == .end {
+                atEnd = true
+                return
+            }
+            while true {
+                if let name = pendingRule {
+                    pendingRule = nil
+                    if ruleBody(name) { return }
+                    continue
+                }
+                guard let t = next() else {
+                    (previous, beforePrevious) = (nil, nil)
+                    continue
+                }
+                switch t.kind {
+                case .end:
+                    atEnd = true
+                    return
+                case .symbol(";"):
+                    return
+                case .symbol("=") where previous?.kind == .rule:
+                    if beforePrevious?.kind == .word && beforePrevious?.text == "public" { hasPublic = true }
+                    define(previous!)
+                    pendingRule = previous
+                default:
+                    (previous, beforePrevious) = (t, previous)
+                }
             }
         }
 
@@ -272,11 +328,20 @@ public enum JSGFCheck {
 
         /// `<name> = alternatives ;` (the name read).
         mutating func rule(_ name: Token) -> Bool {
+            define(name)
+            guard expect("=", after: "rule \(name.text)", at: name) else { return false }
+            return ruleBody(name)
+        }
+
+        mutating func define(_ name: Token) {
             if let first = defined[name.text] {
                 diagnostics.error("rule \(name.text) is defined twice (first at line \(first.line))", at: name.location)
             }
             defined[name.text] = name.location
-            guard expect("=", after: "rule \(name.text)", at: name) else { return false }
+        }
+
+        /// A rule's alternatives and its ';' (its `<name> =` read).
+        mutating func ruleBody(_ name: Token) -> Bool {
             guard let end = alternatives(closing: nil, opener: nil, rule: name) else { return false }
             guard end.kind == .symbol(";") else {
                 diagnostics.error(
@@ -359,6 +424,9 @@ public enum JSGFCheck {
                     diagnostics.error(
                         "expected ';' to end rule \(rule.text) before rule \(last!.text) begins",
                         at: at ?? last!.location)
+                    if at != nil { hasPublic = true }
+                    define(last!)
+                    pendingRule = last
                     return nil
                 default:
                     diagnostics.error("unexpected '\(t.text)'", at: t.location)

@@ -161,6 +161,52 @@ import Testing
     }
 }
 
+@Suite struct JSGFCheckTests {
+    func errors(_ rules: String) -> [String] {
+        do {
+            try JSGFCheck.check("#JSGF V1.0;\ngrammar g;\n" + rules, file: "g.jsgf")
+            return []
+        } catch {
+            return "\(error)".split(separator: "\n").map(String.init)
+        }
+    }
+
+    @Test("A grammar's check goes on after an error: every mistake said, each once, and no rule taken for missing")
+    func everyErrorOnce() {
+        let all = errors(
+            """
+            <a> = lights on | "lights off" | next slide
+            public <b> = <a>+ <missing>;
+            <c> = x | (y ;
+            <d> = ;
+            public ;
+            <e> = <b> | <c> | <d> | <f> ) ;
+            <f> = z;
+            <g> = "unclosed ;
+            <h> = <g> <nowhere>;
+            """)
+        #expect(
+            all == [
+                "g.jsgf:3:19: error: PocketSphinx reads the quoted token \"lights off\" as one word, quotes included, "
+                    + "which no dictionary has: write lights off without quotes",
+                "g.jsgf:4:1: error: expected ';' to end rule <a> before rule <b> begins",
+                "g.jsgf:4:19: error: rule <missing> is not defined in this grammar",
+                "g.jsgf:5:11: error: '(' opened here is not closed with ')' before the ';' that ends rule <c>",
+                "g.jsgf:6:7: error: expected something before ';'",
+                "g.jsgf:7:1: error: expected a rule name (<name>) after 'public'",
+                "g.jsgf:8:29: error: unexpected ')'",
+                "g.jsgf:10:7: error: a quoted token opened here is not closed with '\"' on its line",
+                "g.jsgf:11:11: error: rule <nowhere> is not defined in this grammar",
+            ], "\(all)")
+        // Without errors before it, a grammar with no public rule says so.
+        #expect(
+            errors("<a> = x;\n") == [
+                "g.jsgf:1:1: error: the grammar has no public rule: a recognizer decodes with its first public rule"
+            ])
+        #expect(errors("public <a> = x <a>;\n").isEmpty)
+    }
+}
+
 @Suite struct NGramModelTests {
     /// Every history the model stores (and the empty one): the probabilities of all words after it sum to 1.
     static func checkSums(_ model: NGramModel) {
