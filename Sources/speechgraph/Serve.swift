@@ -168,24 +168,19 @@ extension SpeechgraphCommand {
             let stopRequested = Atomic<Bool>(false)
             // The avahi-publish child (--zeroconf): ended on the way out, however the server stops.
             let publisher = Mutex<Process?>(nil)
-            var signalSources: [DispatchSourceSignal] = []
-            // A closed terminal (SIGHUP) drains as SIGTERM does.
-            for sig in [SIGINT, SIGTERM, SIGHUP] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler {
-                    if stopRequested.exchange(true, ordering: .relaxed) {
-                        printError("speechgraph: stopping now")
-                        publisher.withLock { $0?.terminate() }
-                        _exit(128 + sig)
-                    }
-                    printError("speechgraph: stopping (transcriptions in flight finish; again to stop at once)")
-                    server.drain()
+            // A closed terminal (SIGHUP) drains as SIGTERM does; a second one stops at once, as with `run`.
+            var signalSources = SignalHandling.handle([SIGINT, SIGTERM, SIGHUP]) { sig in
+                if stopRequested.exchange(true, ordering: .relaxed) {
+                    publisher.withLock { $0?.terminate() }
+                    SignalHandling.stopNow(sig)
                 }
-                source.resume()
-                signalSources.append(source)
+                printError("speechgraph: stopping (transcriptions in flight finish; again to stop at once)")
+                server.drain()
             }
-            signalSources.append(SignalHandling.quitOnSIGQUIT { publisher.withLock { $0?.terminate() } })
+            signalSources += SignalHandling.handle([SIGQUIT]) { _ in
+                publisher.withLock { $0?.terminate() }
+                SignalHandling.quit()
+            }
             signal(SIGPIPE, SIG_IGN)
             let idle = server.decoders.idleCount
             let loaded = idle == 1 ? "1 decoder loaded" : "\(idle) decoders loaded"

@@ -38,9 +38,7 @@ final class SignalHandling {
         // the other sinks finish: not a silent death.
         signal(SIGPIPE, SIG_IGN)
         if reloadOnHangup {
-            signal(SIGHUP, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-            source.setEventHandler { [target] in
+            sources += Self.handle([SIGHUP]) { [target] _ in
                 status.clear()
                 // Not under the lock: Ctrl-C and SIGTERM must still reach the graph while models load.
                 guard let graph = target.running.withLock({ $0 }) else {
@@ -100,34 +98,53 @@ final class SignalHandling {
                     old = task
                 }
             }
-            source.resume()
-            sources.append(source)
         }
         // A closed terminal (SIGHUP) finishes the results in flight as SIGTERM does.
-        for sig in reloadOnHangup ? [SIGINT, SIGTERM] : [SIGINT, SIGTERM, SIGHUP] {
+        sources += Self.handle(reloadOnHangup ? [SIGINT, SIGTERM] : [SIGINT, SIGTERM, SIGHUP]) { [target] sig in
+            status.clear()
+            if target.waitingForAudio.load(ordering: .acquiring) {
+                // Blocked reading a stream that has sent nothing yet: no result can be lost.
+                printError("speechgraph: stopped before any audio came")
+                _exit(0)
+            }
+            if target.stop.isRequested {
+                // Name what held the graph, when it is inside a node (a plugin's process that never returns).
+                let busy = target.running.withLock { $0?.busyNode }
+                Self.stopNow(sig, busy.map { " (node '\($0)' had not returned)" } ?? "")
+            }
+            printError("speechgraph: stopping (finishing the results in flight; again to stop at once)")
+            target.stop.request()
+            target.running.withLock { $0?.stop() }
+        }
+        sources += Self.handle([SIGQUIT]) { _ in
+            status.clear()
+            Self.quit()
+        }
+    }
+
+    /// A dispatch source for each signal, which runs `handler` with its number on a global queue (the signal
+    /// itself ignored, so that its default action does not end the program first). Keep the sources: the
+    /// handling ends with them.
+    static func handle(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) -> [DispatchSourceSignal] {
+        signals.map { sig in
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [target] in
-                status.clear()
-                if target.waitingForAudio.load(ordering: .acquiring) {
-                    // Blocked reading a stream that has sent nothing yet: no result can be lost.
-                    printError("speechgraph: stopped before any audio came")
-                    _exit(0)
-                }
-                if target.stop.isRequested {
-                    // Name what held the graph, when it is inside a node (a plugin's process that never returns).
-                    let busy = target.running.withLock { $0?.busyNode }
-                    printError("speechgraph: stopping now" + (busy.map { " (node '\($0)' had not returned)" } ?? ""))
-                    _exit(128 + sig)
-                }
-                printError("speechgraph: stopping (finishing the results in flight; again to stop at once)")
-                target.stop.request()
-                target.running.withLock { $0?.stop() }
-            }
+            source.setEventHandler { handler(sig) }
             source.resume()
-            sources.append(source)
+            return source
         }
-        sources.append(Self.quitOnSIGQUIT { status.clear() })
+    }
+
+    /// A second Ctrl-C, SIGTERM or SIGHUP: the program ends at once, with 128 + the signal's number.
+    static func stopNow(_ sig: Int32, _ detail: String = "") -> Never {
+        printError("speechgraph: stopping now" + detail)
+        _exit(128 + sig)
+    }
+
+    /// Ctrl-\ (SIGQUIT) quits at once, as it does elsewhere: no backtrace, no finishing.
+    static func quit() -> Never {
+        printError("speechgraph: quit (SIGQUIT): results in flight are lost")
+        _exit(128 + SIGQUIT)
     }
 
     /// A reload that failed, as standard error says it. `droppedEarlier`: models an earlier SIGHUP loaded, which were
@@ -137,20 +154,6 @@ final class SignalHandling {
             + (droppedEarlier
                 ? "; those in use go on (those an earlier SIGHUP loaded, not yet in use, are dropped)"
                 : ", the old ones go on") + ": \(failure)"
-    }
-
-    /// Ctrl-\ (SIGQUIT) quits at once, as it does elsewhere: no backtrace, no finishing. `first`: what to do before
-    /// (clear the status line, end a child process). Keep the source: the handling ends with it.
-    static func quitOnSIGQUIT(first: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
-        signal(SIGQUIT, SIG_IGN)
-        let quit = DispatchSource.makeSignalSource(signal: SIGQUIT, queue: .global())
-        quit.setEventHandler {
-            first()
-            printError("speechgraph: quit (SIGQUIT): results in flight are lost")
-            _exit(128 + SIGQUIT)
-        }
-        quit.resume()
-        return quit
     }
 
     /// Runs `body`, which waits for a stream's first bytes before any graph runs: Ctrl-C or SIGTERM meanwhile ends
