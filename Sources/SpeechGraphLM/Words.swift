@@ -10,7 +10,7 @@ public enum LMWords {
     public static func words(of text: String) -> [String] {
         var out: [String] = []
         var word = ""
-        let text = spokenSigns(text)
+        let text = spokenSigns(asciiDigits(text))
         func flush() {
             if !word.isEmpty {
                 let w = word.trimmingCharacters(in: CharacterSet(charactersIn: "'"))
@@ -33,26 +33,46 @@ public enum LMWords {
         return out
     }
 
+    /// Digits of any script ('٣', '３') as the ASCII digits they stand for, so that they are spoken as numbers.
+    static func asciiDigits(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { !$0.isASCII && $0.properties.numericType == .decimal }) else {
+            return text
+        }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if !scalar.isASCII, scalar.properties.numericType == .decimal, let v = scalar.properties.numericValue,
+                let digit = Unicode.Scalar(48 + UInt32(v))
+            {
+                out.append(digit)
+            } else {
+                out.append(scalar)
+            }
+        }
+        return String(out)
+    }
+
     /// Numbers written with signs, separators and suffixes, as words the loop above takes as they are.
+    /// Only ASCII digits are numbers here (a regex's `\d` takes any script's, such as '٣', which `Int` does not).
     static func spokenSigns(_ text: String) -> String {
         guard text.contains(where: \.isASCIIDigit) else { return text }
         var t = text
         // 1,000 and 12,500,000: the separators go.
-        t = t.replacing(/(^|[^\d.,])(\d{1,3}(?:,\d{3})+)(?![\d])/) {
+        t = t.replacing(/(^|[^0-9.,])([0-9]{1,3}(?:,[0-9]{3})+)(?![0-9])/) {
             String($0.output.1) + String($0.output.2).filter { $0 != "," }
         }
         // $5 and $5.50 (dollars, then the decimals as they come).
-        t = t.replacing(/\$(\d+(?:\.\d+)?)/) { "\($0.output.1) dollars" }
-        t = t.replacing(/(\d)\s?%/) { "\($0.output.1) percent" }
-        t = t.replacing(/(\d)\s?°/) { "\($0.output.1) degrees" }
+        t = t.replacing(/\$([0-9]+(?:\.[0-9]+)?)/) { "\($0.output.1) dollars" }
+        t = t.replacing(/([0-9])\s?%/) { "\($0.output.1) percent" }
+        t = t.replacing(/([0-9])\s?°/) { "\($0.output.1) degrees" }
         // A minus sign before a number (not a hyphen between words: "x-5" stays two words).
-        t = t.replacing(/(^|[\s(\[])-(?=\d)/) { "\($0.output.1)minus " }
+        t = t.replacing(/(^|[\s(\[])-(?=[0-9])/) { "\($0.output.1)minus " }
         // 21.5: "twenty one point five"; the decimals digit by digit.
-        t = t.replacing(/(\d+)\.(\d+)/) { m in
-            "\(m.output.1) point " + m.output.2.map { ones[Int(String($0))!] }.joined(separator: " ")
+        t = t.replacing(/([0-9]+)\.([0-9]+)/) { m in
+            "\(m.output.1) point "
+                + m.output.2.compactMap { $0.wholeNumberValue.map { ones[$0] } }.joined(separator: " ")
         }
         // 1st, 2nd, 23rd, 4th: ordinals.
-        t = t.replacing(/(\d+)(?:st|nd|rd|th)\b/.ignoresCase()) { m in
+        t = t.replacing(/([0-9]+)(?:st|nd|rd|th)\b/.ignoresCase()) { m in
             guard let n = Int(m.output.1) else { return String(m.output.0) }
             return ordinal(spoken(n)).joined(separator: " ")
         }
@@ -98,8 +118,10 @@ extension Character {
 public enum LMTemplate {
     /// A class name: letters, digits, `_` and `-`.
     public static func isClassName(_ name: String) -> Bool {
-        !name.isEmpty && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }
+        !name.isEmpty && name.allSatisfy(isClassNameCharacter)
     }
+
+    static func isClassNameCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" || c == "-" }
 
     /// A template's parts, in order: its literal text as words, and its class references.
     public enum Piece: Equatable {
@@ -131,10 +153,13 @@ public enum LMTemplate {
         let chars = Array(template)
         var i = 0
         while i < chars.count {
-            if chars[i] == "<", let close = chars[(i + 1)...].firstIndex(of: ">") {
-                let name = String(chars[(i + 1)..<close])
-                if isClassName(name) {
-                    out.append((name, i))
+            if chars[i] == "<" {
+                // Up to the first character a class name cannot hold (not to the next '>', wherever it is: a
+                // text of many '<' and no '>' would take quadratic time).
+                var close = i + 1
+                while close < chars.count, isClassNameCharacter(chars[close]) { close += 1 }
+                if close < chars.count, chars[close] == ">", close > i + 1 {
+                    out.append((String(chars[(i + 1)..<close]), i))
                     i = close + 1
                     continue
                 }

@@ -63,6 +63,17 @@ import Testing
         #expect(said("-5 outside, x-5") == "minus five outside x five")
         #expect(said("costs $5") == "costs five dollars")
         #expect(said("version 1,2 and e4") == "version one two and e four")
+        // Digits of other scripts are numbers too (a '\d' that took them once crashed the build on "1.٣").
+        #expect(said("pay 1.٣ now") == "pay one point three now")
+        #expect(said("room ３ and ١٢") == "room three and twelve")
+    }
+
+    @Test("class references: a name closed by '>'; a '<' with no class after it is text")
+    func classReferences() {
+        #expect(LMTemplate.references(in: "<a<b> to <rank>").map(\.name) == ["b", "rank"])
+        #expect(LMTemplate.references(in: "< room > and <> and <a b>").isEmpty)
+        // Many '<' and no '>' (once quadratic: 50,000 of them took minutes).
+        #expect(LMTemplate.references(in: "a " + String(repeating: "<", count: 50_000) + " b").isEmpty)
     }
 
     @Test("X-SAMPA, IPA and CMU pronunciations map to the model's phones; unknown symbols are named")
