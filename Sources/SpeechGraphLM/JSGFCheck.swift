@@ -163,7 +163,11 @@ public enum JSGFCheck {
                     return nil
                 }
                 return Token(kind: .header, text: s, location: start)
-            case "<": return run(until: ">", what: "a rule name", kind: .rule)
+            case "<":
+                let name = run(until: ">", what: "a rule name", kind: .rule)
+                // Said, and read on as a name: one mistake, one error.
+                if name?.text == "<>" { diagnostics.error("a rule name is empty: '<>'", at: start) }
+                return name
             case "\"": return run(until: "\"", what: "a quoted token", kind: .quoted)
             case "{":
                 // A tag may span lines.
@@ -185,8 +189,18 @@ public enum JSGFCheck {
                     s.unicodeScalars.append(text[i])
                     advance()
                 }
-                guard i < text.count && text[i] == "/", Double(s.dropFirst()) != nil else {
-                    diagnostics.error("expected a weight (a number between slashes: /10/)", at: start)
+                // PocketSphinx's scanner takes digits with at most one point and digits after it: not '1e5',
+                // '+5', '5.' or ' 5 '.
+                let number = s.dropFirst()
+                let parts = number.split(separator: ".", omittingEmptySubsequences: false)
+                let closed = i < text.count && text[i] == "/"
+                guard closed, !number.isEmpty, parts.count <= 2, parts.count == 1 || !parts[1].isEmpty,
+                    number.allSatisfy({ $0 == "." || ("0"..."9").contains($0) })
+                else {
+                    diagnostics.error(
+                        "expected a weight: a number between slashes, in digits with at most one point (/10/, /0.5/)",
+                        at: start)
+                    if closed { advance() }  // past its closing '/', which would seem to open another
                     return nil
                 }
                 advance()
@@ -212,8 +226,17 @@ public enum JSGFCheck {
                     "expected the header '#JSGF V1.0;' first, found '\(header.text)'", at: header.location)
                 return
             }
-            // #JSGF version [encoding [locale]] ;
-            guard skip(to: ";", what: "the header") else { return }
+            // #JSGF version [encoding [locale]] ; on one line
+            while true {
+                guard let t = next() else { return }
+                if t.kind == .symbol(";") { break }
+                if t.kind == .end || t.location.line != header.location.line {
+                    diagnostics.error(
+                        "expected ';' to end the header on its line, as in '#JSGF V1.0;'",
+                        at: t.kind == .end ? t.location : header.location)
+                    return
+                }
+            }
             while !atEnd {
                 // A statement that goes wrong is said, and the check goes on after it (`recover`).
                 guard let t = next() else {
@@ -305,18 +328,6 @@ public enum JSGFCheck {
             }
         }
 
-        /// Skips tokens up to and past `symbol`.
-        mutating func skip(to symbol: Character, what: String) -> Bool {
-            while let t = next() {
-                if t.kind == .symbol(symbol) { return true }
-                if t.kind == .end {
-                    diagnostics.error("expected '\(symbol)' to end \(what)", at: t.location)
-                    return false
-                }
-            }
-            return false
-        }
-
         mutating func expect(_ symbol: Character, after what: String, at previous: Token) -> Bool {
             guard let t = next() else { return false }
             guard t.kind == .symbol(symbol) else {
@@ -353,9 +364,11 @@ public enum JSGFCheck {
             return true
         }
 
+        static let deepest = 100
+
         /// Alternatives up to `closing` (a ')' or ']', which `opener` opened) or, at the top, ';', in rule `rule`:
         /// returns the token that ended them.
-        mutating func alternatives(closing: Character?, opener: Token?, rule: Token) -> Token? {
+        mutating func alternatives(closing: Character?, opener: Token?, rule: Token, depth: Int = 0) -> Token? {
             var items = 0
             var last: Token?
             var beforeLast: Token?
@@ -387,7 +400,15 @@ public enum JSGFCheck {
                     continue
                 case .symbol("("), .symbol("["):
                     let close: Character = t.kind == .symbol("(") ? ")" : "]"
-                    guard let end = alternatives(closing: close, opener: t, rule: rule) else { return nil }
+                    // Each level is a call: thousands would overflow the stack.
+                    guard depth < Self.deepest else {
+                        diagnostics.error(
+                            "groups nested more than \(Self.deepest) deep in rule \(rule.text)", at: t.location)
+                        return nil
+                    }
+                    guard let end = alternatives(closing: close, opener: t, rule: rule, depth: depth + 1) else {
+                        return nil
+                    }
                     guard end.kind == .symbol(close) else {
                         diagnostics.error("'\(t.text)' opened here is not closed with '\(close)'", at: t.location)
                         return nil

@@ -209,6 +209,34 @@ import Testing
                 "g.jsgf:10:7: error: a quoted token opened here is not closed with '\"' on its line",
                 "g.jsgf:11:11: error: rule <nowhere> is not defined in this grammar",
             ], "\(all)")
+        // Groups nested thousands deep: an error, not a stack overflow.
+        #expect(
+            errors(
+                "public <a> = " + String(repeating: "(", count: 5000) + "x" + String(repeating: ")", count: 5000) + ";")
+                == ["g.jsgf:3:114: error: groups nested more than 100 deep in rule <a>"])
+        #expect(
+            errors(
+                "public <a> = " + String(repeating: "[", count: 100) + "x" + String(repeating: "]", count: 100) + ";"
+            ).isEmpty)
+        // What PocketSphinx's own parser refuses, said here where it is: weights it does not read as numbers, an
+        // empty rule name, a header without its ';' on its line.
+        #expect(
+            errors("public <a> = /1e5/ go | /5./ stop | /.5/ on | / 5 / off;")
+                == [
+                    "g.jsgf:3:14: error: expected a weight: a number between slashes, in digits with at most one point "
+                        + "(/10/, /0.5/)",
+                    "g.jsgf:3:25: error: expected a weight: a number between slashes, in digits with at most one point "
+                        + "(/10/, /0.5/)",
+                    "g.jsgf:3:47: error: expected a weight: a number between slashes, in digits with at most one point "
+                        + "(/10/, /0.5/)",
+                ])
+        #expect(errors("public <> = go;") == ["g.jsgf:3:8: error: a rule name is empty: '<>'"])
+        do {
+            try JSGFCheck.check("#JSGF V1.0\ngrammar g;\npublic <a> = go;\n", file: "h.jsgf")
+            Issue.record("a header without its ';'")
+        } catch {
+            #expect("\(error)" == "h.jsgf:1:1: error: expected ';' to end the header on its line, as in '#JSGF V1.0;'")
+        }
         // Without errors before it, a grammar with no public rule says so.
         #expect(
             errors("<a> = x;\n") == [
