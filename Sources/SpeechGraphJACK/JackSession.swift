@@ -8,6 +8,11 @@ struct Notifications: ~Copyable {
     let serverGone = Atomic<Bool>(false)
     let xruns = Atomic<Int>(0)
     let portsChanged = Atomic<Bool>(false)
+    /// The ports registered since the last poll (at most `registeredLimit`): a port registered again under a name
+    /// already matched (a player restarted) is a new port, to connect. The notification thread is not the
+    /// real-time one: it may take a lock.
+    let registered = Mutex<[jack_port_id_t]>([])
+    static let registeredLimit = 4096
     let bufferSize = Atomic<Int>(0)
 }
 
@@ -38,10 +43,15 @@ private func onXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
     return 0
 }
 
+/// A port registered: the patterns are matched again at the next poll, and this port is connected if one matches
+/// it, even when a port of its name was matched before (a player restarted).
 private func onPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?) {
-    guard registered != 0 else { return }
-    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.portsChanged
-        .store(true, ordering: .releasing)
+    guard registered != 0,
+        let notifications = argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee
+            .notifications
+    else { return }
+    notifications.pointee.registered.withLock { if $0.count < Notifications.registeredLimit { $0.append(port) } }
+    notifications.pointee.portsChanged.store(true, ordering: .releasing)
 }
 
 private func onBufferSize(_ frames: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
@@ -417,6 +427,12 @@ public final class JackSession: @unchecked Sendable {
     private func connectAll(onlyNew: Bool) {
         guard let c = client else { return }
         if !onlyNew { matched = [:] }
+        // The ports registered since the last time, by name: new even when a port of the name was matched before.
+        let appeared = Set(
+            notifications.pointee.registered.withLock { ids in
+                defer { ids.removeAll(keepingCapacity: true) }
+                return ids.compactMap { jack_port_by_id(c, $0).map { String(cString: jack_port_name($0)) } }
+            })
         var key = 0
         for (spec, port) in zip(specs, ports) where !spec.connect.isEmpty {
             guard let port else { continue }
@@ -437,7 +453,7 @@ public final class JackSession: @unchecked Sendable {
                     jack_free(UnsafeMutableRawPointer(mutating: names))
                 }
                 now.remove(mine)
-                for other in now.sorted() where !(matched[key]?.contains(other) ?? false) {
+                for other in now.sorted() where !(matched[key]?.contains(other) ?? false) || appeared.contains(other) {
                     if spec.isInput { _ = jack_connect(c, other, mine) } else { _ = jack_connect(c, mine, other) }
                 }
                 if !onlyNew && now.isEmpty && !unmatchedReported.contains(pattern) {

@@ -197,6 +197,29 @@ import Testing
             usleep(100_000)
             lateConnections = try server.lsp(["-c"])
         } while lateConnections.firstMatch(of: /jack-play-\d+:out_1\n   sgt:in_1/) == nil && Date() < deadline
+        // A player that stops and starts again under the same name has new ports: connected again, each time.
+        var replays: [String] = []
+        let player = dir.path("player.graph")
+        try """
+        node f = file.input { path: "\(try speech(repeats: 4))", realtime: true }
+        node o = jack.output
+        f -> o
+        """.write(toFile: player, atomically: true, encoding: .utf8)
+        for _ in 0..<2 {
+            let replay = try Process.launchSpeechgraph(
+                ["run", player, "--name", "jack-play-again"], environment: env, output: dir.path("replay.out"))
+            var now = ""
+            let connectedAgain = Date().addingTimeInterval(60)
+            repeat {
+                usleep(100_000)
+                now = try server.lsp(["-c"])
+            } while !now.contains("jack-play-again:out_1\n   sgt:in_1") && Date() < connectedAgain
+            replays.append(now)
+            kill(replay.processIdentifier, SIGTERM)
+            replay.waitUntilExit()
+            let gone = Date().addingTimeInterval(60)
+            while try server.lsp().contains("jack-play-again:") && Date() < gone { usleep(50_000) }
+        }
         // The second instance says which name JACK gave it, once its graph runs (its models loaded).
         let renamed = Date().addingTimeInterval(60)
         var secondOut = ""
@@ -250,6 +273,8 @@ import Testing
         #expect(properties.contains("port-group"))
         #expect(connections.contains("system:capture_1\n   sgt:in_1"), "\(connections)")
         #expect(lateConnections.firstMatch(of: /jack-play-\d+:out_1\n   sgt:in_1/) != nil, "\(lateConnections)")
+        for replay in replays { #expect(replay.contains("jack-play-again:out_1\n   sgt:in_1"), "\(replay)") }
+        #expect(replays.count == 2)
         #expect(first.terminationStatus == 0 && second.terminationStatus == 0)
     }
 
