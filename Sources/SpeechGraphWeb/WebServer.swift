@@ -190,8 +190,15 @@ final class WebServer: Sendable {
         return .serve(resource)
     }
 
+    /// `localhost`, `::1` or an IPv4 address 127.x.y.z, as the address itself: a name that only begins like one
+    /// (`127.0.0.1.evil.example`) is a name a DNS rebinding site may give.
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host.lowercased() == "localhost" || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127"
+            && octets.allSatisfy { octet in
+                octet.count <= 3 && octet.allSatisfy { $0.isASCII && $0.isNumber } && (UInt8(octet) != nil)
+            }
     }
 
     /// The name in a Host header, without its port and brackets.

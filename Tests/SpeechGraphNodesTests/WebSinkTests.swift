@@ -390,6 +390,13 @@ struct WebSinkTests {
             ("a wrong bearer token", "GET / HTTP/1.1\r\n\(host)\r\nAuthorization: Bearer nope\r\n\r\n"),
             ("a POST", "POST /?token=s3cret HTTP/1.1\r\n\(host)\r\nContent-Length: 2\r\n\r\nhi"),
             ("another host name (DNS rebinding)", "GET /?token=s3cret HTTP/1.1\r\nHost: evil.example:\(port)\r\n\r\n"),
+            // Names that only begin like a loopback address are names too.
+            (
+                "a name that begins as 127.0.0.1 does",
+                "GET /?token=s3cret HTTP/1.1\r\nHost: 127.0.0.1.evil.example:\(port)\r\n\r\n"
+            ),
+            ("a name that begins with 127.", "GET /?token=s3cret HTTP/1.1\r\nHost: 127.attacker.example\r\n\r\n"),
+            ("a user before an '@'", "GET /?token=s3cret HTTP/1.1\r\nHost: 127.0.0.1:80@evil\r\n\r\n"),
             (
                 "another origin",
                 "GET /events?token=s3cret HTTP/1.1\r\n\(host)\r\nOrigin: http://evil.example\r\n\r\n"
@@ -418,6 +425,11 @@ struct WebSinkTests {
         #expect(try TestConnection.get(port: port, "/", headers: ["Authorization: Bearer s3cret"]).status == 200)
         #expect(try TestConnection.get(port: port, "/app.js").status == 200)
         #expect(try TestConnection.get(port: port, "/healthz").status == 200)
+        for name in ["localhost", "LocalHost", "127.0.0.1", "127.1.2.3", "[::1]"] {
+            let (status, _) = try TestConnection.request(
+                port: port, "GET /?token=s3cret HTTP/1.1\r\nHost: \(name):\(port)\r\nConnection: close\r\n\r\n")
+            #expect(status == 200, "\(name)")
+        }
         let head = try TestConnection.request(
             port: port, "HEAD /?token=s3cret HTTP/1.1\r\n\(host)\r\nConnection: close\r\n\r\n")
         #expect(head.status == 200 && !head.text.contains("<html"))
