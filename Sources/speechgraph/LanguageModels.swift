@@ -64,8 +64,8 @@ extension SpeechgraphCommand {
                             let line = "<s> " + words.joined(separator: " ") + " </s>\n"
                             for _ in 0..<count { text += line }
                         }
-                        do { try text.write(toFile: corpus, atomically: true, encoding: .utf8) } catch {
-                            throw LMBuildError("cannot write \(corpus): \(PathNames.reason(error))")
+                        do { try OutputPath.write(text, to: corpus) } catch let e as SpeechGraphError {
+                            throw LMBuildError(e.message)
                         }
                     }
                     for warning in report.guessWarnings(parsed, file: spec) { printError(warning) }

@@ -31,6 +31,35 @@ import Testing
         let arpa = try String(contentsOfFile: "\(out)/lm.arpa", encoding: .utf8)
         #expect(arpa.hasPrefix("\\data\\\nngram 1=36\n"))  // 33 words, <s>, </s>, <UNK>
 
+        // --corpus into a symbolic link writes the file it names (the link stays), into a pipe writes into it: a
+        // special file is never replaced by a regular one (as root, '--corpus /dev/full' once replaced the device).
+        let target = dir.path("corpus-target.txt")
+        try "old".write(toFile: target, atomically: true, encoding: .utf8)
+        let link = dir.path("corpus-link.txt")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let fifo = dir.path("corpus.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/cat")
+        reader.arguments = [fifo]
+        let copy = dir.path("corpus-read.txt")
+        FileManager.default.createFile(atPath: copy, contents: nil)
+        reader.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: copy))  // not a pipe: 345 kB
+        try reader.run()
+        for (corpus, name) in [(link, "link"), (fifo, "fifo")] {
+            let r = try Run.speechgraph(["lm", "build", chessSpec, "-o", dir.path("chess-\(name)"), "--corpus", corpus])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        Run.wait(for: reader, seconds: 60) { false }  // a FIFO replaced by a file would leave cat waiting
+        if reader.isRunning { kill(reader.processIdentifier, SIGKILL) }
+        reader.waitUntilExit()
+        let piped = try String(contentsOfFile: copy, encoding: .utf8)
+        #expect(piped.hasPrefix("<s> ") && piped.contains(" </s>\n"), "\(piped.prefix(200))")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == target)
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == piped)
+        var info = stat()
+        #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
+
         // A spec error: located, exit 2, nothing written.
         let bad = dir.path("bad.lmspec")
         try "template \"<piece> to <rank>\"\nclass rank = 1 to 8\n".write(

@@ -53,6 +53,27 @@ public enum OutputPath {
         return nil
     }
 
+    /// Writes `text` to `path` as a user expects of a named output: a regular file (or a new one) is replaced whole
+    /// (through a temporary file, so a failed write leaves it as it was), at the end of a symbolic link if it is
+    /// one (the link stays); anything else (a device such as /dev/stdout, a pipe) is written into, not replaced.
+    public static func write(_ text: String, to path: String) throws {
+        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        var info = stat()
+        if stat(target, &info) == 0, info.st_mode & S_IFMT != S_IFREG, info.st_mode & S_IFMT != S_IFDIR {
+            guard let handle = FileHandle(forWritingAtPath: target) else {
+                throw SpeechGraphError("cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            defer { try? handle.close() }
+            do { try handle.write(contentsOf: Data(text.utf8)) } catch {
+                throw SpeechGraphError("cannot write \(path): \(PathNames.reason(error))")
+            }
+            return
+        }
+        do { try text.write(toFile: target, atomically: true, encoding: .utf8) } catch {
+            throw SpeechGraphError("cannot write \(path): \(PathNames.reason(error))")
+        }
+    }
+
     /// Makes the folders `path` is to be written in, when they do not exist yet (as `mkdir -p`).
     public static func makeFolders(for path: String) throws {
         let folder = PathNames.folder(of: path)
