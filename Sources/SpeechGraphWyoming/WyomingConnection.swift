@@ -40,6 +40,12 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// What the last `transcribe` asked for; it applies to the next audio.
     private var request: [String: JSONValue] = [:]
     private var job: WyomingJob?
+    /// Graphs of this connection made (or being made) and not yet ended: the current job's, and those of streams
+    /// dropped by a newer audio-start, which take a moment to stop (a graph still loading its decoder finishes).
+    private var liveGraphs = 0
+    /// The current job's graph, to make once the dropped ones have ended: a client that sends audio-start after
+    /// audio-start (with no audio-stop) has one graph at a time, not one per audio-start, each with a decoder.
+    private var pendingMake: (job: WyomingJob, model: WyomingModel, request: [String: JSONValue])?
     /// Audio for the job's graph that is not in it yet (the graph is being made, or its buffer is full).
     private var waiting: [[Float]] = []
     private var waitingSamples = 0
@@ -212,7 +218,11 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         dropWaiting()
         let job = WyomingJob(format: (rate, channels), language: asked ?? model.languages.first)
         self.job = job
-        make(job, model: model, request: request)
+        if liveGraphs == 0 {
+            make(job, model: model, request: request)
+        } else {
+            pendingMake = (job, model, request)  // its audio waits (and then the socket) meanwhile
+        }
     }
 
     /// Whether two language tags name one language: the same primary subtag (`en`, `en-US`, `en_gb`).
@@ -260,7 +270,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func flush(_ job: WyomingJob) {
         guard let pusher = job.pusher.withLock({ $0 }) else {
             // The graph is being made: `ready` flushes. Until then the client is read while little is held.
-            _ = channel.setOption(ChannelOptions.autoRead, value: waitingSamples <= Self.maxWaitingSamples)
+            updateReading()
             return
         }
         let channels = job.format.channels
@@ -277,7 +287,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
                 waitingSamples -= room
             }
         }
-        _ = channel.setOption(ChannelOptions.autoRead, value: waitingSamples <= Self.maxWaitingSamples)
+        updateReading()
         if waiting.isEmpty {
             endInputIfReady(job)
         } else {
@@ -301,7 +311,20 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         waitingSamples = 0
         partialFrame = []
         chunkFormatSaid = false
-        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        updateReading()
+    }
+
+    /// The socket is read while the replies to it can be written (a client that sends `describe` or `ping` and never
+    /// reads would otherwise fill the server's memory with replies) and little audio waits for the graph; a closing
+    /// connection reads (and drops) all it gets.
+    private func updateReading() {
+        let read = closing || (channel.isWritable && waitingSamples <= Self.maxWaitingSamples)
+        _ = channel.setOption(ChannelOptions.autoRead, value: read)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        updateReading()
+        context.fireChannelWritabilityChanged()
     }
 
     private func scheduleRetry() {
@@ -331,6 +354,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Plans and makes the job's graph on the server's maker queue; its replies come back to this loop.
     private func make(_ job: WyomingJob, model: WyomingModel, request: [String: JSONValue]) {
+        liveGraphs += 1
         let loop = channel.eventLoop
         let handler = NIOLoopBound(self, eventLoop: loop)
         let server = self.server
@@ -449,6 +473,11 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func ended(_ job: WyomingJob, failure: String?) {
+        liveGraphs -= 1
+        if liveGraphs == 0, let pending = pendingMake {
+            pendingMake = nil
+            if pending.job === self.job { make(pending.job, model: pending.model, request: pending.request) }
+        }
         if let failure, channel.isActive, !job.abandoned.load(ordering: .acquiring) {
             send(.error("the transcription failed: \(failure)", code: "failed"))
         }
@@ -476,6 +505,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         var buffer = channel.allocator.buffer(capacity: 256)
         event.write(into: &buffer)
         lastWrite = channel.writeAndFlush(buffer)
+        if !channel.isWritable { updateReading() }
     }
 
     /// Ends the connection without losing what was sent: the output is shut down once the last event is written
@@ -492,7 +522,7 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
             written.whenComplete { _ in channel.close(promise: nil) }
             return
         }
-        _ = channel.setOption(ChannelOptions.autoRead, value: true)
+        updateReading()
         written.whenComplete { _ in channel.close(mode: .output, promise: nil) }
         lingerEnd = channel.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
     }

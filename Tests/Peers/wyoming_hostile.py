@@ -16,6 +16,7 @@ import json
 import random
 import socket
 import sys
+import threading
 import time
 
 from wyoming.client import AsyncTcpClient
@@ -331,7 +332,70 @@ def drain_probe(host, port, path):
     print(json.dumps({"case": "drain-probe", "ok": ok, "detail": {"events": types, "end": end, "after": after}}))
 
 
-OPTIONAL = {"idle": case_idle, "idle-stream": case_idle_stream}
+def case_start_churn(host, port):
+    """audio-start after audio-start, each with a second of audio and no audio-stop, then a stream that ends: one
+    transcript (the test watches the server's threads: one graph at a time for the connection, not one per start)."""
+    s = connect(host, port, timeout=120)
+    fmt = {"rate": 16000, "width": 2, "channels": 1}
+    start = frame({"type": "audio-start"}, fmt)
+    rng = random.Random(7)
+    # Noise loud enough to be speech to a VAD: each stream's graph has work to do.
+    noise = b"".join(rng.randrange(-8000, 8000).to_bytes(2, "little", signed=True) for _ in range(1600))
+    chunk = frame({"type": "audio-chunk"}, fmt, noise)
+    # What the dropped streams get (nothing, or an answer to a stream already replaced) is read meanwhile and left.
+    events, done = [], threading.Event()
+
+    def read():
+        data = b""
+        while not done.is_set():
+            try:
+                got = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not got:
+                return
+            new, data = parse_events(data + got)
+            events.extend(new)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    end = time.monotonic() + 8
+    while time.monotonic() < end:
+        s.sendall(start + chunk * 10)
+    silence = frame({"type": "audio-chunk"}, fmt, b"\0\0" * 1600)
+    s.sendall(frame({"type": "transcribe"}, {}) + start + silence * 10 + frame({"type": "audio-stop"}))
+    deadline = time.monotonic() + 120
+    while "transcript" not in [e["type"] for e in events] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    done.set()
+    types = [e["type"] for e in events]
+    return types.count("transcript") == 1 and "error" not in types, types
+
+
+def case_describe_flood(host, port):
+    """describe after describe for 10 s, never reading the replies (the test watches the server's memory: it stops
+    reading a connection whose replies cannot be written)."""
+    s = connect(host, port, timeout=0.5)
+    batch = frame({"type": "describe"}) * 1000
+    pending, sent = b"", 0
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        pending = pending or batch
+        try:
+            n = s.send(pending)
+        except socket.timeout:
+            continue
+        pending, sent = pending[n:], sent + n
+    s.close()
+    return True, {"sent": sent}
+
+
+OPTIONAL = {
+    "idle": case_idle,
+    "idle-stream": case_idle_stream,
+    "start-churn": case_start_churn,
+    "describe-flood": case_describe_flood,
+}
 
 
 def main():

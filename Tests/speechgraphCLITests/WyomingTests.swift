@@ -455,6 +455,50 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(probed.contains(#""ok": true"#), "\(probed)")
     }
 
+    @Test("audio-start after audio-start: one graph at a time; describe never read: the server stops reading")
+    func churnAndFloodStayBounded() throws {
+        let server = try WyomingServerProcess()
+        defer { server.stop() }
+        let pid = server.process.processIdentifier
+        func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0 }
+        /// Runs a case of wyoming_hostile.py, watching the server meanwhile: its result, the most threads and the
+        /// most resident memory (kB) seen.
+        func watch(_ name: String) throws -> (line: String, threads: Int, residentKB: Int) {
+            let peer = Process()
+            peer.executableURL = URL(fileURLWithPath: Peer.python)
+            peer.arguments = [
+                TestPaths.packageRoot.appendingPathComponent("Tests/Peers/wyoming_hostile.py").path, "127.0.0.1",
+                String(server.port), "cases", name,
+            ]
+            let out = dir.path("\(name).out")
+            FileManager.default.createFile(atPath: out, contents: nil)
+            peer.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+            try peer.run()
+            defer { if peer.isRunning { kill(peer.processIdentifier, SIGKILL) } }
+            var (most, resident) = (0, 0)
+            Run.wait(for: peer, seconds: 300) {
+                most = max(most, threads())
+                resident = max(resident, server.residentKB)
+                return false
+            }
+            return (Run.lines(of: out).last.map(String.init) ?? "", most, resident)
+        }
+        let idleThreads = threads()
+        let churn = try watch("start-churn")
+        #expect(churn.line.contains(#""ok": true"#), "\(churn.line)")
+        // Thirty dropped streams, each with a graph and a decoder (90 MB) of its own, took 150 threads and 1.4 GB:
+        // now one graph at a time (a dropped one still ending, the next waiting for it).
+        #expect(churn.threads - idleThreads <= 12, "\(idleThreads) threads idle, \(churn.threads) at most")
+        let before = server.residentKB
+        let flood = try watch("describe-flood")
+        #expect(flood.line.contains(#""ok": true"#), "\(flood.line)")
+        // 10 s of describe, never read, grew the server 9 MB a second (each 21-byte describe queued a 756-byte info).
+        #expect(flood.residentKB - before < 40_000, "\(before) kB before, \(flood.residentKB) kB at most")
+        // And it still answers.
+        let after = try Peer.cases("127.0.0.1", server.port, ["describe-after"])
+        #expect(after["describe-after"]?.ok == true, "\(after)")
+    }
+
     @Test(
         "SIGHUP (a closed terminal) drains as SIGTERM does: exit 0; SIGQUIT (Ctrl-\\) quits at once: exit 131",
         arguments: [SIGHUP, SIGQUIT])
