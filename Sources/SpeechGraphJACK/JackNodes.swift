@@ -4,6 +4,10 @@ import SpeechGraphCore
 
 /// Settings shared by the jack.* nodes of one graph.
 enum JackSettings {
+    /// The largest period JACK servers take (jackd's -p: 8192 frames): the rings hold two at least, whatever
+    /// 'buffer' says, so that a period always fits.
+    static let largestPeriod = 8192
+
     /// The client name: `--name`, else "speechgraph".
     static func clientName(_ resources: GraphResources) -> String { resources.settings["jack.name"] ?? "speechgraph" }
     /// The server: JACK_DEFAULT_SERVER, as libjack itself reads it.
@@ -112,7 +116,9 @@ public final class JackInputNode: SourceNode {
                     + "connected to every port of this node."),
             .quantity(
                 "buffer", default: 2000, .milliseconds, range: 50...60_000,
-                doc: "Audio held between the JACK thread and the graph before periods are dropped."),
+                doc:
+                    "Audio held between the JACK thread and the graph before periods are dropped (at least two "
+                    + "periods of 8192 frames, whatever the server's period)."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
         ],
         threading: .realtime)
@@ -160,7 +166,9 @@ public final class JackInputNode: SourceNode {
         let patterns = JackSettings.patterns(c.string("connect"))
         var rings: [AudioRing] = []
         for channel in 1...format.channelCount {
-            let ring = AudioRing(minimumCapacity: frames)
+            // Two of the largest periods at least: a period that does not fit whole is dropped, so a 'buffer' of
+            // 50 ms (1024 frames) under a period of 2048 once lost all the audio.
+            let ring = AudioRing(minimumCapacity: max(frames, 2 * JackSettings.largestPeriod))
             // With several channels and as many patterns, pattern N feeds port N; otherwise every pattern every port.
             let connect =
                 patterns.count == format.channelCount && format.channelCount > 1 ? [patterns[channel - 1]] : patterns
@@ -343,7 +351,9 @@ public final class JackOutputNode: GraphNode {
             .quantity(
                 "prebuffer", default: 200, .milliseconds, range: 0...10_000,
                 doc: "Audio queued before playback starts (and after an underrun)."),
-            .quantity("buffer", default: 2000, .milliseconds, range: 50...60_000, doc: "Most audio queued."),
+            .quantity(
+                "buffer", default: 2000, .milliseconds, range: 50...60_000,
+                doc: "Most audio queued (at least two periods of 8192 frames)."),
         ],
         threading: .realtime)
 
@@ -377,7 +387,7 @@ public final class JackOutputNode: GraphNode {
         let patterns = JackSettings.patterns(c.string("connect"))
         var rings: [AudioRing] = []
         for channel in 1...channels {
-            let ring = AudioRing(minimumCapacity: max(frames, prebuffer * 2))
+            let ring = AudioRing(minimumCapacity: max(frames, prebuffer * 2, 2 * JackSettings.largestPeriod))
             let connect = patterns.count == channels && channels > 1 ? [patterns[channel - 1]] : patterns
             try session.addPort(
                 name: "\(base)_\(channel)", prettyName: "\(c.name) \(channel)", group: c.name, order: channel,

@@ -61,15 +61,19 @@ import Testing
         return contents(out).split(separator: "\n").filter { $0.hasPrefix("[") }.joined(separator: " ")
     }
 
-    @Test func speechPlayedThroughJackIsTranscribed() throws {
-        try server.start(period: Self.speechPeriod)
+    /// Also with the smallest 'buffer' under a large period: a period larger than the ring was dropped whole, every
+    /// time, and all the audio was lost without a word.
+    @Test(arguments: [(48000, Self.speechPeriod, nil), (16000, 2048, "50 ms")])
+    func speechPlayedThroughJackIsTranscribed(rate: Int, period: Int, buffer: String?) throws {
+        try server.start(rate: rate, period: period)
         let wav = try speech()
         // A second of silence first: a loaded machine's xruns while the clients start fall on it, not on speech.
         try TestSpeech.sox([wav, "-r", "44100", dir.path("call44.wav"), "pad", "1", "0"])
         let log = dir.path("live.jsonl")
         let out = dir.path("live.out")
+        let buffers = buffer.map { ["--set", "mic.buffer=\($0)", "--set", "speak.buffer=\($0)"] } ?? []
         let p = try Process.launchSpeechgraph(
-            ["run", "graphs/jack-demo.graph"],
+            ["run", "graphs/jack-demo.graph"] + buffers,
             environment: env.merging(["DEMO_AUDIO": dir.path("call44.wav"), "DEMO_LOG": log]) { $1 },
             output: out)
         // Runs until a final result shows the sentence's last word (a deadline only bounds a hang), then SIGTERM.
