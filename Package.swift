@@ -112,7 +112,9 @@ let package = Package(
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
         .testTarget(
             name: "SpeechGraphJACKTests",
-            dependencies: ["SpeechGraphNodes", "SpeechGraphPlugins", "SpeechGraphTestSupport", "CMallocCounter"]),
+            dependencies: [
+                "SpeechGraphNodes", "SpeechGraphJACK", "SpeechGraphPlugins", "SpeechGraphTestSupport", "CMallocCounter",
+            ]),
         .testTarget(name: "SpeechGraphLMTests", dependencies: ["SpeechGraphLM"]),
         .testTarget(
             name: "SpeechGraphVADTests",

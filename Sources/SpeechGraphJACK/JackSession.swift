@@ -441,7 +441,7 @@ public final class JackSession: @unchecked Sendable {
                 defer { key += 1 }
                 // A pattern without a client ("in_1") names a port of this graph's own client, whatever JACK
                 // named it ("speechgraph-01" when another speechgraph runs).
-                let pattern = given.contains(":") ? given : "\(clientName):\(given)"
+                let pattern = given.contains(":") ? given : "\(Self.globEscaped(clientName)):\(given)"
                 let want = UInt(spec.isInput ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
                 var now = Set<String>()
                 if let names = jack_get_ports(c, Self.regex(forGlob: pattern), JACK_DEFAULT_AUDIO_TYPE, want) {
@@ -479,6 +479,11 @@ public final class JackSession: @unchecked Sendable {
             return "JACK client name '\(name)' holds ':', which separates a port's client from its name"
         }
         return nil
+    }
+
+    /// `text` as a glob that matches only itself: a client called "demo [1]" or "a*b" is not a pattern.
+    static func globEscaped(_ text: String) -> String {
+        text.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined()
     }
 
     /// A shell glob (`*`, `?`, `[...]`) as the regular expression JACK matches port names with.
