@@ -548,6 +548,12 @@ struct ListValueTests {
         #expect(
             parseErrors("node a = x { phrases: [\"a\" \"b\"] }")
                 == ["t.graph:1:28: error: expected ',' or ']' in the list, found a string"])
+        // A file of stray characters: a thousand errors, then the rest is not read.
+        let stray = parseErrors(String(repeating: "@", count: 50_000))
+        #expect(stray.count == 1001)
+        #expect(
+            stray.last
+                == "t.graph:1:1001: error: too many errors: the rest of the file is not read (is it a graph file?)")
         // The item with the '|' is blamed, not the list's '['.
         #expect(
             parseErrors("node a = x { phrases: [\n  \"one\",\n  \"two|three\"\n] }")

@@ -104,6 +104,9 @@ package struct Lexer {
         "]": .rightBracket,
     ]
 
+    /// Errors after which the rest of a file is not read.
+    static let errorLimit = 1000
+
     package mutating func tokenize() -> [Token] {
         var tokens: [Token] = []
         while true {
@@ -113,6 +116,12 @@ package struct Lexer {
                 // At the end of the last line that has something, not on a line after the file's last newline.
                 let end = tokens.last.flatMap { $0.kind == .newline ? $0.location : nil } ?? start
                 tokens.append(Token(kind: .end, location: end))
+                return tokens
+            }
+            // A file that is not a graph (2 MB of stray characters took 10 s to say so, one error each).
+            if diagnostics.all.count >= Self.errorLimit {
+                diagnostics.error("too many errors: the rest of the file is not read (is it a graph file?)", at: start)
+                tokens.append(Token(kind: .end, location: start))
                 return tokens
             }
             switch c {
