@@ -27,7 +27,17 @@ public final class FileInputNode: SourceNode {
     public static let type = NodeType(
         descriptor,
         formats: { context in
-            let file = try AudioFile(path: context.config.string(of: "path"))
+            let path = context.config.string(of: "path")
+            // A pipe would be opened twice (here, and by the node): the second open waits for a writer that has
+            // gone, or reads the stream from its middle.
+            var info = stat()
+            if stat(path, &info) == 0, [S_IFIFO, S_IFCHR, S_IFSOCK].contains(info.st_mode & S_IFMT) {
+                throw SpeechGraphError(
+                    "\(path) is a pipe or a device, not a file: file.input reads files; a stream goes to "
+                        + "'speechgraph transcribe \(path)' (or '-' for standard input), or to a push.input node",
+                    parameter: "path")
+            }
+            let file = try AudioFile(path: path)
             let channel = context.config.integer(of: "channel")
             if channel > file.channelCount {
                 throw SpeechGraphError(

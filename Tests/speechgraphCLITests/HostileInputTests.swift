@@ -101,6 +101,24 @@ import Testing
         return wav
     }
 
+    @Test("file.input on a FIFO: said at once (check --plan waited forever for a writer), not opened twice")
+    func fifoIsNotAFile() throws {
+        let fifo = dir.path("in.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let graph = dir.path("fifo.graph")
+        try "node f = file.input { path: \"\(fifo)\" }\nnode v = vad\nf -> v\n".write(
+            toFile: graph, atomically: true, encoding: .utf8)
+        for command in [["check", "--plan"], ["run"]] {
+            let r = try Run.speechgraph(command + [graph], timeout: 60)
+            #expect(r.status == 1, "\(command): \(r.stderr)")  // an input that cannot be read, as for a missing file
+            #expect(
+                r.stderr.contains(
+                    "fifo.graph:1:29: error: node 'f' (file.input): \(fifo) is a pipe or a device, not a file: "
+                        + "file.input reads files; a stream goes to 'speechgraph transcribe \(fifo)'"),
+                "\(r.stderr)")
+        }
+    }
+
     @Test("a file name that starts with a dash is not a group of flags: exit 2; -- and ./ name it")
     func fileNamesWithADash() throws {
         let wav = try sentence()
