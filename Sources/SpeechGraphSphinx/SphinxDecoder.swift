@@ -162,7 +162,28 @@ public struct SphinxModel: Hashable, Sendable {
         let dictPath = try pick(
             dict, ["cmudict-\(name).dict", "\(name).dict"], suffixes: [".dict", ".dic"],
             what: "dictionary", parameter: "dict")
+        // PocketSphinx takes a directory or an audio file as a dictionary of no words, and recognises nothing.
+        if dict != nil, let problem = Self.dictionaryProblem(dictPath) {
+            throw SpeechGraphError(problem, parameter: "dict")
+        }
         return SphinxModel(hmm: hmmPath, lm: lmPath, jsgf: jsgf, dict: dictPath, sampleRate: sampleRate)
+    }
+
+    /// Why `path` is not a pronunciation dictionary (`word PHONE PHONE ...` a line), or nil: a directory, binary
+    /// data, or a first entry that is not a word and its phones.
+    static func dictionaryProblem(_ path: String) -> String? {
+        if FileManager.default.isDirectory(path) { return "the dictionary \(path) is a directory, not a file" }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }  // said when it loads
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 4096)) ?? Data()
+        let what = "\(path) is not a pronunciation dictionary (a word and its phones a line, as in 'hello HH AH L OW')"
+        if head.isEmpty { return "the dictionary \(path) is empty" }
+        if head.contains(0) { return what }
+        let first = String(decoding: head, as: UTF8.self).split(separator: "\n").first {
+            !$0.trimmingCharacters(in: .whitespaces).isEmpty && !$0.hasPrefix("#") && !$0.hasPrefix(";;")
+        }
+        guard let first, first.split(whereSeparator: { $0 == " " || $0 == "\t" }).count >= 2 else { return what }
+        return nil
     }
 
     /// The model a recognizer node's parameters name (`model`, `hmm`, `lm`, `dict`, `jsgf`, `rate`).

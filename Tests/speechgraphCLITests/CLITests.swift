@@ -346,6 +346,15 @@ import Testing
         let two = try Run.speechgraph(["transcribe", "--dict", "/no/such.dict", "--lm", "/no/such.lm", wav])
         #expect(two.status == 1)
         #expect(two.stderr == "speechgraph: error: --dict: dictionary not found: /no/such.dict\n", "\(two.stderr)")
+        // A folder or an audio file as the dictionary: PocketSphinx took them as dictionaries of no words.
+        let folder = try Run.speechgraph(["transcribe", "--dict", "/tmp", wav])
+        #expect(folder.status == 1)
+        #expect(folder.stderr == "speechgraph: error: --dict: the dictionary /tmp is a directory, not a file\n")
+        let audio = try Run.speechgraph(["transcribe", "--dict", wav, wav])
+        #expect(audio.status == 1)
+        #expect(
+            audio.stderr == "speechgraph: error: --dict: \(wav) is not a pronunciation dictionary (a word and its "
+                + "phones a line, as in 'hello HH AH L OW')\n", "\(audio.stderr)")
         let grammar = try Run.speechgraph(["transcribe", "--grammar", "/no/such.jsgf", wav])
         #expect(grammar.status == 1)
         #expect(grammar.stderr == "speechgraph: error: --grammar: grammar not found: /no/such.jsgf\n")
