@@ -61,7 +61,7 @@ public struct Lexicon: Sendable {
         guard process.terminationStatus == 0, !ipa.isEmpty else {
             throw LMBuildError("espeak-ng gave no pronunciation for '\(word)'")
         }
-        do { return try Phones.fromIPA(ipa) } catch {
+        do { return try Phones.fromIPA(ipa, skippingUnknown: true) } catch {
             throw LMBuildError(
                 "espeak-ng's pronunciation of '\(word)' (\(ipa)) does not map to the model's phones: \(error)")
         }

@@ -47,8 +47,12 @@ public enum Phones {
     }
 
     /// IPA, as espeak-ng writes it: `wˈɪnəwɚ`. Stress and length marks are dropped.
-    public static func fromIPA(_ text: String) throws -> [String] {
-        try map(text, table: ipa, marks: ["ˈ", "ˌ", "ː", "ˑ", ".", "-", "ʲ", "ʰ", "͡"], name: "IPA")
+    /// `skippingUnknown`: symbols the table lacks are left out (espeak-ng's guess for a foreign word, such as the
+    /// Welsh 'ɬ' of "Llanelli", is still the nearest English pronunciation without them).
+    public static func fromIPA(_ text: String, skippingUnknown: Bool = false) throws -> [String] {
+        try map(
+            text, table: ipa, marks: ["ˈ", "ˌ", "ː", "ˑ", ".", "-", "ʲ", "ʰ", "͡"], name: "IPA",
+            skippingUnknown: skippingUnknown)
     }
 
     /// `"W IH1 N AW0 ER0"`: CMUdict's ARPAbet, stress digits allowed and dropped, any case.
@@ -65,9 +69,9 @@ public enum Phones {
         return phones
     }
 
-    private static func map(_ text: String, table: [String: [String]], marks: Set<String>, name: String) throws
-        -> [String]
-    {
+    private static func map(
+        _ text: String, table: [String: [String]], marks: Set<String>, name: String, skippingUnknown: Bool = false
+    ) throws -> [String] {
         let longest = table.keys.map(\.unicodeScalars.count).max() ?? 1
         var phones: [String] = []
         for chunk in text.split(whereSeparator: \.isWhitespace) {
@@ -90,7 +94,9 @@ public enum Phones {
                         break
                     }
                 }
-                if !matched {
+                if !matched && skippingUnknown {
+                    i += 1
+                } else if !matched {
                     throw MappingError(
                         description: "unknown \(name) symbol '\(one)' in '\(text)'; known: "
                             + table.keys.sorted().joined(separator: " "))

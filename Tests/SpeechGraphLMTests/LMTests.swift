@@ -87,6 +87,10 @@ import Testing
         #expect(throws: Phones.MappingError.self) { try Phones.fromXSAMPA("w I ~ n") }
         #expect(throws: Phones.MappingError.self) { try Phones.fromCMU("W XX N") }
         #expect(throws: Phones.MappingError.self) { try Phones.fromIPA("") }
+        // espeak-ng's guess for a foreign word may hold symbols English lacks (Welsh 'ɬ'): left out of a guess,
+        // which failed a whole Wyoming request with "Llanelli" among its names.
+        #expect(throws: Phones.MappingError.self) { try Phones.fromIPA("ɬanˈɛɬi") }
+        #expect(try Phones.fromIPA("ɬanˈɛɬi", skippingUnknown: true) == ["AE", "N", "EH", "IY"])
     }
 
     /// The diagnostics of a spec, as text.
