@@ -806,11 +806,21 @@ public final class SphinxDecoderPool: Sendable {
     }
 
     private let idle = Mutex<[Key: [SphinxDecoder]]>([:])
+    /// The models and uses with idle decoders, the one given back to last at the end.
+    private let recent = Mutex<[Key]>([])
     /// Idle decoders kept per model and use; one given back beyond that is freed.
     public let maxIdle: Int
+    /// Idle decoders kept in all; beyond it, those of the model and use given back to longest ago are freed (a
+    /// server that builds a model for each request's phrases would otherwise keep 90 MB for each, for ever).
+    public let maxIdleInAll: Int
 
-    /// - Parameter maxIdle: idle decoders kept per model and use (a server bounds what a burst of clients left).
-    public init(maxIdle: Int = .max) { self.maxIdle = maxIdle }
+    /// - Parameters:
+    ///   - maxIdle: idle decoders kept per model and use (a server bounds what a burst of clients left).
+    ///   - maxIdleInAll: idle decoders kept in all.
+    public init(maxIdle: Int = .max, maxIdleInAll: Int = .max) {
+        self.maxIdle = maxIdle
+        self.maxIdleInAll = maxIdleInAll
+    }
 
     /// An idle decoder for this model, reset to decode as a newly loaded one (`SphinxDecoder.reset`), or a newly
     /// loaded one.
@@ -848,11 +858,27 @@ public final class SphinxDecoderPool: Sendable {
     /// Gives a decoder back once its node is done with it (between utterances).
     public func checkin(_ decoder: SphinxDecoder) {
         let key = Key(model: decoder.model, streaming: decoder.isStreaming)
-        // Beyond `maxIdle`, the decoder is freed (on return from here, outside the lock).
-        let surplus = idle.withLock { pool -> SphinxDecoder? in
-            guard pool[key, default: []].count < maxIdle else { return decoder }
+        // Beyond `maxIdle` or `maxIdleInAll`, decoders are freed (on return from here, outside the lock).
+        let surplus = idle.withLock { pool -> [SphinxDecoder] in
+            guard pool[key, default: []].count < maxIdle else { return [decoder] }
             pool[key, default: []].append(decoder)
-            return nil
+            return recent.withLock { order in
+                order.removeAll { $0 == key }
+                order.append(key)
+                var freed: [SphinxDecoder] = []
+                var total = pool.values.reduce(0) { $0 + $1.count }
+                while total > maxIdleInAll, let oldest = order.first {
+                    if let d = pool[oldest]?.popLast() {
+                        freed.append(d)
+                        total -= 1
+                    }
+                    if pool[oldest]?.isEmpty ?? true {
+                        pool[oldest] = nil
+                        order.removeFirst()
+                    }
+                }
+                return freed
+            }
         }
         _ = surplus
     }

@@ -131,7 +131,10 @@ public final class WyomingServer: Sendable {
     public init(_ configuration: Configuration) {
         self.configuration = configuration
         clientLog = ClientErrorLog(configuration.log)
-        decoders = SphinxDecoderPool(maxIdle: max(4, configuration.decoders))
+        // Per model and use as many as asked for (4 at least), and three times that in all: the models built for
+        // requests' phrases give way to the ones in use.
+        decoders = SphinxDecoderPool(
+            maxIdle: max(4, configuration.decoders), maxIdleInAll: 3 * max(4, configuration.decoders))
         group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
     }
 

@@ -461,6 +461,27 @@ extension Decoding {
             #expect(pool.idleCount == 0)
         }
 
+        /// A server's pool keeps so many idle decoders in all: those of the model given back to longest ago go first
+        /// (one model built per request's phrases kept 90 MB each, for ever).
+        @Test func aPoolKeepsSoManyIdleDecodersInAll() throws {
+            let pool = SphinxDecoderPool(maxIdle: 2, maxIdleInAll: 2)
+            let base = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            // Three models (as three phrase models would be): the same files, other settings.
+            let models = [1000, 2000, 3000].map { hmms in
+                var m = base
+                m.maxHMMs = hmms
+                return m
+            }
+            let decoders = try models.map { try pool.checkout($0) }
+            for d in decoders { pool.checkin(d) }
+            #expect(pool.idleCount == 2)
+            // The first one given back is gone; the two later ones wait.
+            #expect(try pool.checkout(models[2]) === decoders[2])
+            #expect(try pool.checkout(models[1]) === decoders[1])
+            #expect(try pool.checkout(models[0]) !== decoders[0])
+        }
+
         /// Of two reload requests, the one that began later wins, also when the earlier one finishes last.
         @Test func theLatestReloadRequestWins() {
             let slot = RecognizerNode.LoadSlot()
