@@ -19,9 +19,12 @@ public enum JSGFCheck {
             throw GraphError(Diagnostic.error("cannot read grammar \(path): \(reason)", at: nil))
         }
         guard let text = String(data: data, encoding: .utf8), !text.contains("\0") else {
+            let at = SourceLocation.firstInvalidUTF8(in: data, file: path)
             throw GraphError(
                 Diagnostic.error(
-                    "not a JSGF grammar: not UTF-8 text", at: SourceLocation(file: path, line: 1, column: 1))
+                    "not a JSGF grammar: not UTF-8 text"
+                        + (at == nil ? " (it holds NUL bytes)" : ": a byte here is not UTF-8"),
+                    at: at ?? SourceLocation(file: path, line: 1, column: 1))
             )
         }
         try check(text, file: path)
@@ -32,14 +35,31 @@ public enum JSGFCheck {
     public static func words(file path: String) -> [(text: String, location: SourceLocation)] {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
         else { return [] }
-        var parser = Parser(text: Array(text.unicodeScalars), file: path)
+        var parser = Parser(text: lines(text), file: path)
         parser.parse()
         return parser.words
     }
 
+    /// The text's characters, with CR LF and a lone CR (an old Mac's line end) as one newline, so that the lines
+    /// are counted as an editor counts them.
+    static func lines(_ text: String) -> [Unicode.Scalar] {
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(text.unicodeScalars.count)
+        var afterCR = false
+        for scalar in text.unicodeScalars {
+            if scalar == "\r" {
+                out.append("\n")
+            } else if !(scalar == "\n" && afterCR) {
+                out.append(scalar)
+            }
+            afterCR = scalar == "\r"
+        }
+        return out
+    }
+
     /// Checks grammar text; `file` names it in the diagnostics.
     public static func check(_ text: String, file: String) throws {
-        var parser = Parser(text: Array(text.unicodeScalars), file: file)
+        var parser = Parser(text: lines(text), file: file)
         parser.parse()
         try parser.diagnostics.throwIfErrors()
     }

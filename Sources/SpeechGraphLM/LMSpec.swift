@@ -84,8 +84,11 @@ public struct LMSpec: Sendable, Equatable {
             throw GraphError(Diagnostic.error("cannot read language-model spec \(path): \(reason)", at: nil))
         }
         guard let text = String(data: data, encoding: .utf8) else {
+            let at = SourceLocation.firstInvalidUTF8(in: data, file: path)
             throw GraphError(
-                Diagnostic.error("\(path) is not UTF-8 text", at: SourceLocation(file: path, line: 1, column: 1)))
+                Diagnostic.error(
+                    "\(path) is not UTF-8 text: a byte here is not UTF-8",
+                    at: at ?? SourceLocation(file: path, line: 1, column: 1)))
         }
         self = try LMSpec(source: text, file: path)
     }

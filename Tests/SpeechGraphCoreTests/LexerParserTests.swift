@@ -548,6 +548,10 @@ struct ListValueTests {
         #expect(
             parseErrors("node a = x { phrases: [\"a\" \"b\"] }")
                 == ["t.graph:1:28: error: expected ',' or ']' in the list, found a string"])
+        // A byte that is not UTF-8: where it is.
+        let bytes = Array("node a = x\nnode b = \"é".utf8) + [0xFF] + Array("\"\n".utf8)
+        #expect(SourceLocation.firstInvalidUTF8(in: bytes, file: "f") == SourceLocation(file: "f", line: 2, column: 12))
+        #expect(SourceLocation.firstInvalidUTF8(in: Array("ok\né".utf8), file: "f") == nil)
         // A file of stray characters: a thousand errors, then the rest is not read.
         let stray = parseErrors(String(repeating: "@", count: 50_000))
         #expect(stray.count == 1001)

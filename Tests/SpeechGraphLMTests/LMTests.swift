@@ -241,6 +241,10 @@ import Testing
         } catch {
             #expect("\(error)" == "h.jsgf:1:1: error: expected ';' to end the header on its line, as in '#JSGF V1.0;'")
         }
+        // CR line ends (an old Mac's): lines counted as an editor counts them.
+        #expect(
+            errors("public <a> = go;\r<b> = <c>;\r\n") == ["g.jsgf:4:7: error: rule <c> is not defined in this grammar"]
+        )
         // Without errors before it, a grammar with no public rule says so.
         #expect(
             errors("<a> = x;\n") == [

@@ -15,6 +15,26 @@ public struct SourceLocation: Hashable, Sendable, Comparable, CustomStringConver
     public static func < (a: SourceLocation, b: SourceLocation) -> Bool {
         (a.file, a.line, a.column) < (b.file, b.line, b.column)
     }
+
+    /// Where the first byte that is not UTF-8 is in `bytes` (columns counted in characters before it, as an
+    /// editor shows them), or nil when they are all UTF-8.
+    public static func firstInvalidUTF8<Bytes: Sequence<UInt8>>(in bytes: Bytes, file: String) -> SourceLocation? {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        var (line, column) = (1, 1)
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar):
+                if scalar == "\n" {
+                    (line, column) = (line + 1, 1)
+                } else {
+                    column += 1
+                }
+            case .emptyInput: return nil
+            case .error: return SourceLocation(file: file, line: line, column: column)
+            }
+        }
+    }
 }
 
 /// One finding about a graph: an error, a warning or a note, with its location when it has one.

@@ -44,8 +44,11 @@ public struct GraphParser {
                 || head.starts(with: Array("ID3".utf8))
                 || (head.count >= 2 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
             let hint = audio ? " (it is audio: 'speechgraph transcribe \(path)' transcribes it)" : ""
+            let at = audio ? nil : SourceLocation.firstInvalidUTF8(in: data, file: path)
             throw GraphError(
-                .error("\(path) is not UTF-8 text\(hint)", at: SourceLocation(file: path, line: 1, column: 1)))
+                .error(
+                    "\(path) is not UTF-8 text\(at == nil ? "" : ": a byte here is not UTF-8")\(hint)",
+                    at: at ?? SourceLocation(file: path, line: 1, column: 1)))
         }
         return try parse(text, file: path, environment: environment)
     }
