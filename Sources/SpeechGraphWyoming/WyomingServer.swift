@@ -171,8 +171,10 @@ public final class WyomingServer: Sendable {
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(IdleStateHandler(readTimeout: configuration.idleTimeout))
                     try sync.addHandler(ByteToMessageHandler(WyomingFrameDecoder(limits: configuration.limits)))
+                    // After the decoder: whole events are what keeps a connection alive, not bytes (a client that
+                    // sends a byte of a header now and then held its place for ever).
+                    try sync.addHandler(IdleStateHandler(readTimeout: configuration.idleTimeout))
                     try sync.addHandler(WyomingConnection(server: self, channel: channel))
                 }
             }

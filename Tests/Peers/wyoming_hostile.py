@@ -332,6 +332,32 @@ def drain_probe(host, port, path):
     print(json.dumps({"case": "drain-probe", "ok": ok, "detail": {"events": types, "end": end, "after": after}}))
 
 
+def case_drip(host, port):
+    """A frame a byte at a time, a byte every 0.3 s: with a short --idle-timeout the server gives up on it as on a
+    client that says nothing (bytes that make no event are not activity)."""
+    s = connect(host, port, timeout=0.3)
+    header = frame({"type": "describe"})
+    start = time.monotonic()
+    events, closed = [], False
+    for byte in header * 20:
+        try:
+            s.sendall(bytes([byte]))
+            got = s.recv(65536)
+            if not got:
+                closed = True
+                break
+            events += parse_events(got)[0]
+        except socket.timeout:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+            break
+        if events and events[-1]["type"] == "error":
+            break
+    seconds = time.monotonic() - start
+    return [e["type"] for e in events][-1:] == ["error"] and seconds < 10, {"events": events, "seconds": seconds}
+
+
 def case_start_churn(host, port):
     """audio-start after audio-start, each with a second of audio and no audio-stop, then a stream that ends: one
     transcript (the test watches the server's threads: one graph at a time for the connection, not one per start)."""
@@ -393,6 +419,7 @@ def case_describe_flood(host, port):
 OPTIONAL = {
     "idle": case_idle,
     "idle-stream": case_idle_stream,
+    "drip": case_drip,
     "start-churn": case_start_churn,
     "describe-flood": case_describe_flood,
 }
