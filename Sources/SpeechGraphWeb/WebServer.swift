@@ -109,7 +109,6 @@ final class WebServer: Sendable {
         limits.maxHeaderFieldSize = 8 * 1024
         limits.maxHeaderListSize = 16 * 1024
         limits.maxHeaderFieldCount = 100
-        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: Self.requestTimeout))
         // A client that sends requests (or pings) and never reads the answers: stop reading from it while its
         // answers cannot be written, so that they do not pile up.
         try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
@@ -122,6 +121,9 @@ final class WebServer: Sendable {
             ),
             withErrorHandling: true, withOutboundHeaderValidation: true, withEncoderConfiguration: .init(),
             withDecoderLimitConfiguration: limits)
+        // After the HTTP decoder: a request that never completes (a header a byte at a time) is no activity, and is
+        // closed after `requestTimeout` like a connection that says nothing.
+        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: Self.requestTimeout))
         try channel.pipeline.syncOperations.addHandler(requests, name: WebRequestHandler.name)
     }
 

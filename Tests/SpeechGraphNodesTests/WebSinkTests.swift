@@ -436,6 +436,23 @@ struct WebSinkTests {
         try await served.end()
     }
 
+    @Test("a request sent a byte at a time is closed as an idle connection is (it held its place for ever)")
+    func slowRequestIsClosed() async throws {
+        let served = try Served(web: "replay: 5")
+        let c = try TestConnection(port: served.port)
+        let request = Array(
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(served.port)\r\n" + String(repeating: "X-Slow: a\r\n", count: 100))
+        let started = Date()
+        var closed = false
+        var buffer: [UInt8] = []
+        for character in request where !closed && Date().timeIntervalSince(started) < 60 {
+            c.send(String(character))
+            closed = c.read(into: &buffer, timeout: 1) { _ in false }.eof
+        }
+        #expect(closed, "still open after \(Date().timeIntervalSince(started)) s")
+        try await served.end()
+    }
+
     @Test("a viewer that stops reading loses levels first, then is dropped; a reading viewer gets every final")
     func slowViewerIsDropped() async throws {
         let queue = 64
