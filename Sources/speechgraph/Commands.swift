@@ -44,7 +44,7 @@ extension SpeechgraphCommand {
 
         func validate() throws {
             if let duration, !(duration.isFinite && duration > 0 && duration <= 1e9) {
-                throw ValidationError("--duration: a number of seconds greater than 0")
+                throw ValidationError("--duration: a number of seconds greater than 0 (at most 1e9)")
             }
             if let problem = JackSession.clientNameProblem(name) { throw ValidationError("--name: \(problem)") }
         }

@@ -37,6 +37,11 @@ extension SpeechgraphCommand {
                         + "and </s> (for another estimator, such as IRSTLM's tlm).", valueName: "file"))
             var corpus: String?
 
+            func validate() throws {
+                if output.isEmpty { throw ValidationError("-o: the model directory's name is empty") }
+                if corpus?.isEmpty == true { throw ValidationError("--corpus: the file name is empty") }
+            }
+
             func run() throws {
                 let started = Date()
                 let parsed: LMSpec

@@ -73,6 +73,12 @@ extension SpeechgraphCommand {
             var timeout: Double = 120
             @Flag(help: .hidden) var inChild = false
 
+            func validate() throws {
+                guard timeout.isFinite, timeout > 0, timeout <= 86400 else {
+                    throw ValidationError("--timeout: a number of seconds above 0, at most 86400")
+                }
+            }
+
             func run() throws {
                 if inChild { runChecks() }
                 guard FileManager.default.fileExists(atPath: file) else {

@@ -472,6 +472,19 @@ import Testing
         #expect(negative.status == 2)
         #expect(
             negative.stderr.hasPrefix("Error: --duration: a number of seconds greater than 0"), "\(negative.stderr)")
+        // Values no command can use: usage errors before anything runs.
+        for (arguments, message) in [
+            (["plugin", "check", "--timeout", "-1", "x.so"], "Error: --timeout: a number of seconds above 0"),
+            (["plugin", "check", "--timeout", "nan", "x.so"], "Error: --timeout: a number of seconds above 0"),
+            (["lm", "build", "graphs/chess.lmspec", "-o", ""], "Error: -o: the model directory's name is empty"),
+            (
+                ["lm", "build", "graphs/chess.lmspec", "-o", "x", "--corpus", ""],
+                "Error: --corpus: the file name is empty"
+            ),
+        ] {
+            let odd = try Run.speechgraph(arguments)
+            #expect(odd.status == 2 && odd.stderr.hasPrefix(message), "\(arguments): \(odd.stderr)")
+        }
     }
 
     @Test func helpIsComplete() throws {
