@@ -293,6 +293,7 @@ public enum JSGFCheck {
                     recover()
                 }
             }
+            checkLeftRecursion()
             for (name, location) in referenced
             where defined[name] == nil && !name.contains(".")
                 && !["<NULL>", "<VOID>"].contains(name)
@@ -308,6 +309,34 @@ public enum JSGFCheck {
 
         /// The end of the file was read.
         var atEnd = false
+        /// The rules each rule may begin with, where it names them.
+        var firstReferences: [String: [(String, SourceLocation)]] = [:]
+
+        /// Rules that begin with themselves, through others or not (`<a> = <a> go | go;`): PocketSphinx takes them
+        /// and recognises nothing. Each cycle said once, at its first rule's reference.
+        mutating func checkLeftRecursion() {
+            var said = Set<String>()
+            for name in defined.keys.sorted(by: { defined[$0]! < defined[$1]! }) where !said.contains(name) {
+                // Depth-first from `name`, through first references, back to it.
+                var stack: [(rule: String, path: [String], at: SourceLocation?)] = [(name, [name], nil)]
+                var visited = Set<String>()
+                while let (rule, path, at) = stack.popLast() {
+                    for (next, location) in firstReferences[rule] ?? [] {
+                        if next == name {
+                            let cycle = (path + [name]).joined(separator: " -> ")
+                            diagnostics.error(
+                                "rule \(name) begins with itself (\(cycle)), which PocketSphinx cannot search: it "
+                                    + "recognises nothing; put the repetition at the end (<a> = go <a> | go;) or use "
+                                    + "'+'", at: at ?? location)
+                            said.formUnion(path)
+                            stack = []
+                            break
+                        }
+                        if visited.insert(next).inserted { stack.append((next, path + [next], at ?? location)) }
+                    }
+                }
+            }
+        }
         /// A rule whose `<name> =` ended the rule before it (which lacked its ';'): read next, by `recover`.
         var pendingRule: Token?
 
@@ -388,8 +417,12 @@ public enum JSGFCheck {
 
         /// Alternatives up to `closing` (a ')' or ']', which `opener` opened) or, at the top, ';', in rule `rule`:
         /// returns the token that ended them.
-        mutating func alternatives(closing: Character?, opener: Token?, rule: Token, depth: Int = 0) -> Token? {
+        mutating func alternatives(
+            closing: Character?, opener: Token?, rule: Token, depth: Int = 0, startsRule: Bool = true
+        ) -> Token? {
             var items = 0
+            // Whether the next item may be the first the rule says (for left recursion).
+            var atStart = startsRule
             var last: Token?
             var beforeLast: Token?
             while true {
@@ -402,6 +435,7 @@ public enum JSGFCheck {
                 case .word:
                     words.append((t.text, t.location))
                     items += 1
+                    atStart = false
                 case .quoted:
                     // PocketSphinx looks a quoted token up as one word, quotes and spaces included: no dictionary
                     // has it, and the model would not load.
@@ -411,9 +445,12 @@ public enum JSGFCheck {
                             + "dictionary has: write \(inside.isEmpty ? "the words" : String(inside)) without quotes",
                         at: t.location)
                     items += 1
+                    atStart = false
                 case .rule:
                     referenced.append((t.text, t.location))
+                    if atStart { firstReferences[rule.text, default: []].append((t.text, t.location)) }
                     items += 1
+                    atStart = false
                 case .weight:
                     continue
                 case .tag:
@@ -426,9 +463,14 @@ public enum JSGFCheck {
                             "groups nested more than \(Self.deepest) deep in rule \(rule.text)", at: t.location)
                         return nil
                     }
-                    guard let end = alternatives(closing: close, opener: t, rule: rule, depth: depth + 1) else {
+                    guard
+                        let end = alternatives(
+                            closing: close, opener: t, rule: rule, depth: depth + 1, startsRule: atStart)
+                    else {
                         return nil
                     }
+                    // An optional part may be left out: what follows it may come first.
+                    if close == ")" { atStart = false }
                     guard end.kind == .symbol(close) else {
                         diagnostics.error("'\(t.text)' opened here is not closed with '\(close)'", at: t.location)
                         return nil
@@ -445,6 +487,7 @@ public enum JSGFCheck {
                         return nil
                     }
                     items = 0
+                    atStart = startsRule
                 case .symbol(let c) where c == closing || (closing == nil && c == ";"):
                     guard items > 0 else {
                         diagnostics.error("expected something before '\(c)'", at: t.location)

@@ -241,6 +241,22 @@ import Testing
         } catch {
             #expect("\(error)" == "h.jsgf:1:1: error: expected ';' to end the header on its line, as in '#JSGF V1.0;'")
         }
+        // A rule that begins with itself: PocketSphinx loaded it and recognised nothing.
+        #expect(
+            errors("public <a> = <a> go | go;")
+                == [
+                    "g.jsgf:3:14: error: rule <a> begins with itself (<a> -> <a>), which PocketSphinx cannot search: "
+                        + "it recognises nothing; put the repetition at the end (<a> = go <a> | go;) or use '+'"
+                ])
+        #expect(
+            errors("public <a> = [please] (<b> | x) now;\n<b> = <c>;\n<c> = [<a>] go;")
+                == [
+                    "g.jsgf:3:24: error: rule <a> begins with itself (<a> -> <b> -> <c> -> <a>), which PocketSphinx "
+                        + "cannot search: it recognises nothing; put the repetition at the end (<a> = go <a> | go;) "
+                        + "or use '+'"
+                ])
+        // Recursion at the end, or after a word, is what JSGF means.
+        #expect(errors("public <a> = go <a> | go;\n<b> = x (y | <b>) z;\npublic <c> = <b>;").count == 0)
         // CR line ends (an old Mac's): lines counted as an editor counts them.
         #expect(
             errors("public <a> = go;\r<b> = <c>;\r\n") == ["g.jsgf:4:7: error: rule <c> is not defined in this grammar"]
