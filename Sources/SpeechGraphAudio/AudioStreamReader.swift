@@ -175,6 +175,10 @@ public final class AudioStreamReader: @unchecked Sendable {
             throw Failure(
                 description: "\(name): the WAV header says \(format.channels) channels at \(format.rate) Hz")
         }
+        guard format.channels <= 64 else {
+            throw Failure(
+                description: "\(name): the WAV header says \(format.channels) channels: at most 64 are taken")
+        }
         sampleRate = format.rate
         channelCount = format.channels
         let size = u32(offset - 4)

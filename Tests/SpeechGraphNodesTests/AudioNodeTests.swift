@@ -247,4 +247,28 @@ final class StereoSource: SourceNode {
             }
         }
     }
+
+    @Test("a WAV stream whose header says more than 64 channels: said as the header's, not as a parameter's")
+    func tooManyChannelsInAStream() throws {
+        let dir = TemporaryDirectory()
+        func le(_ v: Int, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        let channels = 255
+        let fmt =
+            le(1, 2) + le(channels, 2) + le(16000, 4) + le(16000 * 2 * channels, 4) + le(2 * channels, 2) + le(16, 2)
+        let bytes =
+            Array("RIFF".utf8) + le(36 + 510, 4) + Array("WAVEfmt ".utf8) + le(16, 4) + fmt
+            + Array("data".utf8) + le(510, 4) + [UInt8](repeating: 0, count: 510)
+        let path = dir.path("many.wav")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let file = try #require(FileHandle(forReadingAtPath: path))
+        defer { try? file.close() }
+        #expect(throws: AudioStreamReader.Failure.self) {
+            do {
+                _ = try AudioStreamReader(rate: nil, channels: 1, fd: file.fileDescriptor, name: "in")
+            } catch let error as AudioStreamReader.Failure {
+                #expect(error.description == "in: the WAV header says 255 channels: at most 64 are taken")
+                throw error
+            }
+        }
+    }
 }
