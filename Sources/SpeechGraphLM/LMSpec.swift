@@ -135,8 +135,12 @@ struct LMSpecParser {
     private var position = 0
     private(set) var diagnostics: DiagnosticList
     private let file: String
+    /// The text's lines (CR LF and CR as line ends, as the lexer takes them), to place errors inside a string.
+    private let lines: [[Unicode.Scalar]]
 
     init(text: String, file: String) {
+        lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
+            .split(separator: "\n", omittingEmptySubsequences: false).map { Array($0.unicodeScalars) }
         var lexer = Lexer(text: text, file: file)
         tokens = lexer.tokenize()
         diagnostics = lexer.diagnostics
@@ -477,6 +481,16 @@ struct LMSpecParser {
         }
     }
 
+    /// Where the character at `offset` of the string written at `string` (its opening quote) is in the file: each
+    /// escape (`\"`, `\t`, `\\`) is two characters there for one in the string.
+    private func location(ofOffset offset: Int, inStringAt string: SourceLocation) -> SourceLocation {
+        guard string.line >= 1, string.line <= lines.count else { return string }
+        let line = lines[string.line - 1]
+        var i = string.column  // 0-based: just after the quote
+        for _ in 0..<offset where i < line.count { i += line[i] == "\\" ? 2 : 1 }
+        return SourceLocation(file: string.file, line: string.line, column: i + 1)
+    }
+
     /// Every `<class>` a template names must be defined; a class no template names is worth a warning.
     private mutating func checkTemplates(_ spec: inout LMSpec, _ classLocations: [String: SourceLocation]) {
         var used = Set<String>()
@@ -485,8 +499,7 @@ struct LMSpecParser {
             for (name, offset) in LMTemplate.references(in: t.text) {
                 used.insert(name)
                 if spec.classes[name] == nil {
-                    let at = SourceLocation(
-                        file: location.file, line: location.line, column: location.column + 1 + offset)
+                    let at = self.location(ofOffset: offset, inStringAt: location)
                     diagnostics.error(
                         "template uses class '<\(name)>', which is not defined\(didYouMean(name, spec.classes.keys)); "
                             + "define it with: class \(name) = ...", at: at)
@@ -495,7 +508,7 @@ struct LMSpecParser {
             // A '<' that starts no reference (`<room`, `<room >`) would be read as the word 'room'.
             let starts = Set(LMTemplate.references(in: t.text).map(\.offset))
             for (offset, c) in t.text.enumerated() where c == "<" && !starts.contains(offset) {
-                let at = SourceLocation(file: location.file, line: location.line, column: location.column + 1 + offset)
+                let at = self.location(ofOffset: offset, inStringAt: location)
                 diagnostics.error(
                     "'<' that names no class: a class is written '<name>' (letters, digits and '_', closed by '>')",
                     at: at)

@@ -142,6 +142,13 @@ import Testing
         ] {
             #expect(classes.contains(expected), "\(classes)")
         }
+        // Escapes before a class are two characters in the file for one in the template: the column is the file's.
+        #expect(
+            diagnostics("template \"\\\"say\\\" \\t <nope>\"").contains(
+                "t.lmspec:1:22: error: template uses class '<nope>'"))
+        #expect(
+            diagnostics("class x = a\ntemplate \"\\\\\\\\ <x> <room\"").contains(
+                "t.lmspec:2:20: error: '<' that names no class"))
         // A backslash that took the closing quote: the message says how to write one.
         #expect(
             diagnostics("phrase \"a\"\npronounce \"x\" { xsampa: \"r\\\" }").contains(
