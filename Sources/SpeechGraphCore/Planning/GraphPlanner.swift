@@ -109,8 +109,16 @@ public struct GraphPlanner {
                     + didYouMean(o.node, spec.nodes.map(\.name.value)), at: nil)
         }
 
-        // Edges.
+        // Edges, and what they connect (looked up by hashing: a chain of thousands of nodes is checked in linear
+        // time).
         var edges: [PlannedEdge] = []
+        struct Port: Hashable {
+            var node: Int
+            var port: Int
+        }
+        var pairs = Set<[Int]>()
+        var usedOutputs = Set<Port>()
+        var firstEdgeInto: [Port: Int] = [:]
         // The nodes of edges that have an error of their own (a port that does not exist): the inputs those
         // edges were meant for are not reported unconnected as well.
         var inBrokenEdges: Set<String> = []
@@ -128,17 +136,20 @@ public struct GraphPlanner {
                 continue
             }
             let kind = fromType.outputs[fromPort].kind
-            if edges.contains(where: {
-                $0.fromNode == from && $0.fromPort == fromPort && $0.toNode == to && $0.toPort == toPort
-            }) {
+            if pairs.contains([from, fromPort, to, toPort]) {
                 diagnostics.error("'\(decl.from) -> \(decl.to)' is connected twice", at: decl.location)
                 continue
             }
-            if kind == .audio, let other = edges.first(where: { $0.toNode == to && $0.toPort == toPort }) {
+            if kind == .audio, let other = firstEdgeInto[Port(node: to, port: toPort)].map({ edges[$0] }) {
                 diagnostics.error(
                     "audio input '\(nodes[to].name).\(toType.inputs[toPort].name)' already has a connection "
                         + "(from '\(nodes[other.fromNode].name)'); an audio input takes one", at: decl.location)
                 continue
+            }
+            pairs.insert([from, fromPort, to, toPort])
+            usedOutputs.insert(Port(node: from, port: fromPort))
+            if firstEdgeInto[Port(node: to, port: toPort)] == nil {
+                firstEdgeInto[Port(node: to, port: toPort)] = edges.count
             }
             edges.append(
                 PlannedEdge(
@@ -154,9 +165,9 @@ public struct GraphPlanner {
             let fromType = registry[nodes[from].typeName]!.descriptor
             let toType = registry[nodes[to].typeName]!.descriptor
             for (f, o) in fromType.outputs.enumerated() where o.kind == .events {
-                guard !edges.contains(where: { $0.fromNode == from && $0.fromPort == f }) else { continue }
+                guard !usedOutputs.contains(Port(node: from, port: f)) else { continue }
                 for (t, i) in toType.inputs.enumerated() where i.kind == .events && Self.canCarry(o, to: i) {
-                    guard !edges.contains(where: { $0.toNode == to && $0.toPort == t }) else { continue }
+                    guard firstEdgeInto[Port(node: to, port: t)] == nil else { continue }
                     diagnostics.append(
                         Diagnostic(
                             .warning, at: decl.location,
