@@ -40,7 +40,9 @@ public final class AudioFile {
         var opened: OpaquePointer?
         var m: MPEGFile?
         let start = isStream ? .other : MPEGFile.start(of: path)
-        if start == .frame {
+        if start == .frame || start == .header {
+            // Read by libmpg123 itself, quiet: libsndfile would take it by its frame sync and let libmpg123 print its
+            // notes on standard error ("Illegal Audio-MPEG-Header ... Trying to resync...").
             do { m = try MPEGFile(path: path) } catch let error as MPEGFile.NoAudio { throw error.error }
         } else if !isStream && MPEGFile.isNamedMPEG(path) {
             // Named as MPEG, not starting as MPEG: libsndfile opens it by its contents only (a WAV called .mp3; by

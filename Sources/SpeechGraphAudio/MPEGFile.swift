@@ -23,10 +23,12 @@ final class MPEGFile {
     }
 
     /// How a file starts, as MPEG audio or not.
-    enum Start { case frame, tag, other }
+    enum Start { case frame, header, tag, other }
 
     /// `frame`: an MPEG frame header, after an ID3v2 tag if there is one; `tag`: an ID3v2 tag and no frame header
-    /// after it (a tag can stand before other formats too, a FLAC or a WAV, which libsndfile reads past it).
+    /// after it (a tag can stand before other formats too, a FLAC or a WAV, which libsndfile reads past it);
+    /// `header`: a frame header that no frame follows in its place (damaged, or not MPEG by chance: no other format
+    /// libsndfile reads starts with an MPEG frame sync).
     static func start(of path: String) -> Start {
         guard let file = FileHandle(forReadingAtPath: path) else { return .other }
         defer { try? file.close() }
@@ -37,8 +39,8 @@ final class MPEGFile {
             head = []
         }
         let bytes = head + [UInt8]((try? file.read(upToCount: framesCheckBytes - head.count)) ?? Data())
-        return startsWithFrames(bytes[...], complete: bytes.count < framesCheckBytes)
-            ? .frame : tag != nil ? .tag : .other
+        if startsWithFrames(bytes[...], complete: bytes.count < framesCheckBytes) { return .frame }
+        return tag != nil ? .tag : frameLength(bytes[...]) != nil ? .header : .other
     }
 
     /// The length of the ID3v2 tag `head` starts with (its 10-byte header, the tag and any footer), nil if it

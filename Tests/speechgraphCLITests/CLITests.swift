@@ -190,6 +190,17 @@ import Testing
         #expect(empty.stderr == "speechgraph: error: \(tagOnly): no audio in it\n", "\(empty.stderr)")
     }
 
+    /// A file that starts with an MPEG frame header and then holds none: libsndfile handed it to libmpg123, which
+    /// printed "Note: Illegal Audio-MPEG-Header ..." lines of its own before the error.
+    @Test func oneFrameHeaderAndNothingAfterIsOneError() throws {
+        let path = dir.path("header.wav")
+        try Data([0xFF, 0xFB, 0x90, 0x00] + [UInt8](repeating: 0, count: 20_000)).write(to: URL(fileURLWithPath: path))
+        let r = try Run.speechgraph(["transcribe", path])
+        #expect(r.status == 1)
+        #expect(r.stderr.hasPrefix("speechgraph: error: \(path): "), "\(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+    }
+
     /// An MP3 cut short, or with bytes overwritten partway: libmpg123 (through libsndfile) printed notes and
     /// warnings of its own ("Warning: Xing stream size off ...") and nothing said the file was short (exit 0). With
     /// an Info header (LAME writes one) the lost length is known; without one (older encoders), libmpg123's stop.
