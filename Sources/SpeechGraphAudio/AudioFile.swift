@@ -79,6 +79,8 @@ public final class AudioFile {
             var reason = String(cString: sf_strerror(nil))
             // libsndfile says this of a regular file whose format it does not recognise (a damaged MP3, say).
             if !isStream && reason.hasPrefix("File does not exist") { reason = "a format it does not know, or damaged" }
+            // Its words for a header that gives no sample rate or no channels (a WAV that says 0 Hz).
+            if reason.contains("SF_INFO struct incomplete") { reason = "its header gives no sample rate or channels" }
             throw SpeechGraphError("\(path): not an audio file libsndfile can read (\(reason))", parameter: "path")
         }
         handle = h

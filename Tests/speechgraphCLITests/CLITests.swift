@@ -199,6 +199,18 @@ import Testing
         #expect(r.status == 1)
         #expect(r.stderr.hasPrefix("speechgraph: error: \(path): "), "\(r.stderr)")
         #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
+        // A WAV whose header says 0 Hz: in words, not libsndfile's "Internal error : SF_INFO struct incomplete".
+        func le(_ v: Int, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        let zero = dir.path("zero.wav")
+        let header =
+            Array("RIFF".utf8) + le(36 + 2000, 4) + Array("WAVEfmt ".utf8) + le(16, 4) + le(1, 2) + le(1, 2)
+            + le(0, 4) + le(0, 4) + le(2, 2) + le(16, 2) + Array("data".utf8) + le(2000, 4)
+        try Data(header + [UInt8](repeating: 1, count: 2000)).write(to: URL(fileURLWithPath: zero))
+        let z = try Run.speechgraph(["transcribe", zero])
+        #expect(z.status == 1)
+        #expect(
+            z.stderr == "speechgraph: error: \(zero): not an audio file libsndfile can read (its header gives no "
+                + "sample rate or channels)\n", "\(z.stderr)")
     }
 
     /// An MP3 cut short, or with bytes overwritten partway: libmpg123 (through libsndfile) printed notes and
