@@ -122,8 +122,10 @@ public final class VADNode: GraphNode {
         name = context.config.name
         detector = VoiceActivityDetector(settings: settings)
         maxBlock = max(context.maxBlockFrames, 1)
-        noSpeechSamples = Int64(
-            (context.config.number(of: "no-speech") * Double(VoiceActivityDetector.sampleRate)).rounded())
+        // Any time above 0 is at least a sample (1 µs rounded to none turned the timeout off).
+        let noSpeech = context.config.number(of: "no-speech")
+        noSpeechSamples =
+            noSpeech > 0 ? max(1, Int64((noSpeech * Double(VoiceActivityDetector.sampleRate)).rounded())) : 0
         noSpeechPending = noSpeechSamples > 0
         // Pre-roll, the longest pause held, how far an onset may reach back, look-ahead, and one block.
         let seconds =

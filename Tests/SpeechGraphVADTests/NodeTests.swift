@@ -162,6 +162,9 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         #expect(noSpeech(plain).isEmpty)
         let late = try VADHarness.run(file: path, block: 333, parameters: "no-speech: \(onset + 1) s").events
         #expect(noSpeech(late).isEmpty, "\(late)")
+        // Less than a sample is still a timeout (1 µs rounded to no samples turned it off).
+        let tiny = try VADHarness.run(file: path, block: 333, parameters: "no-speech: 1 us").events
+        #expect(noSpeech(tiny).count == 1, "\(tiny)")
         // Around the vad's own onset: just after it, no noSpeech; just before it, noSpeech and then the speech.
         // The same whatever the block size (a block that holds both used to lose the noSpeech).
         guard case .speechStarted(_, let start)? = plain.first(where: { $0.kind == .speechStarted }) else {
