@@ -15,7 +15,7 @@ public enum JSGFCheck {
             let fm = FileManager.default
             let reason =
                 !fm.fileExists(atPath: path)
-                ? "no such file" : fm.isDirectory(path) ? "it is a directory" : "it cannot be read"
+                ? "no such file" : fm.isDirectory(path) ? "it is a directory" : PathNames.unreadableReason(path)
             throw GraphError(Diagnostic.error("cannot read grammar \(path): \(reason)", at: nil))
         }
         guard let text = String(data: data, encoding: .utf8), !text.contains("\0") else {

@@ -80,7 +80,7 @@ public struct LMSpec: Sendable, Equatable {
             let fm = FileManager.default
             let reason =
                 !fm.fileExists(atPath: path)
-                ? "no such file" : fm.isDirectory(path) ? "it is a directory" : "it cannot be read"
+                ? "no such file" : fm.isDirectory(path) ? "it is a directory" : PathNames.unreadableReason(path)
             throw GraphError(Diagnostic.error("cannot read language-model spec \(path): \(reason)", at: nil))
         }
         guard let text = String(data: data, encoding: .utf8) else {

@@ -199,6 +199,11 @@ extension SpeechgraphCommand {
                             throw Reported(code: Exit.failure)
                         }
                     }
+                    // A directory opens, and reads as nothing.
+                    if stream != "-", FileManager.default.isDirectory(stream) {
+                        printError("speechgraph: error: \(stream) is a directory, not audio")
+                        throw Reported(code: Exit.failure)
+                    }
                     // Nobody types audio: a terminal would wait for it in silence.
                     if isatty(fd) == 1 {
                         printError(

@@ -213,6 +213,19 @@ import Testing
                 + "sample rate or channels)\n", "\(z.stderr)")
     }
 
+    @Test("a directory or a device where a file is meant: said so, not 'is empty' or 'cannot be read'")
+    func directoriesAndDevicesAreNamed() throws {
+        let folder = try Run.speechgraph(["transcribe", "--rate", "16000", dir.path("")])
+        #expect(folder.status == 1)
+        #expect(folder.stderr == "speechgraph: error: \(dir.path("")) is a directory, not audio\n", "\(folder.stderr)")
+        let device = try Run.speechgraph(["lm", "build", "/dev/null", "-o", dir.path("null-lm")])
+        #expect(device.status == 2)
+        #expect(
+            device.stderr.hasPrefix(
+                "speechgraph: error: cannot read language-model spec /dev/null: it is a device or a pipe, not a file"),
+            "\(device.stderr)")
+    }
+
     /// An MP3 cut short, or with bytes overwritten partway: libmpg123 (through libsndfile) printed notes and
     /// warnings of its own ("Warning: Xing stream size off ...") and nothing said the file was short (exit 0). With
     /// an Info header (LAME writes one) the lost length is known; without one (older encoders), libmpg123's stop.

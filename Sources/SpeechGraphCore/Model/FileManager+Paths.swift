@@ -22,6 +22,17 @@ public enum PathNames {
         return error.localizedDescription
     }
 
+    /// Why a file that exists gave no contents: the system's reason for a refused open, or, for a device or pipe
+    /// such as /dev/null, that it is not a file.
+    public static func unreadableReason(_ path: String) -> String {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG { return "it is a device or a pipe, not a file" }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 { return String(cString: strerror(errno)).lowercased() }
+        close(fd)
+        return "it cannot be read"
+    }
+
     /// The folder part of `path`, as `dirname` without its "." (`a/b` → `a`, `/a` → `/`, `a` → ``, `/` → `/`).
     public static func folder(of path: String) -> String {
         var name = Substring(path)
