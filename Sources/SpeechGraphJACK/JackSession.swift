@@ -428,11 +428,10 @@ public final class JackSession: @unchecked Sendable {
         guard let c = client else { return }
         if !onlyNew { matched = [:] }
         // The ports registered since the last time, by name: new even when a port of the name was matched before.
-        let appeared = Set(
-            notifications.pointee.registered.withLock { ids in
-                defer { ids.removeAll(keepingCapacity: true) }
-                return ids.compactMap { jack_port_by_id(c, $0).map { String(cString: jack_port_name($0)) } }
-            })
+        // Only the ids are taken under the lock (the notification thread takes it too); libjack is asked outside it.
+        var ids: [jack_port_id_t] = []
+        notifications.pointee.registered.withLock { swap(&$0, &ids) }
+        let appeared = Set(ids.compactMap { jack_port_by_id(c, $0).map { String(cString: jack_port_name($0)) } })
         var key = 0
         for (spec, port) in zip(specs, ports) where !spec.connect.isEmpty {
             guard let port else { continue }

@@ -250,9 +250,13 @@ public enum JSGFCheck {
             while true {
                 guard let t = next() else { return }
                 if t.kind == .symbol(";") { break }
-                if t.kind == .end || t.location.line != header.location.line {
+                // The header may go on over lines (a newline is a blank); a statement after it means that its ';'
+                // is missing.
+                let statement =
+                    t.kind == .rule || (t.kind == .word && ["grammar", "import", "public"].contains(t.text))
+                if t.kind == .end || (statement && t.location.line != header.location.line) {
                     diagnostics.error(
-                        "expected ';' to end the header on its line, as in '#JSGF V1.0;'",
+                        "expected ';' to end the header, as in '#JSGF V1.0;'",
                         at: t.kind == .end ? t.location : header.location)
                     return
                 }
@@ -309,8 +313,17 @@ public enum JSGFCheck {
 
         /// The end of the file was read.
         var atEnd = false
-        /// The rules each rule may begin with, where it names them.
+        /// The rules each rule begins an alternative with, something following them, where it names them.
         var firstReferences: [String: [(String, SourceLocation)]] = [:]
+        /// The reference that begins the current alternative of a rule, until it is known whether something follows.
+        var leading: (String, SourceLocation)?
+
+        /// Something follows the reference that begins the alternative: it is a left reference.
+        mutating func confirmLeading(of rule: Token) {
+            guard let l = leading else { return }
+            firstReferences[rule.text, default: []].append(l)
+            leading = nil
+        }
 
         /// Rules that begin with themselves, through others or not (`<a> = <a> go | go;`): PocketSphinx takes them
         /// and recognises nothing. Each cycle said once, at its first rule's reference.
@@ -343,7 +356,8 @@ public enum JSGFCheck {
         /// After an error: past the ';' that ends the statement, or up to the next rule's `<name> =` (that rule
         /// is read then), so that the rest of the file is checked too: each error said, and each rule defined.
         mutating func recover() {
-            var previous: Token?
+            // The token that went wrong may begin the next rule (`grammar g` without its ';', then `<a> = x;`).
+            var previous: Token? = lastRead
             var beforePrevious: Token?
             // The error was at the ';' that ends the statement (`<a> = ;`, `public ;`): the next one starts here.
             if pendingRule == nil, lastRead?.kind == .symbol(";") { return }
@@ -402,6 +416,7 @@ public enum JSGFCheck {
 
         /// A rule's alternatives and its ';' (its `<name> =` read).
         mutating func ruleBody(_ name: Token) -> Bool {
+            leading = nil
             guard let end = alternatives(closing: nil, opener: nil, rule: name) else { return false }
             guard end.kind == .symbol(";") else {
                 diagnostics.error(
@@ -417,12 +432,8 @@ public enum JSGFCheck {
 
         /// Alternatives up to `closing` (a ')' or ']', which `opener` opened) or, at the top, ';', in rule `rule`:
         /// returns the token that ended them.
-        mutating func alternatives(
-            closing: Character?, opener: Token?, rule: Token, depth: Int = 0, startsRule: Bool = true
-        ) -> Token? {
+        mutating func alternatives(closing: Character?, opener: Token?, rule: Token, depth: Int = 0) -> Token? {
             var items = 0
-            // Whether the next item may be the first the rule says (for left recursion).
-            var atStart = startsRule
             var last: Token?
             var beforeLast: Token?
             while true {
@@ -434,8 +445,8 @@ public enum JSGFCheck {
                 switch t.kind {
                 case .word:
                     words.append((t.text, t.location))
+                    confirmLeading(of: rule)
                     items += 1
-                    atStart = false
                 case .quoted:
                     // PocketSphinx looks a quoted token up as one word, quotes and spaces included: no dictionary
                     // has it, and the model would not load.
@@ -444,13 +455,15 @@ public enum JSGFCheck {
                         "PocketSphinx reads the quoted token \(t.text) as one word, quotes included, which no "
                             + "dictionary has: write \(inside.isEmpty ? "the words" : String(inside)) without quotes",
                         at: t.location)
+                    confirmLeading(of: rule)
                     items += 1
-                    atStart = false
                 case .rule:
                     referenced.append((t.text, t.location))
-                    if atStart { firstReferences[rule.text, default: []].append((t.text, t.location)) }
+                    confirmLeading(of: rule)
+                    // The first item of an alternative of the rule itself: a left reference if something follows it
+                    // (a reference that ends its sequence is right recursion, which PocketSphinx takes).
+                    if depth == 0 && items == 0 { leading = (t.text, t.location) }
                     items += 1
-                    atStart = false
                 case .weight:
                     continue
                 case .tag:
@@ -463,20 +476,17 @@ public enum JSGFCheck {
                             "groups nested more than \(Self.deepest) deep in rule \(rule.text)", at: t.location)
                         return nil
                     }
-                    guard
-                        let end = alternatives(
-                            closing: close, opener: t, rule: rule, depth: depth + 1, startsRule: atStart)
-                    else {
+                    confirmLeading(of: rule)
+                    guard let end = alternatives(closing: close, opener: t, rule: rule, depth: depth + 1) else {
                         return nil
                     }
-                    // An optional part may be left out: what follows it may come first.
-                    if close == ")" { atStart = false }
                     guard end.kind == .symbol(close) else {
                         diagnostics.error("'\(t.text)' opened here is not closed with '\(close)'", at: t.location)
                         return nil
                     }
                     items += 1
                 case .symbol("*"), .symbol("+"):
+                    confirmLeading(of: rule)  // repeated, it is followed by itself
                     guard items > 0 else {
                         diagnostics.error("'\(t.text)' must follow what it repeats", at: t.location)
                         return nil
@@ -487,8 +497,9 @@ public enum JSGFCheck {
                         return nil
                     }
                     items = 0
-                    atStart = startsRule
+                    if depth == 0 { leading = nil }
                 case .symbol(let c) where c == closing || (closing == nil && c == ";"):
+                    if depth == 0 { leading = nil }
                     guard items > 0 else {
                         diagnostics.error("expected something before '\(c)'", at: t.location)
                         return nil

@@ -53,13 +53,13 @@ public struct DomainModel: Hashable, Sendable {
         return model
     }
 
-    /// A warning when the dictionaries the decoder will have lack some of the model's words: PocketSphinx leaves
-    /// them out of the search without a word (an ARPA file from another toolkit, a built model's lm.bin copied on
-    /// its own, a words.dict written by hand). None when the model cannot be read (loading it says why) or every
-    /// word is there. Not for models built from specs here: their words.dict has every word.
+    /// A warning when a model with no words.dict beside it (an ARPA file from another toolkit, a built model's lm.bin
+    /// copied on its own) has words the dictionary lacks: PocketSphinx leaves them out of the search without a
+    /// word. None when the model cannot be read (loading it says why) or every word is there. A model with its
+    /// words.dict (what `lm build` writes, with every word) is not read twice for it.
     func unpronounced(generalDictionary: String) -> [String] {
-        // Alone, the model's words.dict stands for the general dictionary; interpolated, it adds to it.
-        let dictionaries = dict.map { weight < 1 ? [$0, generalDictionary] : [$0] } ?? [generalDictionary]
+        guard dict == nil else { return [] }
+        let dictionaries = [generalDictionary]
         let vocabulary = SphinxLanguageModels.words(of: lm)
         let asked = Set(vocabulary.flatMap { [$0, $0.lowercased()] })
         var known: [String: [[String]]] = [:]
@@ -74,8 +74,7 @@ public struct DomainModel: Hashable, Sendable {
             missing.allSatisfy { known[$0.lowercased()] != nil }
             ? " (which have them in lower case: their case counts)" : ""
         let advice =
-            dict.map { "give them pronunciations in \($0)" }
-            ?? "there is no words.dict beside the model: give it one, or name a dictionary with those words with 'dict'"
+            "there is no words.dict beside the model: give it one, or name a dictionary with those words with 'dict'"
         return [
             "\(lm): warning: \(missing.count) of the model's \(vocabulary.count) words are not in "
                 + dictionaries.joined(separator: " or ") + "\(lowercase), and cannot be recognized: \(listed); "

@@ -811,15 +811,17 @@ public final class SphinxDecoderPool: Sendable {
     /// Idle decoders kept per model and use; one given back beyond that is freed.
     public let maxIdle: Int
     /// Idle decoders kept in all; beyond it, those of the model and use given back to longest ago are freed (a
-    /// server that builds a model for each request's phrases would otherwise keep 90 MB for each, for ever).
-    public let maxIdleInAll: Int
+    /// server that builds a model for each request's phrases would otherwise keep 90 MB for each, for ever). `fill`
+    /// raises it to what it loads, so that what a server loads before it listens is kept.
+    public var maxIdleInAll: Int { inAll.load(ordering: .relaxed) }
+    private let inAll: Atomic<Int>
 
     /// - Parameters:
     ///   - maxIdle: idle decoders kept per model and use (a server bounds what a burst of clients left).
     ///   - maxIdleInAll: idle decoders kept in all.
     public init(maxIdle: Int = .max, maxIdleInAll: Int = .max) {
         self.maxIdle = maxIdle
-        self.maxIdleInAll = maxIdleInAll
+        inAll = Atomic(maxIdleInAll)
     }
 
     /// An idle decoder for this model, reset to decode as a newly loaded one (`SphinxDecoder.reset`), or a newly
@@ -847,6 +849,8 @@ public final class SphinxDecoderPool: Sendable {
     /// wait for a model to load. Meant for a pool nobody else uses yet: it counts first, then loads.
     public func fill(upTo count: Int) throws {
         let have = idle.withLock { pool in pool.mapValues(\.count) }
+        let wanted = have.count * min(count, maxIdle)
+        if wanted > maxIdleInAll { inAll.store(wanted, ordering: .relaxed) }
         for (key, n) in have {
             for _ in n..<max(n, min(count, maxIdle)) { checkin(try Self.load(key)) }
         }

@@ -402,6 +402,7 @@ func runEachFile(
     let progress = Progress(status: signals.status)
     let pool = SphinxDecoderPool()
     var failures = 0
+    var saidNotes = Set<String>()
     for (index, file) in files.enumerated() {
         if signals.stop.isRequested { break }
         do {
@@ -412,7 +413,8 @@ func runEachFile(
             let graph = try RunningGraph(
                 plan: plan(file), registry: registry,
                 resources: GraphResources(providing: [pool, signals.status, output]), options: options)
-            for note in graph.notes { printError(note) }
+            // Each said once, not once a file (the same model's warning for every file of a run).
+            for note in graph.notes where saidNotes.insert(note).inserted { printError(note) }
             graph.start()
             started(file, graph)
             try signals.run(graph)

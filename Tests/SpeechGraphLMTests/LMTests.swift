@@ -246,7 +246,7 @@ import Testing
             try JSGFCheck.check("#JSGF V1.0\ngrammar g;\npublic <a> = go;\n", file: "h.jsgf")
             Issue.record("a header without its ';'")
         } catch {
-            #expect("\(error)" == "h.jsgf:1:1: error: expected ';' to end the header on its line, as in '#JSGF V1.0;'")
+            #expect("\(error)" == "h.jsgf:1:1: error: expected ';' to end the header, as in '#JSGF V1.0;'")
         }
         // A rule that begins with itself: PocketSphinx loaded it and recognised nothing.
         #expect(
@@ -256,14 +256,31 @@ import Testing
                         + "it recognises nothing; put the repetition at the end (<a> = go <a> | go;) or use '+'"
                 ])
         #expect(
-            errors("public <a> = [please] (<b> | x) now;\n<b> = <c>;\n<c> = [<a>] go;")
+            errors("public <a> = <b> now;\n<b> = <c> x;\n<c> = <a> go | stop;")
                 == [
-                    "g.jsgf:3:24: error: rule <a> begins with itself (<a> -> <b> -> <c> -> <a>), which PocketSphinx "
+                    "g.jsgf:3:14: error: rule <a> begins with itself (<a> -> <b> -> <c> -> <a>), which PocketSphinx "
                         + "cannot search: it recognises nothing; put the repetition at the end (<a> = go <a> | go;) "
                         + "or use '+'"
                 ])
-        // Recursion at the end, or after a word, is what JSGF means.
-        #expect(errors("public <a> = go <a> | go;\n<b> = x (y | <b>) z;\npublic <c> = <b>;").count == 0)
+        // Recursion at the end of a sequence is what JSGF means, also after optional words.
+        #expect(errors("public <a> = go <a> | go;\n<b> = x (y | <b>) z;\npublic <c> = <b>;").isEmpty)
+        #expect(
+            errors("public <cmd> = <action> | <polite>;\n<polite> = [please] <cmd>;\n<action> = open | close;")
+                .isEmpty)
+        func whole(_ text: String) -> [String] {
+            do {
+                try JSGFCheck.check(text, file: "w.jsgf")
+                return []
+            } catch {
+                return "\(error)".split(separator: "\n").map(String.init)
+            }
+        }
+        // A statement that lost its ';' before a rule: that rule is still defined (not also "not defined").
+        #expect(
+            whole("#JSGF V1.0;\ngrammar g\n<a> = x;\npublic <b> = <a>;\n")
+                == ["w.jsgf:3:1: error: expected ';' after 'grammar g', found '<a>'"])
+        // A header may go on over lines.
+        #expect(whole("#JSGF V1.0\n  UTF-8;\ngrammar g;\npublic <a> = go;\n").isEmpty)
         // CR line ends (an old Mac's): lines counted as an editor counts them.
         #expect(
             errors("public <a> = go;\r<b> = <c>;\r\n") == ["g.jsgf:4:7: error: rule <c> is not defined in this grammar"]

@@ -480,6 +480,11 @@ extension Decoding {
             #expect(try pool.checkout(models[2]) === decoders[2])
             #expect(try pool.checkout(models[1]) === decoders[1])
             #expect(try pool.checkout(models[0]) !== decoders[0])
+            // What a server loads before it listens is kept: `fill` raises the bound in all to it.
+            let server = SphinxDecoderPool(maxIdle: 2, maxIdleInAll: 2)
+            for m in models.prefix(2) { server.checkin(try server.checkout(m)) }
+            try server.fill(upTo: 2)
+            #expect(server.idleCount == 4 && server.maxIdleInAll == 4)
         }
 
         /// Of two reload requests, the one that began later wins, also when the earlier one finishes last.

@@ -59,6 +59,18 @@ import Testing
         #expect(try String(contentsOfFile: target, encoding: .utf8) == piped)
         var info = stat()
         #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
+        // --corpus /dev/stdout with standard output appended to a file: appended to, not replaced.
+        let log = dir.path("appended.txt")
+        try "before\n".write(toFile: log, atomically: true, encoding: .utf8)
+        let shell = try Run.process(
+            "/bin/sh",
+            [
+                "-c", "\"$0\" lm build \"$1\" -o \"$2\" --corpus /dev/stdout >> \"$3\" 2>/dev/null",
+                TestPaths.binary.path, chessSpec, dir.path("chess-stdout"), log,
+            ])
+        #expect(shell.status == 0)
+        let appended = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(appended.hasPrefix("before\n<s> ") && appended.hasSuffix(" </s>\n"), "\(appended.prefix(100))")
 
         // A spec error: located, exit 2, nothing written.
         let bad = dir.path("bad.lmspec")
@@ -149,16 +161,6 @@ import Testing
         let withWords = try Run.speechgraph(["transcribe", "--lm", whole, wav])
         #expect(withWords.status == 0, "\(withWords.stderr)")
         #expect(!withWords.stderr.contains("warning"), "\(withWords.stderr)")
-        // A words.dict that leaves one out: named, with where to add it.
-        let partial = try arpa(words, in: "partial")
-        try general.joined(separator: "\n").write(
-            toFile: dir.path("partial/words.dict"), atomically: true, encoding: .utf8)
-        let leftOut = try Run.speechgraph(["transcribe", "--lm", partial, wav])
-        #expect(
-            leftOut.stderr.contains(
-                "1 of the model's 6 words are not in \(dir.path("partial/words.dict")), and cannot be recognized: "
-                    + "'zigbee'; give them pronunciations in \(dir.path("partial/words.dict"))"),
-            "\(leftOut.stderr)")
         // Without it: 'zigbee' has no pronunciation, and the run says so (and goes on).
         let alone = try arpa(words, in: "alone")
         let without = try Run.speechgraph(["transcribe", "--lm", alone, wav])
@@ -169,6 +171,9 @@ import Testing
         #expect(
             without.stderr.contains("and cannot be recognized: 'zigbee'; there is no words.dict"), "\(without.stderr)")
         #expect(without.stdout == withWords.stdout)
+        // Said once for a run of many files, not once a file.
+        let twice = try Run.speechgraph(["transcribe", "--lm", alone, wav, wav])
+        #expect(twice.stderr.components(separatedBy: "warning:").count == 2, "\(twice.stderr)")
 
         // In upper case (as some toolkits write them): the dictionary has the words in lower case.
         let upper = try arpa(words.map { $0.uppercased() }, in: "upper")

@@ -68,6 +68,18 @@ public enum OutputPath {
     /// (through a temporary file, so a failed write leaves it as it was), at the end of a symbolic link if it is
     /// one (the link stays); anything else (a device such as /dev/stdout, a pipe) is written into, not replaced.
     public static func write(_ text: String, to path: String) throws {
+        // A standard stream by name is written where it goes, as it is (it may be a file opened to append to).
+        let number = path.split(separator: "/").last.flatMap { Int32($0) }
+        let standard: Int32? =
+            path == "/dev/stdout"
+            ? 1
+            : path == "/dev/stderr" ? 2 : path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/") ? number : nil
+        if let fd = standard {
+            do { try FileHandle(fileDescriptor: fd, closeOnDealloc: false).write(contentsOf: Data(text.utf8)) } catch {
+                throw SpeechGraphError("cannot write \(path): \(PathNames.reason(error))")
+            }
+            return
+        }
         let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         var info = stat()
         if stat(target, &info) == 0, info.st_mode & S_IFMT != S_IFREG, info.st_mode & S_IFMT != S_IFDIR {
