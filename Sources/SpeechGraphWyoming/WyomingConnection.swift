@@ -195,6 +195,10 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         guard let channels = event.data["channels"]?.integer, (1...64).contains(channels) else {
             return send(.error("audio-start: 'channels' must be 1 to 64", code: "bad-audio"))
         }
+        if let name = request["name"], name.string == nil {
+            // Not a name: the default model would answer a request for another one.
+            return send(.error("transcribe: 'name' must be a model's name (a string)", code: "no-model"))
+        }
         let modelName = request["name"]?.string
         guard
             let model = modelName.map({ n in server.configuration.models.first { $0.name == n } })

@@ -156,7 +156,11 @@ def case_unknown_model(host, port):
     s.sendall(frame({"type": "audio-stop"}) + start + chunk * 25 + frame({"type": "audio-stop"}))
     more, _ = read_events(s, limit=3)
     types = [e["type"] for e in more]
-    return ok and "transcript" in types and "error" not in types, events + more
+    # A name that is not a string (5): an error too, not the default model.
+    s.sendall(frame({"type": "transcribe"}, {"name": 5}) + start)
+    odd, _ = read_events(s, limit=1)
+    ok = ok and [e["type"] for e in odd] == ["error"] and "'name' must be" in odd[0]["data"]["text"]
+    return ok and "transcript" in types and "error" not in types, events + more + odd
 
 
 async def describe_in(host, port):
