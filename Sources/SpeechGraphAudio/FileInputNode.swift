@@ -30,8 +30,7 @@ public final class FileInputNode: SourceNode {
             let path = context.config.string(of: "path")
             // A pipe would be opened twice (here, and by the node): the second open waits for a writer that has
             // gone, or reads the stream from its middle.
-            var info = stat()
-            if stat(path, &info) == 0, [S_IFIFO, S_IFCHR, S_IFSOCK].contains(info.st_mode & S_IFMT) {
+            if PathNames.isPipeOrDevice(path) {
                 throw SpeechGraphError(
                     "\(path) is a pipe or a device, not a file: file.input reads files; a stream goes to "
                         + "'speechgraph transcribe \(path)' (or '-' for standard input), or to a push.input node",

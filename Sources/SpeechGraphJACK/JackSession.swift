@@ -7,7 +7,6 @@ import Synchronization
 struct Notifications: ~Copyable {
     let serverGone = Atomic<Bool>(false)
     let xruns = Atomic<Int>(0)
-    let portsChanged = Atomic<Bool>(false)
     /// The ports registered since the last poll (at most `registeredLimit`): a port registered again under a name
     /// already matched (a player restarted) is a new port, to connect. The notification thread is not the
     /// real-time one: it may take a lock.
@@ -51,7 +50,6 @@ private func onPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ a
             .notifications
     else { return }
     notifications.pointee.registered.withLock { if $0.count < Notifications.registeredLimit { $0.append(port) } }
-    notifications.pointee.portsChanged.store(true, ordering: .releasing)
 }
 
 private func onBufferSize(_ frames: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
@@ -562,7 +560,7 @@ public final class JackSession: @unchecked Sendable {
                 changes.append(.xruns(xruns - xrunsSeen))
                 xrunsSeen = xruns
             }
-            if notifications.pointee.portsChanged.exchange(false, ordering: .acquiringAndReleasing) {
+            if notifications.pointee.registered.withLock({ !$0.isEmpty }) {
                 connectAll(onlyNew: true)
             }
             bufferSize = notifications.pointee.bufferSize.load(ordering: .relaxed)

@@ -35,31 +35,14 @@ public enum JSGFCheck {
     public static func words(file path: String) -> [(text: String, location: SourceLocation)] {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
         else { return [] }
-        var parser = Parser(text: lines(text), file: path)
+        var parser = Parser(text: Lexer.scalars(normalizingLineEnds: text), file: path)
         parser.parse()
         return parser.words
     }
 
-    /// The text's characters, with CR LF and a lone CR (an old Mac's line end) as one newline, so that the lines
-    /// are counted as an editor counts them.
-    static func lines(_ text: String) -> [Unicode.Scalar] {
-        var out: [Unicode.Scalar] = []
-        out.reserveCapacity(text.unicodeScalars.count)
-        var afterCR = false
-        for scalar in text.unicodeScalars {
-            if scalar == "\r" {
-                out.append("\n")
-            } else if !(scalar == "\n" && afterCR) {
-                out.append(scalar)
-            }
-            afterCR = scalar == "\r"
-        }
-        return out
-    }
-
     /// Checks grammar text; `file` names it in the diagnostics.
     public static func check(_ text: String, file: String) throws {
-        var parser = Parser(text: lines(text), file: file)
+        var parser = Parser(text: Lexer.scalars(normalizingLineEnds: text), file: file)
         parser.parse()
         try parser.diagnostics.throwIfErrors()
     }

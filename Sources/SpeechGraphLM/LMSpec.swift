@@ -139,8 +139,8 @@ struct LMSpecParser {
     private let lines: [[Unicode.Scalar]]
 
     init(text: String, file: String) {
-        lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
-            .split(separator: "\n", omittingEmptySubsequences: false).map { Array($0.unicodeScalars) }
+        lines = Lexer.scalars(normalizingLineEnds: text).split(separator: "\n", omittingEmptySubsequences: false)
+            .map(Array.init)
         var lexer = Lexer(text: text, file: file)
         tokens = lexer.tokenize()
         diagnostics = lexer.diagnostics

@@ -59,14 +59,9 @@ public struct DomainModel: Hashable, Sendable {
     /// words.dict (what `lm build` writes, with every word) is not read twice for it.
     func unpronounced(generalDictionary: String) -> [String] {
         guard dict == nil else { return [] }
-        let dictionaries = [generalDictionary]
         let vocabulary = SphinxLanguageModels.words(of: lm)
         let asked = Set(vocabulary.flatMap { [$0, $0.lowercased()] })
-        var known: [String: [[String]]] = [:]
-        for dictionary in dictionaries {
-            guard let entries = try? Lexicon(dictionary: dictionary, words: asked).entries else { return [] }
-            known.merge(entries) { first, _ in first }
-        }
+        guard let known = try? Lexicon(dictionary: generalDictionary, words: asked).entries else { return [] }
         let missing = vocabulary.filter { known[$0] == nil }
         guard !missing.isEmpty else { return [] }
         let listed = missing.prefix(8).map { "'\($0)'" }.joined(separator: ", ") + (missing.count > 8 ? ", ..." : "")
@@ -77,7 +72,7 @@ public struct DomainModel: Hashable, Sendable {
             "there is no words.dict beside the model: give it one, or name a dictionary with those words with 'dict'"
         return [
             "\(lm): warning: \(missing.count) of the model's \(vocabulary.count) words are not in "
-                + dictionaries.joined(separator: " or ") + "\(lowercase), and cannot be recognized: \(listed); "
+                + "\(generalDictionary)\(lowercase), and cannot be recognized: \(listed); "
                 + "\(advice) (docs/lm.md)"
         ]
     }

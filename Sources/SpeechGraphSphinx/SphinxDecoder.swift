@@ -227,8 +227,6 @@ public struct SphinxModel: Hashable, Sendable {
     /// general sentences 23.0% as without; at 0.4, 30.4% (docs/lm.md).
     public static let phrasesWeight = 0.15
 
-    /// The recognizer's settings that do not go together (`speechgraph check`, with nothing read): phrases with a
-    /// grammar, or with an `lm` that is not a spec.
     /// The recognizer's `phrases`, one item for each between '|', trimmed; nothing at either end ("", "a|b|",
     /// "${EXTRA}|a" with EXTRA empty) is no phrase.
     static func phraseItems(_ c: NodeConfig) -> [String] {
@@ -240,6 +238,8 @@ public struct SphinxModel: Hashable, Sendable {
         return items
     }
 
+    /// The recognizer's settings that do not go together (`speechgraph check`, with nothing read): phrases with a
+    /// grammar, or with an `lm` that is not a spec.
     public static func validate(_ c: NodeConfig) throws {
         if c.string("grammar") != nil && c.string("jsgf") != nil {
             throw SpeechGraphError("'jsgf' is the earlier name of 'grammar': give one of them", parameter: "jsgf")
@@ -805,9 +805,9 @@ public final class SphinxDecoderPool: Sendable {
         var streaming: Bool
     }
 
-    private let idle = Mutex<[Key: [SphinxDecoder]]>([:])
-    /// The models and uses with idle decoders, the one given back to last at the end.
-    private let recent = Mutex<[Key]>([])
+    /// The idle decoders of each model and use, and those models and uses in the order they were last given
+    /// decoders back (the latest at the end).
+    private let idle = Mutex<(pool: [Key: [SphinxDecoder]], recent: [Key])>(([:], []))
     /// Idle decoders kept per model and use; one given back beyond that is freed.
     public let maxIdle: Int
     /// Idle decoders kept in all; beyond it, those of the model and use given back to longest ago are freed (a
@@ -828,7 +828,7 @@ public final class SphinxDecoderPool: Sendable {
     /// loaded one.
     public func checkout(_ model: SphinxModel, streaming: Bool = true) throws -> SphinxDecoder {
         let key = Key(model: model, streaming: streaming)
-        while let decoder = idle.withLock({ pool -> SphinxDecoder? in pool[key]?.popLast() }) {
+        while let decoder = idle.withLock({ $0.pool[key]?.popLast() }) {
             // One whose files changed since it was loaded (a model built again, in a long-lived server) is dropped.
             guard decoder.isCurrent(for: model) else { continue }
             decoder.reset()
@@ -848,7 +848,7 @@ public final class SphinxDecoderPool: Sendable {
     /// server does it once a first graph has run and before it listens, so that that many clients at once never
     /// wait for a model to load. Meant for a pool nobody else uses yet: it counts first, then loads.
     public func fill(upTo count: Int) throws {
-        let have = idle.withLock { pool in pool.mapValues(\.count) }
+        let have = idle.withLock { $0.pool.mapValues(\.count) }
         let wanted = have.count * min(count, maxIdle)
         if wanted > maxIdleInAll { inAll.store(wanted, ordering: .relaxed) }
         for (key, n) in have {
@@ -857,32 +857,30 @@ public final class SphinxDecoderPool: Sendable {
     }
 
     /// Decoders waiting in the pool, of every model and use.
-    public var idleCount: Int { idle.withLock { pool in pool.values.reduce(0) { $0 + $1.count } } }
+    public var idleCount: Int { idle.withLock { $0.pool.values.reduce(0) { $0 + $1.count } } }
 
     /// Gives a decoder back once its node is done with it (between utterances).
     public func checkin(_ decoder: SphinxDecoder) {
         let key = Key(model: decoder.model, streaming: decoder.isStreaming)
         // Beyond `maxIdle` or `maxIdleInAll`, decoders are freed (on return from here, outside the lock).
-        let surplus = idle.withLock { pool -> [SphinxDecoder] in
-            guard pool[key, default: []].count < maxIdle else { return [decoder] }
-            pool[key, default: []].append(decoder)
-            return recent.withLock { order in
-                order.removeAll { $0 == key }
-                order.append(key)
-                var freed: [SphinxDecoder] = []
-                var total = pool.values.reduce(0) { $0 + $1.count }
-                while total > maxIdleInAll, let oldest = order.first {
-                    if let d = pool[oldest]?.popLast() {
-                        freed.append(d)
-                        total -= 1
-                    }
-                    if pool[oldest]?.isEmpty ?? true {
-                        pool[oldest] = nil
-                        order.removeFirst()
-                    }
+        let surplus = idle.withLock { state -> [SphinxDecoder] in
+            guard state.pool[key, default: []].count < maxIdle else { return [decoder] }
+            state.pool[key, default: []].append(decoder)
+            state.recent.removeAll { $0 == key }
+            state.recent.append(key)
+            var freed: [SphinxDecoder] = []
+            var total = state.pool.values.reduce(0) { $0 + $1.count }
+            while total > maxIdleInAll, let oldest = state.recent.first {
+                if let d = state.pool[oldest]?.popLast() {
+                    freed.append(d)
+                    total -= 1
                 }
-                return freed
+                if state.pool[oldest]?.isEmpty ?? true {
+                    state.pool[oldest] = nil
+                    state.recent.removeFirst()
+                }
             }
+            return freed
         }
         _ = surplus
     }

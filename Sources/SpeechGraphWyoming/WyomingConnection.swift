@@ -509,7 +509,6 @@ final class WyomingConnection: ChannelInboundHandler, RemovableChannelHandler {
         var buffer = channel.allocator.buffer(capacity: 256)
         event.write(into: &buffer)
         lastWrite = channel.writeAndFlush(buffer)
-        if !channel.isWritable { updateReading() }
     }
 
     /// Ends the connection without losing what was sent: the output is shut down once the last event is written

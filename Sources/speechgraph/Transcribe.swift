@@ -98,11 +98,7 @@ extension SpeechgraphCommand {
 
         /// '-', a FIFO, a device, /dev/stdin on a pipe.
         static func isStream(_ file: String) -> Bool {
-            if file == "-" { return true }
-            var info = stat()
-            guard stat(file, &info) == 0 else { return false }
-            let type = info.st_mode & S_IFMT
-            return type == S_IFIFO || type == S_IFCHR || type == S_IFSOCK
+            file == "-" || PathNames.isPipeOrDevice(file)
         }
 
         /// Long files are cut into utterances by the vad node; short ones are one utterance each.

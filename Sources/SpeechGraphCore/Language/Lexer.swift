@@ -62,8 +62,13 @@ package struct Lexer {
     package private(set) var diagnostics = DiagnosticList()
 
     package init(text: String, file: String) {
-        // Windows (CR LF) and old Mac (CR) line ends are line ends: lines are counted, and errors recovered from,
-        // as with LF (graph files and language-model specs alike).
+        self.scalars = Self.scalars(normalizingLineEnds: text)
+        self.file = file
+    }
+
+    /// The text's characters with Windows (CR LF) and old Mac (CR) line ends as LF: lines are counted, and errors
+    /// recovered from, as with LF (graph files, language-model specs and grammars alike).
+    package static func scalars(normalizingLineEnds text: String) -> [Unicode.Scalar] {
         var scalars: [Unicode.Scalar] = []
         scalars.reserveCapacity(text.unicodeScalars.count)
         var afterCR = false
@@ -75,8 +80,7 @@ package struct Lexer {
             afterCR = c == "\r"
             scalars.append(afterCR ? "\n" : c)
         }
-        self.scalars = scalars
-        self.file = file
+        return scalars
     }
 
     private var here: SourceLocation { SourceLocation(file: file, line: line, column: column) }

@@ -25,12 +25,19 @@ public enum PathNames {
     /// Why a file that exists gave no contents: the system's reason for a refused open, or, for a device or pipe
     /// such as /dev/null, that it is not a file.
     public static func unreadableReason(_ path: String) -> String {
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG { return "it is a device or a pipe, not a file" }
+        if isPipeOrDevice(path) { return "it is a device or a pipe, not a file" }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 { return String(cString: strerror(errno)).lowercased() }
         close(fd)
         return "it cannot be read"
+    }
+
+    /// Whether `path` (its links followed) is a pipe, a device or a socket: something that exists and is neither a
+    /// file nor a folder, which is read (or written) as it comes, once.
+    public static func isPipeOrDevice(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT != S_IFREG && info.st_mode & S_IFMT != S_IFDIR
     }
 
     /// The folder part of `path`, as `dirname` without its "." (`a/b` → `a`, `/a` → `/`, `a` → ``, `/` → `/`).
@@ -74,19 +81,15 @@ public enum OutputPath {
             path == "/dev/stdout"
             ? 1
             : path == "/dev/stderr" ? 2 : path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/") ? number : nil
-        if let fd = standard {
-            do { try FileHandle(fileDescriptor: fd, closeOnDealloc: false).write(contentsOf: Data(text.utf8)) } catch {
-                throw SpeechGraphError("cannot write \(path): \(PathNames.reason(error))")
-            }
-            return
-        }
         let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        var info = stat()
-        if stat(target, &info) == 0, info.st_mode & S_IFMT != S_IFREG, info.st_mode & S_IFMT != S_IFDIR {
-            guard let handle = FileHandle(forWritingAtPath: target) else {
+        if standard != nil || PathNames.isPipeOrDevice(target) {
+            let handle =
+                standard.map { FileHandle(fileDescriptor: $0, closeOnDealloc: false) }
+                ?? FileHandle(forWritingAtPath: target)
+            guard let handle else {
                 throw SpeechGraphError("cannot write \(path): \(String(cString: strerror(errno)))")
             }
-            defer { try? handle.close() }
+            defer { if standard == nil { try? handle.close() } }
             do { try handle.write(contentsOf: Data(text.utf8)) } catch {
                 throw SpeechGraphError("cannot write \(path): \(PathNames.reason(error))")
             }
