@@ -97,13 +97,12 @@ test-fast: deps lint
 	$(SWIFT) build --build-tests
 	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|SpeechGraphLMTests|DetectorTests|WebSinkTests"
 
-## test-tsan: the ring, wake-signal and compute-gate tests, and two real recognizer graphs running at once, under
-## ThreadSanitizer. ignore_interceptors_accesses=0
-## makes TSan check the ring's memmove copies too (by default it skips accesses inside memmove).
+## test-tsan: the ring, wake-signal, compute-gate and worker-wake tests, and two real recognizer graphs running at
+## once, under ThreadSanitizer. ignore_interceptors_accesses=0 makes TSan check the ring's memmove copies too (by default it skips accesses inside memmove).
 test-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	TSAN_OPTIONS=ignore_interceptors_accesses=0 $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan \
-		--filter "SPSCRing|WakeSignal|ComputeGate|concurrentGraphs|pushedAudio"
+		--filter "SPSCRing|WakeSignal|ComputeGate|WorkerWake|concurrentGraphs|pushedAudio"
 
 ## fuzz: libFuzzer over the graph parser and the audio readers, FUZZ_SECONDS (300) each (scripts/fuzz.sh);
 ## inputs that add coverage, and any crash, are kept in Tests/Fuzz/ and become regression tests

@@ -412,6 +412,14 @@ public final class RecognizerNode: GraphNode {
 
     deinit { pcm.deallocate() }
 
+    /// The audio it takes before its next batch is decoded (streaming; the volatile results follow the batches), or
+    /// before a long utterance may be split; an utterance's end comes as an event, which wakes a worker at once.
+    public var framesBeforeNextStep: Int {
+        let split = inUtterance ? max(0, maxSamples - lookbackSamples - utteranceSamples) : maxSamples
+        guard !paused, !wholeUtterances, atPause == nil else { return split }
+        return min(split, max(0, (lookingAhead ? lookaheadSamples : batchSamples) - pending.count))
+    }
+
     public func prepare() throws {
         let d = try models.decoders { try pool.checkout($0, streaming: $1) }
         (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)

@@ -6,7 +6,8 @@
 //       progressive results), fed FILE in 10 ms blocks on the wall clock as JACK would deliver them,
 //       against the same graph fed as fast as it takes the audio, just before and just after (their mean: the
 //       machine's speed drifts). Each run is a fresh child process; the CPU counted is the run's (from start
-//       to end), not the model loading before it.
+//       to end), not the model loading before it. Also the context switches of each (medians). With
+//       SPEECHGRAPH_BENCH_THREADS set, each child says on standard error how its CPU divides among its threads.
 //   speechgraph-bench streams FILE [--seconds S] [--max N] [--counts 1,2,4,...] [--variants plain,final-pass]
 //                                  [--limit MS] [--margin MS] [--phases N]
 //       N graphs in one process, each fed FILE in real time (10 ms blocks), for N = 1, 2, 4, 6, ... up to
@@ -73,6 +74,13 @@ func maxResidentMB() -> Double {
     var usage = rusage()
     getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
     return Double(usage.ru_maxrss) / 1024
+}
+
+/// Context switches of this process, every thread: voluntary (a thread went to sleep) and involuntary.
+func contextSwitches() -> Double {
+    var usage = rusage()
+    getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+    return Double(usage.ru_nvcsw + usage.ru_nivcsw)
 }
 
 /// CPU seconds (user + system) of this process, every thread.
@@ -259,11 +267,14 @@ final class Stream: @unchecked Sendable {
 
 // MARK: - Child processes
 
-/// `child-cpu realtime|offline FILE [--seconds S] [--final-pass]`: one stream; prints `cpu`, `wall`, `finals`.
+/// `child-cpu realtime|offline FILE [--seconds S] [--final-pass]`: one stream; prints `cpu`, `wall`, `finals`,
+/// `switches` (context switches).
 func childCPU(paced: Bool, path: String, seconds: Double?, finalPass: Bool) throws {
     let audio = loadAudio(path, seconds: seconds)
     let stream = try Stream(plan: makePlan(finalPass: finalPass), audio: audio, offset: 0)
+    let monitor = ProcessInfo.processInfo.environment["SPEECHGRAPH_BENCH_THREADS"] != nil ? ThreadMonitor() : nil
     let cpu0 = processCPU()
+    let switches0 = contextSwitches()
     let wall0 = monotonic()
     let machine0 = machineJiffies()
     stream.graph.start()
@@ -277,6 +288,48 @@ func childCPU(paced: Bool, path: String, seconds: Double?, finalPass: Bool) thro
     print("others \(othersCores(since: machine0, cpu: cpu, wall: wall))")
     print("finals \(stream.probe.finals.count)")
     print("dropped \(stream.pusher.droppedFrames)")
+    print("switches \(contextSwitches() - switches0)")
+    monitor?.report()
+}
+
+/// With SPEECHGRAPH_BENCH_THREADS set, `child-cpu` says on standard error how its CPU divides among its threads
+/// (the feeder, the graph thread, the worker): a diagnostic, which itself costs a little CPU (it samples every
+/// 100 ms).
+final class ThreadMonitor: @unchecked Sendable {
+    // @unchecked: `seen` is only touched under `lock`.
+    private let lock = NSLock()
+    private var seen: [String: Double] = [:]
+
+    init() {
+        let t = Thread { [self] in
+            while true {
+                let now = threadCPU()
+                lock.withLock { for (tid, cpu) in now { seen[tid] = cpu } }
+                usleep(100_000)
+            }
+        }
+        t.name = "bench thread monitor"
+        t.start()
+    }
+
+    func report() {
+        let threads = lock.withLock { seen }.filter { $0.value >= 0.01 }.sorted { $0.key < $1.key }
+        note("bench: CPU by thread (s): " + threads.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+    }
+}
+
+/// CPU seconds of each live thread of this process, by thread id.
+func threadCPU() -> [(String, Double)] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
+    return tasks.compactMap { tid in
+        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+        let cpu = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return (tid, cpu / hz)
+    }
 }
 
 /// `child-streams N FILE [--seconds S] [--final-pass]`: N streams in real time; prints the latency figures.
@@ -290,6 +343,7 @@ func childStreams(count: Int, path: String, seconds: Double?, finalPass: Bool) t
     }
     for s in streams { s.graph.start() }
     let cpu0 = processCPU()
+    let switches0 = contextSwitches()
     let wall0 = monotonic()
     let machine0 = machineJiffies()
     let start = monotonic() + 0.2
@@ -343,6 +397,7 @@ func childStreams(count: Int, path: String, seconds: Double?, finalPass: Bool) t
     print("feeder_late_max \(late.max() ?? .nan)")
     print("cpu \(cpu)")
     print("wall \(wall)")
+    print("switches \(contextSwitches() - switches0)")
     print("rss \(maxResidentMB())")
     print("others \(others)")
 }
@@ -391,6 +446,8 @@ func realtimeCPU(path: String, seconds: Double?, runs: Int, finalPass: Bool) {
     var live: [Double] = []
     var offline: [Double] = []
     var ratios: [Double] = []
+    var liveSwitches: [Double] = []
+    var offlineSwitches: [Double] = []
     // The machine's speed drifts (a shared VM: its caches and cores are the host's): each real-time run is
     // compared with the mean of an offline run just before and one just after it.
     for run in 1...runs {
@@ -412,12 +469,18 @@ func realtimeCPU(path: String, seconds: Double?, runs: Int, finalPass: Bool) {
         if others.max()! > 0.1 { note("bench:   warning: other processes used the CPU") }
         live.append(r["cpu"] ?? .nan)
         offline.append(o)
+        liveSwitches.append(r["switches"] ?? .nan)
+        offlineSwitches.append(((before["switches"] ?? .nan) + (after["switches"] ?? .nan)) / 2)
         ratios.append((r["cpu"] ?? .nan) / o)
     }
     let prefix = finalPass ? "final_pass_" : ""
     figure("\(prefix)realtime_stream_cpu", median(live), "s")
     figure("\(prefix)offline_stream_cpu", median(offline), "s")
     figure("\(prefix)realtime_vs_offline_cpu_ratio", median(ratios), "x", digits: 3)
+    // How often its threads slept and woke (or were preempted): each wake-up costs CPU, on this VM tens of
+    // microseconds and a cold cache after it.
+    figure("\(prefix)realtime_stream_context_switches", median(liveSwitches), "switches", digits: 0)
+    figure("\(prefix)offline_stream_context_switches", median(offlineSwitches), "switches", digits: 0)
 }
 
 func streams(path: String, seconds: Double?, counts: [Int], finalPass: Bool, limit: Double, margin: Double) {

@@ -40,6 +40,12 @@ public protocol GraphNode: AnyObject {
     /// What the user should know about how the node was made, which is no problem (a pronunciation guessed for a
     /// word of a language model built on first use): whole lines, each saying where it comes from.
     var notes: [String] { get }
+    /// For a node on a worker thread: how many more frames of audio it can take before it does anything that
+    /// someone waits for (decodes a batch, emits a result). The graph thread wakes the worker once that much audio
+    /// has queued, or at once for an event, a discontinuity or the finish, so that a worker fed 10 ms blocks does
+    /// not wake for each (every wake-up costs CPU, on a virtual machine tens of microseconds). Read on the worker
+    /// thread after each call. 0 (the default): woken for every block.
+    var framesBeforeNextStep: Int { get }
 }
 
 extension GraphNode {
@@ -51,6 +57,7 @@ extension GraphNode {
     public func close() {}
     public var warnings: [String] { [] }
     public var notes: [String] { [] }
+    public var framesBeforeNextStep: Int { 0 }
 }
 
 /// A node with no inputs that produces audio or events: a file, a live input.

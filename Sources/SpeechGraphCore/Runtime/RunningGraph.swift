@@ -235,6 +235,13 @@ public final class RunningGraph: @unchecked Sendable {
         return engine.told
     }
 
+    /// How often the worker thread of the node called `name` woke to a post (nil: the node is not on one); after the
+    /// end, for tests.
+    func workerWakeUps(of name: String) -> Int? {
+        guard phase.withLock({ $0 == .ended }), let index = plan.index(of: name) else { return nil }
+        return (engine.nodes[index] as? WorkerNode)?.wakeUps
+    }
+
     /// The node called `name`, for tests and tools that look inside; only before `start` or after the end.
     public func node(named name: String) -> (any GraphNode)? {
         guard phase.withLock({ $0 != .running }) else { return nil }

@@ -66,8 +66,14 @@ final class WorkerNode: GraphNode {
     private let outbound = Mutex<[(GraphEvent, Int)]>([])
     private let failure = Mutex<(any Error)?>(nil)
     private let finished = Atomic<Bool>(false)
-    /// Posted by the graph thread after each command; the worker sleeps on it.
+    /// Posted by the graph thread after each command but audio, and after audio once `stepFrames` have queued
+    /// since the last post; the worker sleeps on it.
     private let work = WakeSignal()
+    /// The inner node's `framesBeforeNextStep`, published by the worker after each command it took.
+    private let stepFrames = Atomic<Int>(0)
+    /// Graph thread: frames queued since `work` was last posted. The worker sleeps only after it has taken every
+    /// command queued before the last post, so what waits unread is at most this much.
+    private var unwokenFrames = 0
     /// Posted by the worker after each command it took, and when it ends; the graph thread sleeps on it.
     private let room = WakeSignal()
     /// The graph's wake signal: posted when the worker queued events, so that a graph thread asleep waiting for
@@ -77,6 +83,8 @@ final class WorkerNode: GraphNode {
     /// The worker thread was started. (The thread itself is not kept: its closure holds this node until the thread
     /// ends, and a node holding its thread would never be freed.)
     private var started = false
+    /// How often the worker woke to a post of `work` (the worker thread's until `finished`; for tests after that).
+    private(set) var wakeUps = 0
 
     private let backlog: WorkerBacklog
 
@@ -112,7 +120,7 @@ final class WorkerNode: GraphNode {
         var command = Command(kind: .finish, port: 0, frames: 0, startFrame: 0)
         while true {
             guard commands.endpoint.read(into: &command, maxCount: 1) == 1 else {
-                _ = work.wait(timeout: 1)
+                if work.wait(timeout: 1) { wakeUps += 1 }
                 continue
             }
             if command.kind != .audio { backlog.taken() }
@@ -141,6 +149,7 @@ final class WorkerNode: GraphNode {
             } catch {
                 failure.withLock { if $0 == nil { $0 = error } }
             }
+            stepFrames.store(inner.framesBeforeNextStep, ordering: .releasing)
             if command.kind == .finish {
                 finished.store(true, ordering: .releasing)
                 room.post()
@@ -160,9 +169,16 @@ final class WorkerNode: GraphNode {
             if commands.endpoint.availableToWrite >= 1, samples.endpoint.availableToWrite >= needed {
                 if let block, let base = block.baseAddress { _ = samples.endpoint.write(base, count: needed) }
                 _ = commands.endpoint.write(&command, count: 1)
-                work.post()
+                unwokenFrames += Int(command.frames)
+                if command.kind != .audio || unwokenFrames >= stepFrames.load(ordering: .acquiring) {
+                    unwokenFrames = 0
+                    work.post()
+                }
                 return
             }
+            // Full: the worker has work, wake it whatever it asked for.
+            unwokenFrames = 0
+            work.post()
             _ = room.wait(timeout: 0.05)
         }
     }
