@@ -52,8 +52,8 @@ final class StepperNode: GraphNode {
 
 @Suite struct WorkerWakeTests {
     /// Pushes `frames` frames (sample n is n modulo 4096) in chunks of 1 to 600 frames from another thread (a
-    /// millisecond apart when `paced`), waiting for room, into `push.input -> test.stepper { step } -> collect` (160-frame blocks); the collected results'
-    /// texts, and how often the stepper's worker thread woke.
+    /// millisecond apart when `paced`), waiting for room, into `push.input -> test.stepper { step } -> collect`
+    /// (160-frame blocks); the collected results' texts, and how often the stepper's worker thread woke.
     func run(step: Int, frames: Int, seed: UInt64, paced: Bool) throws -> (results: [String], wakeUps: Int) {
         var registry = NodeRegistry()
         try registry.register(PushInputNode.type)
