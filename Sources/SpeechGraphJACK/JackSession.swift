@@ -382,6 +382,8 @@ public final class JackSession: @unchecked Sendable {
         realtime.pointee.inputCount = inputs
         realtime.pointee.outputCount = outputs
         realtime.pointee.hasPendingGap = false
+        realtime.pointee.wakeFrames = outputs > 0 ? 0 : Int(jack_get_sample_rate(c)) / 50
+        realtime.pointee.unwokenFrames = 0
         // The ports of each group with a processor: consecutive inputs, in channel order.
         var index = 0
         for spec in specs where spec.isInput {

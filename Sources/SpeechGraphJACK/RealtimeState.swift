@@ -67,6 +67,14 @@ struct RealtimeState {
     /// while the graph is away. Touched by the process callback only (reset before activation).
     var pendingGap: GapRecord = GapRecord(ringIndex: 0, frames: 0)
     var hasPendingGap = false
+    /// The input readers are woken once this many frames have come since they last were (20 ms; set before
+    /// activation), or at once when a period is dropped: with small periods the graph thread wakes 50 times a
+    /// second, not once per period (each wake-up costs CPU). 0: every period (a session with outputs, whose rings
+    /// the graph thread must keep filling as promptly as before).
+    var wakeFrames = 0
+    /// Frames since the input readers were last woken. Touched by the process callback only (reset before
+    /// activation).
+    var unwokenFrames = 0
     static let maxPorts = 64
 }
 
@@ -145,7 +153,11 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
             }
             state.pointee.overruns.pointee.add(n, ordering: .relaxed)
         }
-        state.pointee.inputWake.post()
+        state.pointee.unwokenFrames += n
+        if state.pointee.unwokenFrames >= state.pointee.wakeFrames || !fits {
+            state.pointee.unwokenFrames = 0
+            state.pointee.inputWake.post()
+        }
     }
 
     // Outputs.

@@ -160,7 +160,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
 @Suite struct WyomingTests {
     let dir = TemporaryDirectory()
 
-    @Test("describe gets info within 1 s: the model, its attribution, streaming, server-side endpointing")
+    @Test("describe gets info: the model, its attribution, streaming, server-side endpointing")
     func describeInfo() throws {
         let server = try WyomingServerProcess()
         defer { server.stop() }

@@ -25,13 +25,22 @@ public final class AudioPusher: Sendable {
     let room = WakeSignal()
     /// Called before a writer waits for room (the graph that reads this ring starts itself there).
     private let waiting = Mutex<(@Sendable () -> Void)?>(nil)
-    /// The graph's wake signal: posted after every write.
+    /// The graph's wake signal: posted once `wakeFrames` have been written since it last was, when a write finds
+    /// no room, and at the end.
     private let wake: WakeSignal
+    /// 20 ms of audio (or half the ring, when that is less): a graph fed 10 ms chunks (or a JACK-like source,
+    /// smaller ones) is woken 50 times a second, not once per chunk (each wake-up costs CPU, on a virtual machine
+    /// tens of microseconds); its vad hears of the end of speech at most 20 ms later. What is written and not yet
+    /// posted is read at the next post, or by the graph's own 50 ms poll.
+    private let wakeFrames: Int
 
     init(format: AudioFormat, capacityFrames: Int, wake: WakeSignal) {
         self.format = format
         ring = AudioRing(minimumCapacity: capacityFrames * format.channelCount)
         self.wake = wake
+        // At most half the ring, so that a writer that waits for room on its own (`freeFrames`) is never kept
+        // waiting on audio the graph was not told of.
+        wakeFrames = max(1, min(format.sampleRate / 50, ring.capacity / format.channelCount / 2))
         var state = WriterState()
         state.carry.reserveCapacity(format.channelCount)
         writer = Mutex(state)
@@ -44,6 +53,8 @@ public final class AudioPusher: Sendable {
         /// that fits (or at the end), so that a stall of any length is one gap event and the gap ring never
         /// fills while the graph is away.
         var pendingGap: GapRecord?
+        /// Frames written since the graph's wake signal was last posted.
+        var unwokenFrames = 0
     }
 
     /// `action` runs before a writer waits for room: `RunningGraph` starts there, since a graph that has not
@@ -118,9 +129,16 @@ public final class AudioPusher: Sendable {
             if fits && gapRecorded {
                 _ = ring.endpoint.write(base + done, count: piece)
                 done += piece
-                wake.post()
+                state.unwokenFrames += piece / channels
+                if state.unwokenFrames >= wakeFrames {
+                    state.unwokenFrames = 0
+                    wake.post()
+                }
             } else if waitForRoom && gapRecorded {
                 guard !closed.load(ordering: .acquiring) else { return done / channels }
+                // The graph must read to make room, whatever it was told so far.
+                state.unwokenFrames = 0
+                wake.post()
                 waiting.withLock { $0 }?()
                 _ = room.wait(timeout: 0.05)
             } else {
@@ -131,6 +149,7 @@ public final class AudioPusher: Sendable {
                 } else {
                     state.pendingGap = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
                 }
+                state.unwokenFrames = 0
                 wake.post()
                 return done / channels
             }
