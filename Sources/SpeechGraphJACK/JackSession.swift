@@ -383,7 +383,7 @@ public final class JackSession: @unchecked Sendable {
         realtime.pointee.outputCount = outputs
         realtime.pointee.hasPendingGap = false
         realtime.pointee.wakeFrames = outputs > 0 ? 0 : Int(jack_get_sample_rate(c)) / 50
-        realtime.pointee.unwokenFrames = 0
+        realtime.pointee.unwoken = WakeCount()
         // The ports of each group with a processor: consecutive inputs, in channel order.
         var index = 0
         for spec in specs where spec.isInput {

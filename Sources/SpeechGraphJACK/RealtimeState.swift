@@ -74,7 +74,7 @@ struct RealtimeState {
     var wakeFrames = 0
     /// Frames since the input readers were last woken. Touched by the process callback only (reset before
     /// activation).
-    var unwokenFrames = 0
+    var unwoken = WakeCount()
     static let maxPorts = 64
 }
 
@@ -153,9 +153,7 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
             }
             state.pointee.overruns.pointee.add(n, ordering: .relaxed)
         }
-        state.pointee.unwokenFrames += n
-        if state.pointee.unwokenFrames >= state.pointee.wakeFrames || !fits {
-            state.pointee.unwokenFrames = 0
+        if state.pointee.unwoken.add(n, threshold: state.pointee.wakeFrames, force: !fits) {
             state.pointee.inputWake.post()
         }
     }

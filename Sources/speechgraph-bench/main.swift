@@ -31,6 +31,7 @@
 
 import Foundation
 import SpeechGraph
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -295,16 +296,14 @@ func childCPU(paced: Bool, path: String, seconds: Double?, finalPass: Bool) thro
 /// With SPEECHGRAPH_BENCH_THREADS set, `child-cpu` says on standard error how its CPU divides among its threads
 /// (the feeder, the graph thread, the worker): a diagnostic, which itself costs a little CPU (it samples every
 /// 100 ms).
-final class ThreadMonitor: @unchecked Sendable {
-    // @unchecked: `seen` is only touched under `lock`.
-    private let lock = NSLock()
-    private var seen: [String: Double] = [:]
+final class ThreadMonitor: Sendable {
+    private let seen = Mutex<[String: Double]>([:])
 
     init() {
         let t = Thread { [self] in
             while true {
                 let now = threadCPU()
-                lock.withLock { for (tid, cpu) in now { seen[tid] = cpu } }
+                seen.withLock { seen in for (tid, cpu) in now { seen[tid] = cpu } }
                 usleep(100_000)
             }
         }
@@ -313,7 +312,7 @@ final class ThreadMonitor: @unchecked Sendable {
     }
 
     func report() {
-        let threads = lock.withLock { seen }.filter { $0.value >= 0.01 }.sorted { $0.key < $1.key }
+        let threads = seen.withLock { $0 }.filter { $0.value >= 0.01 }.sorted { $0.key < $1.key }
         note("bench: CPU by thread (s): " + threads.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
     }
 }

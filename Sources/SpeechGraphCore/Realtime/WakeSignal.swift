@@ -106,3 +106,25 @@ public final class WakeSignal: @unchecked Sendable {
         while sem_trywait(semaphore) == 0 {}
     }
 }
+
+/// When a writer should post a reader's ``WakeSignal``: once `threshold` frames have been written since it last
+/// did, or at once when told to (audio was dropped, the writer waits for room). A reader woken for every small
+/// block (a JACK period, a 10 ms chunk) wakes far more often than it needs to, and each wake-up costs CPU. The
+/// JACK process callback, `AudioPusher` and the worker feeding a recognizer count with one each.
+///
+/// A plain value: the writer's own, no locks or atomics; real-time safe.
+public struct WakeCount: Sendable {
+    /// Frames written since the last post.
+    @usableFromInline var frames = 0
+
+    public init() {}
+
+    /// Counts `written` frames; whether to post now (`force`, or `threshold` reached), and if so counts afresh.
+    @inlinable
+    public mutating func add(_ written: Int, threshold: Int, force: Bool = false) -> Bool {
+        frames += written
+        guard force || frames >= threshold else { return false }
+        frames = 0
+        return true
+    }
+}

@@ -54,7 +54,7 @@ public final class AudioPusher: Sendable {
         /// fills while the graph is away.
         var pendingGap: GapRecord?
         /// Frames written since the graph's wake signal was last posted.
-        var unwokenFrames = 0
+        var unwoken = WakeCount()
     }
 
     /// `action` runs before a writer waits for room: `RunningGraph` starts there, since a graph that has not
@@ -129,16 +129,11 @@ public final class AudioPusher: Sendable {
             if fits && gapRecorded {
                 _ = ring.endpoint.write(base + done, count: piece)
                 done += piece
-                state.unwokenFrames += piece / channels
-                if state.unwokenFrames >= wakeFrames {
-                    state.unwokenFrames = 0
-                    wake.post()
-                }
+                if state.unwoken.add(piece / channels, threshold: wakeFrames) { wake.post() }
             } else if waitForRoom && gapRecorded {
                 guard !closed.load(ordering: .acquiring) else { return done / channels }
                 // The graph must read to make room, whatever it was told so far.
-                state.unwokenFrames = 0
-                wake.post()
+                if state.unwoken.add(0, threshold: wakeFrames, force: true) { wake.post() }
                 waiting.withLock { $0 }?()
                 _ = room.wait(timeout: 0.05)
             } else {
@@ -149,8 +144,7 @@ public final class AudioPusher: Sendable {
                 } else {
                     state.pendingGap = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
                 }
-                state.unwokenFrames = 0
-                wake.post()
+                if state.unwoken.add(0, threshold: wakeFrames, force: true) { wake.post() }
                 return done / channels
             }
         }

@@ -73,7 +73,7 @@ final class WorkerNode: GraphNode {
     private let stepFrames = Atomic<Int>(0)
     /// Graph thread: frames queued since `work` was last posted. The worker sleeps only after it has taken every
     /// command queued before the last post, so what waits unread is at most this much.
-    private var unwokenFrames = 0
+    private var unwoken = WakeCount()
     /// Posted by the worker after each command it took, and when it ends; the graph thread sleeps on it.
     private let room = WakeSignal()
     /// The graph's wake signal: posted when the worker queued events, so that a graph thread asleep waiting for
@@ -169,16 +169,12 @@ final class WorkerNode: GraphNode {
             if commands.endpoint.availableToWrite >= 1, samples.endpoint.availableToWrite >= needed {
                 if let block, let base = block.baseAddress { _ = samples.endpoint.write(base, count: needed) }
                 _ = commands.endpoint.write(&command, count: 1)
-                unwokenFrames += Int(command.frames)
-                if command.kind != .audio || unwokenFrames >= stepFrames.load(ordering: .acquiring) {
-                    unwokenFrames = 0
-                    work.post()
-                }
+                let step = stepFrames.load(ordering: .acquiring)
+                if unwoken.add(command.frames, threshold: step, force: command.kind != .audio) { work.post() }
                 return
             }
             // Full: the worker has work, wake it whatever it asked for.
-            unwokenFrames = 0
-            work.post()
+            if unwoken.add(0, threshold: 0, force: true) { work.post() }
             _ = room.wait(timeout: 0.05)
         }
     }
