@@ -157,8 +157,9 @@ public enum SphinxLanguageModels {
     }
 
     /// The model directory of a spec in the cache ($XDG_CACHE_HOME, or ~/.cache, /speechgraph/lm/HASH), built
-    /// there first when it is not yet. The hash covers the spec, the dictionary file and the builder. A build
-    /// made here adds its warnings (guessed pronunciations) to `notes`, as `speechgraph lm build` prints them.
+    /// there first when it is not yet (and then the cache's old models pruned, `SpecCache`). The hash covers the
+    /// spec, the dictionary file and the builder. A build made here adds its warnings (guessed pronunciations) to
+    /// `notes`, as `speechgraph lm build` prints them.
     public static func built(_ spec: LMSpec, dictionary: String, notes: BuildNotes? = nil) throws -> String {
         let fm = FileManager.default
         let attributes = try? fm.attributesOfItem(atPath: dictionary)
@@ -176,7 +177,10 @@ public enum SphinxLanguageModels {
         func complete(_ dir: String) -> Bool {
             ["lm.bin", "words.dict", "grammar.jsgf"].allSatisfy { fm.fileExists(atPath: "\(dir)/\($0)") }
         }
-        if complete(directory) { return directory }
+        if complete(directory) {
+            SpecCache.markUsed(directory)
+            return directory
+        }
         // Built beside, then renamed into place: a second process building the same spec does no harm.
         let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
@@ -195,6 +199,8 @@ public enum SphinxLanguageModels {
             try? fm.removeItem(atPath: temporary)
             throw SpeechGraphError("cannot build the language model: \(error)", parameter: "lm")
         }
+        // Each build adds a model: the cache keeps the recent ones (SpecCache).
+        SpecCache.prune("\(cache)/lm")
         return directory
     }
 }

@@ -135,6 +135,42 @@ import Testing
                     + "add 'pronounce \"zigbee\" { cmu: \"...\" }' to the spec"), "\(built.stderr)")
     }
 
+    @Test("A spec built into a full cache: the cache keeps its most recently used models and drops the rest")
+    func buildPrunesTheCache() throws {
+        let spec = dir.path("lamp.lmspec")
+        try "phrase \"turn on the lamp\"\nphrase \"turn off the lamp\"\n".write(
+            toFile: spec, atomically: true, encoding: .utf8)
+        let wav = dir.path("lamp.wav")
+        try TestSpeech.synthesize("turn on the lamp", to: wav)
+        let cache = dir.path("full-cache")
+        let models = cache + "/speechgraph/lm"
+        let fm = FileManager.default
+        // Models other specs left, unused for two hours or more, and a build a dead process left half done.
+        let old = (0..<(SpecCache.keep + 6)).map { String(0xa000 + $0, radix: 16) } + ["b000.99999.1"]
+        for (i, name) in old.enumerated() {
+            try fm.createDirectory(atPath: "\(models)/\(name)", withIntermediateDirectories: true)
+            try fm.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(-7200 - Double(i) * 60)],
+                ofItemAtPath: "\(models)/\(name)")
+        }
+        let run = try Run.speechgraph(["transcribe", "--lm", spec, wav], environment: ["XDG_CACHE_HOME": cache])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("turn on the lamp"), "\(run.stdout)")
+        let left = Set(try fm.contentsOfDirectory(atPath: models))
+        // The new model and the most recently used of the old ones.
+        #expect(left.count == SpecCache.keep, "\(left.sorted())")
+        #expect(left.isSuperset(of: old.prefix(SpecCache.keep - 1)))
+        let built = try #require(left.subtracting(old).first)
+        #expect(fm.fileExists(atPath: "\(models)/\(built)/lm.bin"))
+        // Used again: found, not built again, and marked used.
+        let before = try #require(fm.attributesOfItem(atPath: "\(models)/\(built)")[.modificationDate] as? Date)
+        try fm.setAttributes([.modificationDate: before.addingTimeInterval(-600)], ofItemAtPath: "\(models)/\(built)")
+        let again = try Run.speechgraph(["transcribe", "--lm", spec, wav], environment: ["XDG_CACHE_HOME": cache])
+        #expect(again.stdout == run.stdout)
+        let after = try #require(fm.attributesOfItem(atPath: "\(models)/\(built)")[.modificationDate] as? Date)
+        #expect(after > before.addingTimeInterval(-300))
+    }
+
     @Test("A model file without a words.dict beside it names the words the dictionary lacks, and its case")
     func modelFileWithoutItsWords() throws {
         /// A unigram model of these words, as another toolkit might write it.
