@@ -238,6 +238,39 @@ public struct SphinxModel: Hashable, Sendable {
         return items
     }
 
+    /// What is wrong with the items of `phrases`, every bad item in the list's order: items with no words (an
+    /// empty one is nothing between two '|') and items that name a class. nil: nothing.
+    static func phraseProblems(_ items: [String]) -> String? {
+        func quoted(_ items: [String]) -> String {
+            let shown = items.prefix(10).map { "'\($0)'" }
+            return shown.joined(separator: ", ") + (items.count > 10 ? " and \(items.count - 10) more" : "")
+        }
+        var problems: [String] = []
+        let wordless = items.filter { LMWords.words(of: $0).isEmpty }
+        let empties = wordless.filter(\.isEmpty).count
+        let noWords = wordless.filter { !$0.isEmpty }
+        if empties > 0 {
+            problems.append(
+                empties == 1
+                    ? "an empty phrase (nothing between two '|')" : "\(empties) empty phrases (nothing between two '|')"
+            )
+        }
+        if !noWords.isEmpty {
+            problems.append(
+                noWords.count == 1
+                    ? "the phrase \(quoted(noWords)) has no words" : "the phrases \(quoted(noWords)) have no words")
+        }
+        let templated = items.filter { !LMTemplate.references(in: $0).isEmpty }
+        if !templated.isEmpty {
+            problems.append(
+                (templated.count == 1
+                    ? "the phrase \(quoted(templated)) names a class"
+                    : "the phrases \(quoted(templated)) name classes")
+                    + ": phrases are plain text (a template goes in an 'lm' spec)")
+        }
+        return problems.isEmpty ? nil : problems.joined(separator: "; ")
+    }
+
     /// The recognizer's settings that do not go together (`speechgraph check`, with nothing read): phrases with a
     /// grammar, or with an `lm` that is not a spec.
     public static func validate(_ c: NodeConfig) throws {
@@ -249,19 +282,10 @@ public struct SphinxModel: Hashable, Sendable {
                 "a grammar and 'lm' do not go together: the recognizer decodes with one of them (a spec's phrases "
                     + "and templates can be a grammar: 'grammar: \"my.lmspec\"')", parameter: "lm")
         }
-        // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word.
+        // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word; read as a
+        // phrase, '<room>' would be the word 'room'. Every such item is said, in one error.
         let items = phraseItems(c)
-        if let empty = items.first(where: { LMWords.words(of: $0).isEmpty }) {
-            throw SpeechGraphError(
-                empty.isEmpty ? "an empty phrase (nothing between two '|')" : "the phrase '\(empty)' has no words",
-                parameter: "phrases")
-        }
-        if let templated = items.first(where: { !LMTemplate.references(in: $0).isEmpty }) {
-            // Read as a phrase, '<room>' would be the word 'room'.
-            throw SpeechGraphError(
-                "the phrase '\(templated)' names a class: phrases are plain text (a template goes in an 'lm' spec)",
-                parameter: "phrases")
-        }
+        if let problem = phraseProblems(items) { throw SpeechGraphError(problem, parameter: "phrases") }
         let phrases = items.filter { !LMWords.words(of: $0).isEmpty }
         guard !phrases.isEmpty else { return }
         guard c.string("grammar") ?? c.string("jsgf") == nil else {

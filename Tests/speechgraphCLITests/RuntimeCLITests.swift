@@ -234,6 +234,22 @@ import Testing
         // Nothing before the first '|' or after the last is no phrase.
         let ends = try Run.speechgraph(["check", "graphs/demo.graph", "--set", "asr.phrases=|go forward|"])
         #expect(ends.status == 0, "\(ends.stderr)")
+        // Every bad item of a list is said, in one error at the value, in the list's order.
+        let list = dir.path("phrases.graph")
+        try """
+        node src = push.input
+        node asr = recognizer { phrases: ["call my mother", "!!!", "turn <device> on", "?", "", "open the door"] }
+        node out = console
+        src -> asr -> out
+        """.write(toFile: list, atomically: true, encoding: .utf8)
+        let bad = try Run.speechgraph(["check", list])
+        #expect(bad.status == 2)
+        #expect(
+            bad.stderr.hasPrefix(
+                "\(list):2:34: error: an empty phrase (nothing between two '|'); the phrases "
+                    + "'!!!', '?' have no words; the phrase 'turn <device> on' names a class: phrases are plain text"),
+            "\(bad.stderr)")
+        #expect(bad.stderr.components(separatedBy: "error:").count == 2, "one error: \(bad.stderr)")
         // A weight for a model that is not there: a warning that it is not used.
         let weight = try Run.speechgraph([
             "check", "graphs/demo.graph", "--set", "asr.phrases=go", "--set", "asr.weight=0.3",
