@@ -46,9 +46,36 @@ public struct Lexicon: Sendable {
 
     /// A pronunciation guessed from espeak-ng's American English phonemes (`espeak-ng -q --ipa`).
     public static func guess(_ word: String) throws -> [String] {
+        let ipa = try espeak(["--", word], word: word).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !ipa.isEmpty else { throw LMBuildError("espeak-ng gave no pronunciation for '\(word)'") }
+        return try phones(ipa, of: word)
+    }
+
+    /// Pronunciations guessed for many words, as `guess` gives each, from one espeak-ng run (one word a line,
+    /// each a sentence of its own, in; one line of phonemes a word out): a spec with a hundred new words takes one process, not a hundred.
+    /// Should espeak-ng's lines not match the words one to one, each word is asked for alone.
+    public static func guess(_ words: [String]) throws -> [String: [String]] {
+        guard words.count > 1 else { return try Dictionary(uniqueKeysWithValues: words.map { ($0, try guess($0)) }) }
+        let file = NSTemporaryDirectory() + "speechgraph-words-\(getpid())-\(UUID().uuidString).txt"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        do { try (words.map { $0 + ".\n" }.joined()).write(toFile: file, atomically: false, encoding: .utf8) } catch {
+            throw LMBuildError("cannot write the words for espeak-ng to \(file): \(PathNames.reason(error))")
+        }
+        let lines = try espeak(["-f", file], word: words[0]).split(separator: "\n")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard lines.count == words.count else {
+            return try Dictionary(uniqueKeysWithValues: words.map { ($0, try guess($0)) })
+        }
+        var out: [String: [String]] = [:]
+        for (word, ipa) in zip(words, lines) { out[word] = try phones(ipa, of: word) }
+        return out
+    }
+
+    /// What `espeak-ng -q --ipa -v en-us` with `arguments` writes; `word` names what it was asked in an error.
+    private static func espeak(_ arguments: [String], word: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["espeak-ng", "-q", "--ipa", "-v", "en-us", "--", word]
+        process.arguments = ["espeak-ng", "-q", "--ipa", "-v", "en-us"] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -57,10 +84,13 @@ public struct Lexicon: Sendable {
         }
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let ipa = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard process.terminationStatus == 0, !ipa.isEmpty else {
+        guard process.terminationStatus == 0 else {
             throw LMBuildError("espeak-ng gave no pronunciation for '\(word)'")
         }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func phones(_ ipa: String, of word: String) throws -> [String] {
         do { return try Phones.fromIPA(ipa, skippingUnknown: true) } catch {
             throw LMBuildError(
                 "espeak-ng's pronunciation of '\(word)' (\(ipa)) does not map to the model's phones: \(error)")
@@ -123,8 +153,10 @@ public enum LMBuilder {
         var lexicon = try Lexicon(dictionary: dictionary, words: vocabulary)
         for p in spec.pronunciations.reversed() { lexicon.add(p.word, p.phones, first: true) }
         var guessed: [(String, [String])] = []
-        for word in vocabulary.sorted() where lexicon.entries[word] == nil {
-            let phones = try Lexicon.guess(word)
+        let unknown = vocabulary.sorted().filter { lexicon.entries[$0] == nil }
+        let guesses = try Lexicon.guess(unknown)
+        for word in unknown {
+            let phones = guesses[word]!
             lexicon.add(word, phones)
             guessed.append((word, phones))
         }

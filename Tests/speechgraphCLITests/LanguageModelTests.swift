@@ -171,6 +171,17 @@ import Testing
         #expect(after > before.addingTimeInterval(-300))
     }
 
+    @Test("New words are pronounced by one espeak-ng run, each as espeak-ng pronounces it alone")
+    func guessesInOneRunMatchGuessesAlone() throws {
+        // Words a spec might bring: names, a number, an apostrophe, a foreign word, a lone letter.
+        let words = ["zigbee", "winawer", "tartakower", "42", "o'neill", "llanfair", "x", "hue", "sonos"]
+        let together = try Lexicon.guess(words)
+        #expect(together.count == words.count)
+        for word in words {
+            #expect(together[word] == (try Lexicon.guess(word)), "\(word)")
+        }
+    }
+
     @Test("A model file without a words.dict beside it names the words the dictionary lacks, and its case")
     func modelFileWithoutItsWords() throws {
         /// A unigram model of these words, as another toolkit might write it.
