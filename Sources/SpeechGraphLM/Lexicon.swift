@@ -52,8 +52,9 @@ public struct Lexicon: Sendable {
     }
 
     /// Pronunciations guessed for many words, as `guess` gives each, from one espeak-ng run (one word a line,
-    /// each a sentence of its own, in; one line of phonemes a word out): a spec with a hundred new words takes one process, not a hundred.
-    /// Should espeak-ng's lines not match the words one to one, each word is asked for alone.
+    /// each a sentence of its own, in; one line of phonemes a word out): a spec with a hundred new words takes
+    /// one process, not a hundred. Should espeak-ng's lines not match the words one to one, each word is asked
+    /// for alone.
     public static func guess(_ words: [String]) throws -> [String: [String]] {
         guard words.count > 1 else { return try Dictionary(uniqueKeysWithValues: words.map { ($0, try guess($0)) }) }
         let file = NSTemporaryDirectory() + "speechgraph-words-\(getpid())-\(UUID().uuidString).txt"
