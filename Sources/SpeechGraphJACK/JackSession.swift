@@ -318,6 +318,11 @@ public final class JackSession: @unchecked Sendable {
             if initial {
                 let failed = JackServerFailed.rawValue | JackServerError.rawValue
                 if status.rawValue & failed != 0 || status.rawValue == 0 {
+                    // jack2 refuses a taken name that has no room left for the "-01" it would add with the same
+                    // status as no server at all: ask the server, under a name of our own, whether it is there.
+                    if Self.serverAnswers(serverName) {
+                        throw SpeechGraphError(Self.refusedNameMessage(requestedName, status: status.rawValue))
+                    }
                     throw SpeechGraphError(Self.noServerMessage(serverName))
                 }
                 throw SpeechGraphError(
@@ -466,6 +471,28 @@ public final class JackSession: @unchecked Sendable {
 
     /// Patterns already said to match nothing.
     private var unmatchedReported = Set<String>()
+
+    /// Whether a JACK server (`server`, or the default) takes a client: one opened under a name of its own and
+    /// closed at once.
+    static func serverAnswers(_ server: String?) -> Bool {
+        var status = jack_status_t(0)
+        let options = jack_options_t(JackNoStartServer.rawValue)
+        guard let probe = speechgraph_jack_client_open("speechgraph-probe-\(getpid())", options, &status, server)
+        else { return false }
+        jack_client_close(probe)
+        return true
+    }
+
+    /// What to say when a running server refused the client `name`.
+    static func refusedNameMessage(_ name: String, status: UInt32) -> String {
+        let bytes = name.utf8.count
+        guard bytes + 3 > 63 else {
+            return "JACK refused the client '\(name)' (status 0x\(String(status, radix: 16)))"
+        }
+        return "JACK refused the client name '\(name)': another client has it, and at \(bytes) bytes it leaves no "
+            + "room for the '-01' JACK adds to make it unique (at most 60 bytes): give a shorter name, or stop "
+            + "the other client"
+    }
 
     /// Why JACK would refuse `name` as a client name, or nil.
     public static func clientNameProblem(_ name: String) -> String? {

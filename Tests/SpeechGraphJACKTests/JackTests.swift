@@ -50,6 +50,36 @@ import Testing
         #expect(!r.signaled)
     }
 
+    /// A taken name too long for JACK to make unique (jack2 refuses it with the status of a missing server):
+    /// the error says so, not that no server runs.
+    @Test func aTakenNameTooLongToRenameIsNamedAsSuch() throws {
+        try server.start()
+        let graph = dir.path("quiet.graph")
+        try """
+        node mic = jack.input
+        node vad = vad
+        mic.out -> vad.in
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let name = String(repeating: "n", count: 62)
+        let first = try Process.launchSpeechgraph(
+            ["run", graph, "--name", name], environment: env, output: dir.path("first.out"))
+        defer {
+            if first.isRunning { kill(first.processIdentifier, SIGTERM) }
+            first.waitUntilExit()
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while try !server.lsp().contains("\(name):in_1") && first.isRunning && Date() < deadline { usleep(50_000) }
+        try #require(try server.lsp().contains("\(name):in_1"), "\(contents(dir.path("first.out.err")))")
+        let second = try Run.speechgraph(["run", graph, "--name", name], environment: env, timeout: 60)
+        #expect(second.status == 1)
+        #expect(
+            second.stderr.contains(
+                "JACK refused the client name '\(name)': another client has it, and at 62 bytes it leaves no room"),
+            "\(second.stderr)")
+        #expect(!second.stderr.contains("no JACK server"), "\(second.stderr)")
+        #expect(second.stderr.split(separator: "\n").count == 1, "\(second.stderr)")
+    }
+
     /// Waits until a final line of `output` shows the sentence's last word (the deadline only bounds a hang),
     /// stops the run with SIGTERM, and returns its transcript: the final lines, joined.
     func finishAfterTheSentence(_ p: Process, output out: String, deadline: Date) -> String {
