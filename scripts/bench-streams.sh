@@ -30,6 +30,9 @@ seconds=()
 if [ -n "${BENCH_STREAM_SECONDS:-}" ]; then seconds=(--seconds "$BENCH_STREAM_SECONDS"); fi
 
 "$BENCH_BIN" realtime-cpu "$LONG" "${seconds[@]}" --runs "${BENCH_CPU_RUNS:-3}"
+# What an idle spell costs this machine, apart from speechgraph (no peer: a calibration): the same fixed work
+# once every 100 ms against back to back, on the thread's CPU clock (docs/architecture.md).
+"$BENCH_BIN" idle-cost
 
 # The same real-time stream pinned to one CPU with a spinner at nice 19 on that CPU, which takes almost no
 # time from the stream but keeps the CPU from going idle between its batches: on a virtual machine the same

@@ -22,6 +22,10 @@
 //       default 1). Other processes' CPU use
 //       during each run is reported on standard error (the bench machine is shared).
 //
+//   speechgraph-bench idle-cost
+//       What an idle spell costs this machine, apart from speechgraph: the same fixed work (reading a 16 MB working
+//       set; arithmetic alone) on the thread's CPU clock, once every 100 ms against back to back (IdleCost.swift).
+//
 //   speechgraph-bench plugin-gate PLUGIN
 //       The gate example's cost per 256-frame block loaded from PLUGIN against the same source built in
 //       (issue 12).
@@ -555,6 +559,7 @@ func option<T>(_ name: String, _ arguments: inout [String], _ convert: (String) 
 
 let usage = """
     usage: speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass [--phases N]]
+           speechgraph-bench idle-cost
            speechgraph-bench plugin-gate PLUGIN
            speechgraph-bench streams FILE [--seconds S] [--max N] [--counts 1,2,4,...] [--variants plain,final-pass]
                                           [--limit MS] [--margin MS] [--phases N]
@@ -573,7 +578,7 @@ let variants =
 let limit = option("--limit", &arguments) { Double($0) } ?? 400
 let margin = option("--margin", &arguments) { Double($0) } ?? 100
 
-guard arguments.count >= 2 || arguments.first == "plugin-gate" else {
+guard arguments.count >= 2 || arguments.first == "plugin-gate" || arguments.first == "idle-cost" else {
     note(usage)
     exit(2)
 }
@@ -586,6 +591,8 @@ do {
         try childStreams(count: Int(arguments[1]) ?? 1, path: arguments[2], seconds: seconds, finalPass: finalPass)
     case "realtime-cpu" where arguments.count == 2:
         realtimeCPU(path: arguments[1], seconds: seconds, runs: max(runs, 1), finalPass: finalPass)
+    case "idle-cost" where arguments.count == 1:
+        idleCost()
     case "plugin-gate" where arguments.count == 2:
         gateCost(plugin: arguments[1])
     case "streams" where arguments.count == 2:
