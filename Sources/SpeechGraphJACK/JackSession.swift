@@ -361,8 +361,14 @@ public final class JackSession: @unchecked Sendable {
         ports = []
         var inputs = 0
         var outputs = 0
+        // JACK's terminal flag: the audio of an input port goes nowhere else, that of an output port comes from
+        // no other port. A session with ports both ways may pass its input on (a tap to jack.output), so neither
+        // is marked.
+        let hasInputs = specs.contains { $0.isInput }
+        let hasOutputs = specs.contains { !$0.isInput }
         for spec in specs {
-            let flags = UInt(spec.isInput ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
+            var flags = UInt(spec.isInput ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
+            if spec.isInput ? !hasOutputs : !hasInputs { flags |= UInt(JackPortIsTerminal.rawValue) }
             guard let port = jack_port_register(c, spec.name, JACK_DEFAULT_AUDIO_TYPE, flags, 0) else {
                 closeClient()
                 throw SpeechGraphError("JACK refused to register port '\(spec.name)'")

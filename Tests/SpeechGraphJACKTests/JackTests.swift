@@ -80,6 +80,45 @@ import Testing
         #expect(second.stderr.split(separator: "\n").count == 1, "\(second.stderr)")
     }
 
+    /// JACK's terminal flag: the input ports of a graph that only listens, the output ports of one that only
+    /// plays; neither when a graph has ports both ways (it may pass its input on).
+    @Test func portsAreTerminalUnlessTheGraphGoesBothWays() throws {
+        try server.start()
+        let graphs = [
+            ("listens", "node mic = jack.input\nnode vad = vad\nmic.out -> vad.in\n"),
+            (
+                "plays",
+                "node f = file.input { path: \"\(try speech(repeats: 8))\", realtime: true }\n"
+                    + "node o = jack.output\nf -> o\n"
+            ),
+            ("both", "node mic = jack.input\nnode o = jack.output\nmic.out -> o\n"),
+        ]
+        var running: [Process] = []
+        defer {
+            for p in running where p.isRunning { kill(p.processIdentifier, SIGTERM) }
+            for p in running { p.waitUntilExit() }
+        }
+        for (name, text) in graphs {
+            try text.write(toFile: dir.path("\(name).graph"), atomically: true, encoding: .utf8)
+            running.append(
+                try Process.launchSpeechgraph(
+                    ["run", dir.path("\(name).graph"), "--name", "sgt-\(name)"], environment: env,
+                    output: dir.path("\(name).out")))
+        }
+        let wanted = ["sgt-listens:in_1", "sgt-plays:out_1", "sgt-both:in_1", "sgt-both:out_1"]
+        var listing = ""
+        let deadline = Date().addingTimeInterval(60)
+        repeat {
+            listing = try server.lsp(["-p"])
+            if wanted.allSatisfy({ listing.contains($0 + "\n") }) { break }
+            usleep(50_000)
+        } while Date() < deadline && running.allSatisfy(\.isRunning)
+        #expect(listing.contains("sgt-listens:in_1\n\tproperties: input,terminal,"), "\(listing)")
+        #expect(listing.contains("sgt-plays:out_1\n\tproperties: output,terminal,"), "\(listing)")
+        #expect(listing.contains("sgt-both:in_1\n\tproperties: input,\n"), "\(listing)")
+        #expect(listing.contains("sgt-both:out_1\n\tproperties: output,\n"), "\(listing)")
+    }
+
     /// Waits until a final line of `output` shows the sentence's last word (the deadline only bounds a hang),
     /// stops the run with SIGTERM, and returns its transcript: the final lines, joined.
     func finishAfterTheSentence(_ p: Process, output out: String, deadline: Date) -> String {
