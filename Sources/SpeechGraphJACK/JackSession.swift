@@ -492,19 +492,26 @@ public final class JackSession: @unchecked Sendable {
     /// What to say when a running server refused the client `name`.
     static func refusedNameMessage(_ name: String, status: UInt32) -> String {
         let bytes = name.utf8.count
-        guard bytes + 3 > 63 else {
+        // JACK makes a taken name unique by adding "-01", "-02", ...
+        let renamable = clientNameLimit - 3
+        guard bytes > renamable else {
             return "JACK refused the client '\(name)' (status 0x\(String(status, radix: 16)))"
         }
         return "JACK refused the client name '\(name)': another client has it, and at \(bytes) bytes it leaves no "
-            + "room for the '-01' JACK adds to make it unique (at most 60 bytes): give a shorter name, or stop "
-            + "the other client"
+            + "room for the '-01' JACK adds to make it unique (at most \(renamable) bytes): give a shorter name, or "
+            + "stop the other client"
+    }
+
+    /// The longest client name JACK takes, in bytes.
+    static var clientNameLimit: Int {
+        // jack2's jack_client_name_size() counts one more byte than its open takes (65: a 64-byte name is
+        // refused, as "server failed"); jack1's is the size with the final NUL.
+        min(Int(jack_client_name_size()) - 1, 63)
     }
 
     /// Why JACK would refuse `name` as a client name, or nil.
     public static func clientNameProblem(_ name: String) -> String? {
-        // jack2's jack_client_name_size() counts one more byte than its open takes (65: a 64-byte name is
-        // refused, as "server failed"); jack1's is the size with the final NUL.
-        let limit = min(Int(jack_client_name_size()) - 1, 63)
+        let limit = clientNameLimit
         if name.isEmpty { return "a JACK client name cannot be empty" }
         if name.utf8.count > limit { return "JACK client name '\(name)' is too long: at most \(limit) bytes" }
         if name.contains(":") {

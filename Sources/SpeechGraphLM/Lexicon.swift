@@ -56,20 +56,19 @@ public struct Lexicon: Sendable {
     /// one process, not a hundred. Should espeak-ng's lines not match the words one to one, each word is asked
     /// for alone.
     public static func guess(_ words: [String]) throws -> [String: [String]] {
-        guard words.count > 1 else { return try Dictionary(uniqueKeysWithValues: words.map { ($0, try guess($0)) }) }
-        let file = NSTemporaryDirectory() + "speechgraph-words-\(getpid())-\(UUID().uuidString).txt"
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        do { try (words.map { $0 + ".\n" }.joined()).write(toFile: file, atomically: false, encoding: .utf8) } catch {
-            throw LMBuildError("cannot write the words for espeak-ng to \(file): \(PathNames.reason(error))")
+        if words.count > 1 {
+            let file = NSTemporaryDirectory() + "speechgraph-words-\(getpid())-\(UUID().uuidString).txt"
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            do { try words.map { $0 + ".\n" }.joined().write(toFile: file, atomically: false, encoding: .utf8) } catch {
+                throw LMBuildError("cannot write the words for espeak-ng to \(file): \(PathNames.reason(error))")
+            }
+            let lines = try espeak(["-f", file], word: words[0]).split(separator: "\n")
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            if lines.count == words.count {
+                return try Dictionary(uniqueKeysWithValues: zip(words, lines).map { ($0, try phones($1, of: $0)) })
+            }
         }
-        let lines = try espeak(["-f", file], word: words[0]).split(separator: "\n")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        guard lines.count == words.count else {
-            return try Dictionary(uniqueKeysWithValues: words.map { ($0, try guess($0)) })
-        }
-        var out: [String: [String]] = [:]
-        for (word, ipa) in zip(words, lines) { out[word] = try phones(ipa, of: word) }
-        return out
+        return try Dictionary(uniqueKeysWithValues: words.map { ($0, try guess($0)) })
     }
 
     /// What `espeak-ng -q --ipa -v en-us` with `arguments` writes; `word` names what it was asked in an error.

@@ -7,11 +7,7 @@ import Foundation
 #endif
 
 /// The calling thread's CPU time, in seconds.
-func threadCPUTime() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
+func threadCPUTime() -> Double { seconds(on: CLOCK_THREAD_CPUTIME_ID) }
 
 /// Keeps a value from being optimised away.
 @inline(never) func keep(_ value: Int) {

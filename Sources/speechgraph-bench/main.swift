@@ -43,9 +43,12 @@ import Synchronization
 
 // MARK: - Clocks
 
-func monotonic() -> Double {
+func monotonic() -> Double { seconds(on: CLOCK_MONOTONIC) }
+
+/// What `clock` reads, in seconds.
+func seconds(on clock: clockid_t) -> Double {
     var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
+    clock_gettime(clock, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 

@@ -127,4 +127,8 @@ public struct WakeCount: Sendable {
         frames = 0
         return true
     }
+
+    /// Counts afresh: the writer posts now, whatever was written (audio dropped, a writer about to wait).
+    @inlinable
+    public mutating func reset() { frames = 0 }
 }

@@ -133,7 +133,8 @@ public final class AudioPusher: Sendable {
             } else if waitForRoom && gapRecorded {
                 guard !closed.load(ordering: .acquiring) else { return done / channels }
                 // The graph must read to make room, whatever it was told so far.
-                if state.unwoken.add(0, threshold: wakeFrames, force: true) { wake.post() }
+                state.unwoken.reset()
+                wake.post()
                 waiting.withLock { $0 }?()
                 _ = room.wait(timeout: 0.05)
             } else {
@@ -144,7 +145,8 @@ public final class AudioPusher: Sendable {
                 } else {
                     state.pendingGap = GapRecord(ringIndex: ring.endpoint.writtenCount / channels, frames: lost)
                 }
-                if state.unwoken.add(0, threshold: wakeFrames, force: true) { wake.post() }
+                state.unwoken.reset()
+                wake.post()
                 return done / channels
             }
         }

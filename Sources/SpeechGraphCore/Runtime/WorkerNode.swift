@@ -174,7 +174,8 @@ final class WorkerNode: GraphNode {
                 return
             }
             // Full: the worker has work, wake it whatever it asked for.
-            if unwoken.add(0, threshold: 0, force: true) { work.post() }
+            unwoken.reset()
+            work.post()
             _ = room.wait(timeout: 0.05)
         }
     }
