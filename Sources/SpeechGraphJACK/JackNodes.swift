@@ -310,6 +310,8 @@ public final class JackInputNode: SourceNode {
                     for i in 0..<n { interleaved[i * channels + c] = scratch[i] }
                 }
             }
+            // A freewheeling process callback may be waiting for this room.
+            session.inputRoom.post()
             // Any JACK client can write NaN into our port: it becomes silence here, before any node sees it.
             sampleGuard.clean(UnsafeMutableBufferPointer(start: interleaved, count: n * channels), channels: channels)
             if let warning = sampleGuard.firstWarning(node: name, time: { time(streamFrame + Int64($0)) }) {
@@ -430,6 +432,8 @@ public final class JackOutputNode: GraphNode {
                     _ = ring.endpoint.write(scratch, count: m)
                 }
             }
+            // A freewheeling process callback may be waiting for this audio.
+            session.outputData.post()
             done += m
         }
     }
@@ -444,6 +448,7 @@ public final class JackOutputNode: GraphNode {
     /// server, what is still queued will not be played: counted with the rest (it was queued before the server
     /// went, up to 'buffer' of it).
     public func finish(output: NodeOutput) throws {
+        session.endOutput()
         let deadline = Date().addingTimeInterval(Double(capacity) / Double(session.sampleRate) + 1)
         while session.isAvailable, rings.contains(where: { $0.endpoint.availableToRead > 0 }), Date() < deadline {
             _ = session.outputWake.wait(timeout: 0.05)

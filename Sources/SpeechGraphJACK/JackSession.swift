@@ -34,6 +34,14 @@ private func onShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, 
     session.pointee.notifications.pointee.serverGone.store(true, ordering: .releasing)
     session.pointee.realtime.pointee.inputWake.post()
     session.pointee.realtime.pointee.outputWake.post()
+    session.pointee.realtime.pointee.inputRoom.post()
+    session.pointee.realtime.pointee.outputData.post()
+}
+
+/// The server starts or stops freewheeling (JACK calls this before the first period of either).
+private func onFreewheel(_ starting: Int32, _ argument: UnsafeMutableRawPointer?) {
+    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.realtime.pointee.freewheeling.pointee.store(
+        starting != 0, ordering: .relaxed)
 }
 
 private func onXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
@@ -149,6 +157,10 @@ public final class JackSession: @unchecked Sendable {
     /// Posted after each period that brought input: the graph's wake signal.
     let inputWake: WakeSignal
     let outputWake = WakeSignal()
+    /// Posted by the graph thread after it read the input rings / wrote the output rings: a freewheeling process
+    /// callback waits for them (see `speechgraphProcess`).
+    let inputRoom = WakeSignal()
+    let outputData = WakeSignal()
     let gapRing = SPSCRing<GapRecord>(minimumCapacity: 256)
     private let realtime: UnsafeMutablePointer<RealtimeState>
     private let notifications: UnsafeMutablePointer<Notifications>
@@ -157,6 +169,8 @@ public final class JackSession: @unchecked Sendable {
     private let inputPorts: UnsafeMutablePointer<RealtimePort>
     private let outputPorts: UnsafeMutablePointer<RealtimePort>
     private let running: UnsafeMutablePointer<Atomic<Bool>>
+    private let freewheeling: UnsafeMutablePointer<Atomic<Bool>>
+    private let outputEnded: UnsafeMutablePointer<Atomic<Bool>>
     private let underruns: UnsafeMutablePointer<Atomic<Int>>
     private let overruns: UnsafeMutablePointer<Atomic<Int>>
     private let timing: UnsafeMutablePointer<CallbackTiming>
@@ -190,6 +204,10 @@ public final class JackSession: @unchecked Sendable {
         placeholderRing = dummy
         running = .allocate(capacity: 1)
         running.initialize(to: Atomic(false))
+        freewheeling = .allocate(capacity: 1)
+        freewheeling.initialize(to: Atomic(false))
+        outputEnded = .allocate(capacity: 1)
+        outputEnded.initialize(to: Atomic(false))
         underruns = .allocate(capacity: 1)
         underruns.initialize(to: Atomic(0))
         overruns = .allocate(capacity: 1)
@@ -203,7 +221,9 @@ public final class JackSession: @unchecked Sendable {
         realtime.initialize(
             to: RealtimeState(
                 inputs: inputPorts, inputCount: 0, outputs: outputPorts, outputCount: 0,
-                inputWake: inputWake.endpoint, outputWake: outputWake.endpoint, gaps: gapRing.endpoint,
+                inputWake: inputWake.endpoint, outputWake: outputWake.endpoint, inputRoom: inputRoom.endpoint,
+                outputData: outputData.endpoint, freewheeling: freewheeling, outputEnded: outputEnded,
+                gaps: gapRing.endpoint,
                 running: running, underruns: underruns, overruns: overruns, timing: timing,
                 timingEnabled: measureCallback, groups: groups, groupCount: 0))
         notifications = .allocate(capacity: 1)
@@ -234,6 +254,10 @@ public final class JackSession: @unchecked Sendable {
         outputPorts.deallocate()
         running.deinitialize(count: 1)
         running.deallocate()
+        freewheeling.deinitialize(count: 1)
+        freewheeling.deallocate()
+        outputEnded.deinitialize(count: 1)
+        outputEnded.deallocate()
         underruns.deinitialize(count: 1)
         underruns.deallocate()
         overruns.deinitialize(count: 1)
@@ -413,6 +437,8 @@ public final class JackSession: @unchecked Sendable {
         jack_set_xrun_callback(c, onXrun, argument)
         jack_set_port_registration_callback(c, onPortRegistration, argument)
         jack_set_buffer_size_callback(c, onBufferSize, argument)
+        jack_set_freewheel_callback(c, onFreewheel, argument)
+        freewheeling.pointee.store(false, ordering: .relaxed)
         running.pointee.store(true, ordering: .releasing)
         guard jack_activate(c) == 0 else {
             closeClient()
@@ -661,8 +687,17 @@ public final class JackSession: @unchecked Sendable {
         return (min(percentile(0.5), max), min(percentile(0.99), max), max, t.count)
     }
 
+    /// The graph has queued its last output audio: a freewheeling process callback stops waiting for more.
+    func endOutput() {
+        outputEnded.pointee.store(true, ordering: .releasing)
+        outputData.post()
+    }
+
     private func closeClient() {
         running.pointee.store(false, ordering: .releasing)
+        // A freewheeling callback waiting for the graph stops waiting.
+        inputRoom.post()
+        outputData.post()
         if let c = client { jack_client_close(c) }
         client = nil
         ports = []

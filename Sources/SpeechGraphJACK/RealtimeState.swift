@@ -51,6 +51,16 @@ struct RealtimeState {
     var outputCount: Int
     var inputWake: WakeSignal.Endpoint
     var outputWake: WakeSignal.Endpoint
+    /// Posted by the graph thread after it read the input rings, and after it wrote the output rings: what a
+    /// freewheeling callback waits for.
+    var inputRoom: WakeSignal.Endpoint
+    var outputData: WakeSignal.Endpoint
+    /// Set while the server freewheels (JACK's freewheel callback): periods come as fast as the clients take
+    /// them, with no real-time constraint, and the callback waits for the graph instead of dropping audio.
+    var freewheeling: UnsafeMutablePointer<Atomic<Bool>>
+    /// Set when the graph has queued its last output audio (its jack.output nodes finish): a freewheeling period
+    /// no longer waits for more.
+    var outputEnded: UnsafeMutablePointer<Atomic<Bool>>
     var gaps: SPSCRing<GapRecord>.Endpoint
     /// Set while ports are registered and valid.
     var running: UnsafeMutablePointer<Atomic<Bool>>
@@ -76,6 +86,50 @@ struct RealtimeState {
     /// activation).
     var unwoken = WakeCount()
     static let maxPorts = 64
+    /// The longest a freewheeling period waits for the graph before it is dropped as in real time (JACK's
+    /// freewheel driver gives up on a client after 10 s).
+    static let freewheelPatience = 2.0
+}
+
+/// Freewheeling only (no real-time constraint then): waits until every input ring has room for `frames`, waking
+/// the graph thread and sleeping until it has read; false when the graph has not made room within
+/// ``RealtimeState/freewheelPatience`` or the client stops meanwhile.
+func waitForInputRoom(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int) -> Bool {
+    let inputs = state.pointee.inputs
+    let deadline = monotonicSeconds() + RealtimeState.freewheelPatience
+    while true {
+        var fits = true
+        for i in 0..<state.pointee.inputCount where inputs[i].ring.availableToWrite < frames { fits = false }
+        if fits { return true }
+        let left = deadline - monotonicSeconds()
+        guard left > 0, state.pointee.running.pointee.load(ordering: .acquiring) else { return false }
+        state.pointee.inputWake.post()
+        _ = state.pointee.inputRoom.wait(timeout: min(left, 0.05))
+    }
+}
+
+@inline(__always)
+private func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// Freewheeling only: waits until output `port` has `frames` queued, waking the graph thread (which may be
+/// waiting for room) and sleeping until it has written; returns what is queued then, at most
+/// ``RealtimeState/freewheelPatience`` later.
+func waitForOutputData(_ state: UnsafeMutablePointer<RealtimeState>, _ port: Int, _ frames: Int) -> Int {
+    let ring = state.pointee.outputs[port].ring
+    let deadline = monotonicSeconds() + RealtimeState.freewheelPatience
+    while ring.availableToRead < frames && state.pointee.running.pointee.load(ordering: .acquiring)
+        && !state.pointee.outputEnded.pointee.load(ordering: .acquiring)
+    {
+        let left = deadline - monotonicSeconds()
+        guard left > 0 else { break }
+        state.pointee.outputWake.post()
+        _ = state.pointee.outputData.wait(timeout: min(left, 0.05))
+    }
+    return ring.availableToRead
 }
 
 /// One period of a group's ports through its processor, in pieces of at most `capacity` frames: gather the
@@ -111,7 +165,10 @@ func processGroup(
 /// The JACK process callback. Real-time thread only: for each input port, one all-or-nothing copy into
 /// its ring (every channel or none, so channels stay aligned; a refused period becomes a gap record), through
 /// the node's real-time processor first when a real-time safe plugin node follows it; for
-/// each output port, one copy out of its ring (silence when short); then the readers are woken.
+/// each output port, one copy out of its ring (silence when short); then the readers are woken. While the
+/// server freewheels, and only then, a period waits (a bounded time) for room in the input rings and for audio
+/// in the output rings of a port that is playing: JACK then runs the callback without real-time constraints, as
+/// fast as the slowest client goes.
 func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     guard let argument else { return 0 }
     let state = argument.assumingMemoryBound(to: RealtimeState.self)
@@ -119,6 +176,7 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
     if state.pointee.timingEnabled { clock_gettime(CLOCK_MONOTONIC, &start) }
     let n = Int(nframes)
     let running = state.pointee.running.pointee.load(ordering: .acquiring)
+    let freewheeling = state.pointee.freewheeling.pointee.load(ordering: .relaxed)
 
     // Inputs.
     let inputs = state.pointee.inputs
@@ -126,6 +184,8 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
     if running && inputCount > 0 {
         var fits = true
         for i in 0..<inputCount where inputs[i].ring.availableToWrite < n { fits = false }
+        // Freewheeling (an export): no deadline to meet, so the period waits for the graph rather than being lost.
+        if !fits && freewheeling { fits = waitForInputRoom(state, n) }
         // The gap before this audio is recorded first; if its record does not fit, the period is dropped too
         // (audio after an unrecorded gap would be placed too early on the stream's clock).
         if fits && state.pointee.hasPendingGap {
@@ -169,6 +229,7 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
                 outputs[i].isPlaying = true
             }
             if outputs[i].isPlaying {
+                if freewheeling && outputs[i].ring.availableToRead < n { _ = waitForOutputData(state, i, n) }
                 got = outputs[i].ring.read(into: buffer, maxCount: n)
                 if got < n {
                     outputs[i].isPlaying = false

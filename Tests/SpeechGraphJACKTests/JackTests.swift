@@ -619,6 +619,99 @@ import Testing
         // Gaps not reached by a block came after the last one.
         #expect(gaps[gapIndex...].allSatisfy { Int64(($0.start * 48000).rounded()) >= expected })
     }
+    /// `jack_freewheel y|n` on the test's server.
+    func freewheel(_ on: Bool) throws {
+        let r = try Run.process("/usr/bin/jack_freewheel", [on ? "y" : "n"], environment: env, timeout: 60)
+        try #require(r.status == 0, "jack_freewheel: \(r.stderr)")
+    }
+
+    /// While the server freewheels (an export from a DAW), periods come as fast as the clients take them: the
+    /// process callback waits for a graph slower than the audio instead of dropping periods, and every frame
+    /// arrives, in order.
+    @Test func freewheelingWaitsForTheGraphInsteadOfDroppingAudio() throws {
+        try server.start()
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        try registry.register(SlowWhenTold.type)
+        let spec = try GraphParser.parse(
+            """
+            node mic = jack.input { buffer: 50 ms }
+            node slow = test.slowwhentold
+            node out = collect
+            mic -> slow
+            mic.events -> out
+            """, file: "freewheel.graph", environment: [:])
+        let client = "sg-freewheel-\(getpid())"
+        let resources = GraphResources(settings: ["jack.name": client])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        let slow = try #require(runner.node(named: "slow") as? SlowWhenTold)
+        runner.start()
+        // Once audio flows, freewheel, and only then make the node slower than the audio (half its pace): in real
+        // time that loses periods at once (fallingBehindBecomesGapEvents). A deadline only bounds a hang.
+        let deadline = Date().addingTimeInterval(120)
+        while slow.frames.load(ordering: .relaxed) < 4800 && Date() < deadline { usleep(10_000) }
+        try freewheel(true)
+        slow.isSlow.store(true, ordering: .relaxed)
+        let from = slow.frames.load(ordering: .relaxed)
+        // Three seconds of audio through the slow node.
+        while slow.frames.load(ordering: .relaxed) < from + 3 * 48000 && Date() < deadline { usleep(10_000) }
+        slow.isSlow.store(false, ordering: .relaxed)
+        try freewheel(false)
+        runner.stop()
+        try runner.wait()
+        #expect(slow.frames.load(ordering: .relaxed) >= from + 3 * 48000)
+        let overruns = try #require(runner.node(named: "out") as? EventCollector).events.filter {
+            if case .gap(_, _, let reason) = $0 { return reason.hasPrefix("overrun") }
+            return false
+        }
+        #expect(overruns.isEmpty, "\(overruns.count) overruns, the first \(String(describing: overruns.first))")
+        // Every block starts where the one before it ended.
+        var breaks: [(expected: Int64, start: Int64)] = []
+        var expected = slow.blocks.first?.0 ?? 0
+        for (start, count) in slow.blocks {
+            if start != expected { breaks.append((expected, start)) }
+            expected = start + Int64(count)
+        }
+        #expect(breaks.isEmpty, "\(breaks.count) blocks do not follow on, the first \(breaks.prefix(1))")
+    }
+
+    /// Speech exported through a freewheeling server (a player graph as the DAW) into graphs/live.graph: every
+    /// period waits for both graphs, so the recognizer hears the whole sentence, with no audio lost on either side.
+    @Test func speechPlayedWhileFreewheelingIsTranscribedWhole() throws {
+        try server.start(period: Self.speechPeriod)
+        let wav = try speech()
+        let client = "sg-fwlive-\(getpid())"
+        let playerName = "sg-fwplay-\(getpid())"
+        let out = dir.path("fw.out")
+        let p = try Process.launchSpeechgraph(
+            ["run", "--name", client, "graphs/live.graph"],
+            environment: env.merging(["SPEECHGRAPH_CAPTURE": "\(playerName):play_1"]) { $1 }, output: out)
+        // The client is active once every node is prepared (a deadline only bounds a hang).
+        let deadline = Date().addingTimeInterval(180)
+        while p.isRunning && Date() < deadline && !((try? server.lsp()) ?? "").contains("\(client):in_1") {
+            usleep(20_000)
+        }
+        try freewheel(true)
+        // As fast as JACK takes it (file.input is not paced), the speech and a second of silence after it.
+        try TestSpeech.sox([wav, dir.path("fw-in.wav"), "pad", "0", "1"])
+        try """
+        node player = file.input { path: "\(dir.path("fw-in.wav"))" }
+        node speak = jack.output { port: "play", connect: "\(client):in_1" }
+        player -> speak
+        """.write(toFile: dir.path("fw-player.graph"), atomically: true, encoding: .utf8)
+        let player = try Run.speechgraph(["run", "--name", playerName, dir.path("fw-player.graph")], environment: env)
+        try freewheel(false)
+        #expect(player.status == 0, "\(player.stderr)")
+        let text = finishAfterTheSentence(p, output: out, deadline: deadline)
+        #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
+        #expect(
+            wordErrorRate(reference: sentence, hypothesis: text.replacing(/\[[^\]]*\]/, with: "")) <= 0.25,
+            "\(contents(out))")
+        #expect(!contents(out).contains("overrun"), "\(contents(out))")
+        #expect(!player.stderr.contains("not played"), "\(player.stderr)")
+    }
+
     /// `jack.input { buffer: BUFFER } -> node` (its events collected in `out`), run until `until` says so about the
     /// node (a deadline only bounds a hang), then stopped.
     func runMicInto<Node: TestNode>(_ type: Node.Type, buffer: String, until: (Node) -> Bool) throws
@@ -808,6 +901,24 @@ final class SlowSink: GraphNode {
     func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
         blocks.append((block.startFrame, block.frameCount))
         usleep(40_000)
+    }
+}
+
+/// A sink that counts its frames and, while told to, takes 40 ms per block (slower than the audio).
+final class SlowWhenTold: TestNode {
+    static let type = NodeType(
+        NodeDescriptor(
+            typeName: "test.slowwhentold", summary: "", category: .sink,
+            ports: [.audioInput("in", .any, doc: "")], parameters: []),
+        make: { _ in SlowWhenTold() })
+    let frames = Atomic<Int>(0)
+    let isSlow = Atomic<Bool>(false)
+    /// Graph thread only; read after the run.
+    var blocks: [(Int64, Int)] = []
+    func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        blocks.append((block.startFrame, block.frameCount))
+        if isSlow.load(ordering: .relaxed) { usleep(40_000) }
+        frames.add(block.frameCount, ordering: .relaxed)
     }
 }
 

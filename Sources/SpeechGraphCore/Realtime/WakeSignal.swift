@@ -62,6 +62,37 @@ public final class WakeSignal: @unchecked Sendable {
                 _ = sem_post(semaphore)
             }
         }
+
+        /// The waiting side, as ``WakeSignal/wait(timeout:)`` (which calls it): blocks, so never on the real-time
+        /// thread, except where JACK runs the process callback without real-time constraints (freewheel), which
+        /// may wait for the graph. Touches no reference count.
+        ///
+        /// The deadline is on `CLOCK_REALTIME` (what `sem_timedwait` takes): a wall-clock jump may
+        /// lengthen or shorten one wait, so callers should treat the timeout as a polling interval.
+        public func wait(timeout seconds: Double) -> Bool {
+            if sem_trywait(semaphore) == 0 { return true }
+            guard seconds > 0, !seconds.isNaN else { return false }
+            var deadline = timespec()
+            clock_gettime(CLOCK_REALTIME, &deadline)
+            // Cap at a day: beyond that the caller meant "forever" and a loop around wait() is expected.
+            let clamped = Swift.min(seconds, 86_400)
+            let whole = clamped.rounded(.down)
+            var nanoseconds = Int(deadline.tv_nsec) + Int((clamped - whole) * 1e9)
+            var secondsPart = Int(deadline.tv_sec) + Int(whole)
+            if nanoseconds >= 1_000_000_000 {
+                nanoseconds -= 1_000_000_000
+                secondsPart += 1
+            }
+            deadline.tv_sec = time_t(secondsPart)
+            deadline.tv_nsec = Int(nanoseconds)
+            while true {
+                if sem_timedwait(semaphore, &deadline) == 0 { return true }
+                let error = errno
+                if error == EINTR { continue }
+                // ETIMEDOUT, or an error that waiting again would not fix.
+                return false
+            }
+        }
     }
 
     /// Any thread, real-time safe: the same as `endpoint.post()`.
@@ -71,34 +102,8 @@ public final class WakeSignal: @unchecked Sendable {
     /// Waiting thread only, blocks (never on the real-time thread): sleeps until a post arrives or
     /// `seconds` have passed, and consumes the post. Returns true if woken by a post (or one was
     /// already pending), false on timeout. A timeout ≤ 0 only polls. Interruptions by signals (EINTR)
-    /// are retried up to the same deadline.
-    ///
-    /// The deadline is on `CLOCK_REALTIME` (what `sem_timedwait` takes): a wall-clock jump may
-    /// lengthen or shorten one wait, so callers should treat the timeout as a polling interval.
-    public func wait(timeout seconds: Double) -> Bool {
-        if sem_trywait(semaphore) == 0 { return true }
-        guard seconds > 0, !seconds.isNaN else { return false }
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        // Cap at a day: beyond that the caller meant "forever" and a loop around wait() is expected.
-        let clamped = Swift.min(seconds, 86_400)
-        let whole = clamped.rounded(.down)
-        var nanoseconds = Int(deadline.tv_nsec) + Int((clamped - whole) * 1e9)
-        var secondsPart = Int(deadline.tv_sec) + Int(whole)
-        if nanoseconds >= 1_000_000_000 {
-            nanoseconds -= 1_000_000_000
-            secondsPart += 1
-        }
-        deadline.tv_sec = time_t(secondsPart)
-        deadline.tv_nsec = Int(nanoseconds)
-        while true {
-            if sem_timedwait(semaphore, &deadline) == 0 { return true }
-            let error = errno
-            if error == EINTR { continue }
-            // ETIMEDOUT, or an error that waiting again would not fix.
-            return false
-        }
-    }
+    /// are retried up to the same deadline. See ``Endpoint/wait(timeout:)``.
+    public func wait(timeout seconds: Double) -> Bool { endpoint.wait(timeout: seconds) }
 
     /// Waiting thread only, does not block: consumes any pending posts, so the next ``wait(timeout:)``
     /// sleeps until a new post.
