@@ -294,6 +294,81 @@ import Testing
     }
 }
 
+/// `import`, as PocketSphinx's JSGF reader does it: the file found in the first grammar's directory, the rule public
+/// in a grammar of the imported name, known by its short name where imported and by its full name anywhere.
+@Suite struct JSGFImportTests {
+    let root: String
+
+    init() throws {
+        root = NSTemporaryDirectory() + "speechgraph-jsgf-\(getpid())-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root + "/com/acme", withIntermediateDirectories: true)
+        try write("digits.gram", "grammar digits;\npublic <digit> = one | two | three;\n<hidden> = four;\n")
+        try write("com/acme/colours.gram", "grammar com.acme.colours;\npublic <red> = red;\npublic <blue> = blue;\n")
+        try write("numbers.gram", "grammar numerals;\npublic <digit> = one;\n")
+        try write("broken.gram", "grammar broken;\npublic <x> = go\n")
+    }
+
+    func write(_ name: String, _ body: String) throws {
+        try ("#JSGF V1.0;\n" + body).write(toFile: root + "/" + name, atomically: true, encoding: .utf8)
+    }
+
+    /// The errors of grammar `cmd` (in the directory) with these statements after its header.
+    func errors(_ statements: String) throws -> [String] {
+        try write("cmd.gram", "grammar cmd;\n" + statements)
+        do {
+            try JSGFCheck.check(file: root + "/cmd.gram")
+            return []
+        } catch {
+            return "\(error)".split(separator: "\n").map { $0.replacingOccurrences(of: root + "/", with: "") }
+        }
+    }
+
+    @Test("Imported rules are known where PocketSphinx knows them; every import it cannot make is said where it is")
+    func importsAsPocketSphinxReadsThem() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // By short name where imported, by full name anywhere; a whole grammar with '.*'; nested packages.
+        #expect(try errors("import <digits.digit>;\npublic <cmd> = call <digit> | dial <digits.digit>;\n").isEmpty)
+        #expect(try errors("import <com.acme.colours.*>;\npublic <cmd> = paint <red> | <blue>;\n").isEmpty)
+        let missing = try errors("import <nothing.digit>;\npublic <cmd> = call <digit>;\n")
+        #expect(
+            missing == [
+                "cmd.gram:3:8: error: cannot import <nothing.digit>: no grammar file nothing.gram in '\(root)' "
+                    + "(PocketSphinx looks in the first grammar's directory, or in those of JSGF_PATH when it is set)",
+                "cmd.gram:4:21: error: rule <digit> is not defined in this grammar",
+            ], "\(missing)")
+        #expect(
+            try errors("import <digit>;\npublic <cmd> = call one;\n") == [
+                "cmd.gram:3:8: error: cannot import <digit>: an imported rule is named with its grammar, as "
+                    + "<grammar.rule> or <grammar.*>"
+            ])
+        #expect(
+            try errors("import <digits.hidden>;\nimport <digits.eleven>;\npublic <cmd> = call one;\n") == [
+                "cmd.gram:3:8: error: cannot import <digits.hidden>: digits.gram does not make rule <hidden> public",
+                "cmd.gram:4:8: error: cannot import <digits.eleven>: digits.gram has no rule <eleven>",
+            ])
+        #expect(
+            try errors("import <numbers.digit>;\npublic <cmd> = call one;\n") == [
+                "cmd.gram:3:8: error: cannot import <numbers.digit>: numbers.gram calls its grammar 'numerals', so "
+                    + "PocketSphinx finds no rule of grammar 'numbers' in it (write 'grammar numbers;' there)"
+            ])
+        // An error in an imported grammar is said in its file, once.
+        #expect(
+            try errors("import <broken.x>;\npublic <cmd> = call <x>;\n") == [
+                "broken.gram:3:16: error: expected ';' to end rule <x>, found 'the end of the file'"
+            ])
+        // A full name that no grammar read defines.
+        #expect(
+            try errors("import <digits.digit>;\npublic <cmd> = call <colours.red>;\n") == [
+                "cmd.gram:4:21: error: rule <colours.red> is not defined: no grammar read (this one or one it "
+                    + "imports) defines it"
+            ])
+        // The words of imported grammars are the grammar's words too (for the dictionary's check).
+        try write("cmd.gram", "grammar cmd;\nimport <digits.*>;\npublic <cmd> = call <digit>;\n")
+        let words = JSGFCheck.words(file: root + "/cmd.gram").map(\.text)
+        #expect(words == ["call", "one", "two", "three", "four"], "\(words)")
+    }
+}
+
 @Suite struct NGramModelTests {
     /// Every history the model stores (and the empty one): the probabilities of all words after it sum to 1.
     static func checkSums(_ model: NGramModel) {

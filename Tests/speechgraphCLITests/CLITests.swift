@@ -471,6 +471,27 @@ import Testing
                 + "1 error in \(bad)\n", "\(check.stderr)")
     }
 
+    @Test("a grammar that imports another decodes with its rules; an import PocketSphinx cannot make is located")
+    func grammarImports() throws {
+        let dir = TemporaryDirectory()
+        let wav = dir.path("call-two.wav")
+        try TestSpeech.synthesize("call two", to: wav)
+        try "#JSGF V1.0;\ngrammar digits;\npublic <digit> = one | two | three;\n".write(
+            toFile: dir.path("digits.gram"), atomically: true, encoding: .utf8)
+        let grammar = try jsgf("import <digits.digit>;\npublic <cmd> = (call | dial) <digit>;\n", "cmd.gram", in: dir)
+        let r = try Run.speechgraph(["transcribe", "--grammar", grammar, wav])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "call two", "\(r.stdout)")
+        // PocketSphinx itself says nothing of an import it cannot make, and recognises nothing.
+        let missing = try jsgf("import <digitz.digit>;\npublic <cmd> = (call | dial) <digit>;\n", "bad.gram", in: dir)
+        let e = try Run.speechgraph(["transcribe", "--grammar", missing, wav])
+        #expect(e.status == 2, "\(e.stderr)")
+        #expect(
+            e.stderr.hasPrefix("\(missing):3:8: error: cannot import <digitz.digit>: no grammar file digitz.gram in "),
+            "\(e.stderr)")
+        #expect(e.stdout.isEmpty)
+    }
+
     @Test func vadCommandNamesItsSettingAsTyped() throws {
         let r = try Run.speechgraph(["vad", "--set", "threshold=loud", try speech()])
         #expect(r.status == 2)
