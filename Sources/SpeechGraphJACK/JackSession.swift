@@ -38,6 +38,43 @@ private func onShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, 
     session.pointee.realtime.pointee.outputData.post()
 }
 
+/// JACK asks for the latency of the ports (after connections change): in a graph with ports both ways, which may
+/// pass its input on (a tap to `jack.output`), what an output plays left the inputs a `prebuffer` before, up to a
+/// period more (the graph thread writes it after the callback has read the input), so the outputs' capture latency
+/// is the inputs' plus that, and the inputs' playback latency the outputs' plus that. A session with ports one way
+/// only does not register it (JACK's default is right for it). JACK's notification thread, not the real-time one.
+private func onLatency(_ mode: jack_latency_callback_mode_t, _ argument: UnsafeMutableRawPointer?) {
+    guard let argument else { return }
+    let session = argument.assumingMemoryBound(to: SessionCallbacks.self)
+    let rt = session.pointee.realtime.pointee
+    guard rt.inputCount > 0, rt.outputCount > 0 else { return }
+    let period = UInt32(max(0, session.pointee.notifications.pointee.bufferSize.load(ordering: .relaxed)))
+    var added = jack_latency_range_t(min: UInt32.max, max: 0)
+    for o in 0..<rt.outputCount {
+        let prebuffer = UInt32(rt.outputs[o].prebufferFrames)
+        added.min = min(added.min, prebuffer)
+        added.max = max(added.max, prebuffer + period)
+    }
+    // The range of the ports on the side the audio comes from, then ours added on the other side.
+    let capture = mode == JackCaptureLatency
+    let (from, fromCount) = capture ? (rt.inputs, rt.inputCount) : (rt.outputs, rt.outputCount)
+    let (to, toCount) = capture ? (rt.outputs, rt.outputCount) : (rt.inputs, rt.inputCount)
+    var range = jack_latency_range_t(min: UInt32.max, max: 0)
+    for i in 0..<fromCount {
+        guard let port = from[i].port else { continue }
+        var r = jack_latency_range_t()
+        jack_port_get_latency_range(port, mode, &r)
+        range.min = min(range.min, r.min)
+        range.max = max(range.max, r.max)
+    }
+    if range.min > range.max { range = jack_latency_range_t(min: 0, max: 0) }
+    var total = jack_latency_range_t(min: range.min + added.min, max: range.max + added.max)
+    for i in 0..<toCount {
+        guard let port = to[i].port else { continue }
+        jack_port_set_latency_range(port, mode, &total)
+    }
+}
+
 /// The server starts or stops freewheeling (JACK calls this before the first period of either).
 private func onFreewheel(_ starting: Int32, _ argument: UnsafeMutableRawPointer?) {
     argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.realtime.pointee.freewheeling.pointee.store(
@@ -438,6 +475,7 @@ public final class JackSession: @unchecked Sendable {
         jack_set_port_registration_callback(c, onPortRegistration, argument)
         jack_set_buffer_size_callback(c, onBufferSize, argument)
         jack_set_freewheel_callback(c, onFreewheel, argument)
+        if hasInputs && hasOutputs { jack_set_latency_callback(c, onLatency, argument) }
         freewheeling.pointee.store(false, ordering: .relaxed)
         running.pointee.store(true, ordering: .releasing)
         guard jack_activate(c) == 0 else {

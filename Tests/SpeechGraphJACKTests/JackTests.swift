@@ -119,6 +119,43 @@ import Testing
         #expect(listing.contains("sgt-both:out_1\n\tproperties: output,\n"), "\(listing)")
     }
 
+    /// A graph that passes its input on to a `jack.output` delays it by the output's prebuffer, up to a period more,
+    /// and tells JACK so: its outputs' capture latency is its inputs' plus that, its inputs' playback latency its
+    /// outputs' plus that (a DAW recording its output lines it up). The dummy server's capture ports report 256
+    /// frames (a period), its playback ports 512.
+    @Test func aGraphThatPassesItsInputOnReportsItsLatency() throws {
+        try server.start(period: 256)
+        let client = "sgt-latency-\(getpid())"
+        try """
+        node mic = jack.input { connect: "system:capture_1" }
+        node o = jack.output { prebuffer: 100 ms, connect: "system:playback_1" }
+        mic.out -> o
+        """.write(toFile: dir.path("latency.graph"), atomically: true, encoding: .utf8)
+        let p = try Process.launchSpeechgraph(
+            ["run", dir.path("latency.graph"), "--name", client], environment: env, output: dir.path("latency.out"))
+        defer {
+            if p.isRunning { kill(p.processIdentifier, SIGTERM) }
+            p.waitUntilExit()
+        }
+        // 100 ms at 48 kHz is 4800 frames.
+        let outputs =
+            "\(client):out_1\n\tport playback latency = [ 512 512 ] frames\n"
+            + "\tport capture latency = [ \(256 + 4800) \(256 + 4800 + 256) ] frames\n"
+        let inputs =
+            "\(client):in_1\n\tport playback latency = [ \(512 + 4800) \(512 + 4800 + 256) ] frames\n"
+            + "\tport capture latency = [ 256 256 ] frames\n"
+        var listing = ""
+        // Once connected, JACK asks the client for its latency (a deadline only bounds a hang).
+        let deadline = Date().addingTimeInterval(60)
+        repeat {
+            listing = try server.lsp(["-l"])
+            if listing.contains(outputs) && listing.contains(inputs) { break }
+            usleep(50_000)
+        } while Date() < deadline && p.isRunning
+        #expect(listing.contains(outputs), "\(listing)")
+        #expect(listing.contains(inputs), "\(listing)")
+    }
+
     /// Waits until a final line of `output` shows the sentence's last word (the deadline only bounds a hang),
     /// stops the run with SIGTERM, and returns its transcript: the final lines, joined.
     func finishAfterTheSentence(_ p: Process, output out: String, deadline: Date) -> String {
