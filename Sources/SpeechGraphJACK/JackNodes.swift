@@ -118,7 +118,8 @@ public final class JackInputNode: SourceNode {
                 "buffer", default: 2000, .milliseconds, range: 50...60_000,
                 doc:
                     "Audio held between the JACK thread and the graph before periods are dropped (at least two "
-                    + "periods of 8192 frames, whatever the server's period)."),
+                    + "periods of 8192 frames, whatever the server's period); while the server freewheels (an "
+                    + "export), a period waits for room instead."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
         ],
         threading: .realtime)
@@ -338,7 +339,9 @@ public final class JackOutputNode: GraphNode {
         doc: """
             One output port per channel of its input (PORT_1, PORT_2, ...), connected to the ports matching \
             'connect'. The input is resampled to the server's rate by the planner. Playback starts once \
-            'prebuffer' of audio is queued; if the graph falls behind, silence is played until it catches up.
+            'prebuffer' of audio is queued; if the graph falls behind, silence is played until it catches up \
+            (while the server freewheels, a period waits for the graph's audio instead). A graph that passes its \
+            input on tells JACK the latency it adds: the prebuffer, up to a period more.
             """,
         category: .sink,
         ports: [.audioInput("in", .any, doc: "The audio to play.")],
