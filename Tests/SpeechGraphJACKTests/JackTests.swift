@@ -619,20 +619,7 @@ import Testing
     /// and gap events say which stretch of audio was lost; stream time stays on the audio clock.
     @Test func fallingBehindBecomesGapEvents() throws {
         try server.start()
-        var registry = BuiltinNodes.registry()
-        try registry.register(EventCollector.type)
-        try registry.register(SlowSink.type)
-        let spec = try GraphParser.parse(
-            """
-            node mic = jack.input { buffer: 50 ms }
-            node slow = test.slow
-            node out = collect
-            mic -> slow
-            mic.events -> out
-            """, file: "slow.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": "speechgraph-slow"])
-        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
-        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        let (runner, slow) = try micGraph(into: SlowSink.self, buffer: "50 ms", client: "speechgraph-slow-\(getpid())")
         DispatchQueue.global().asyncAfter(deadline: .now() + 3) { runner.stop() }
         try runner.run()
         let gaps = (runner.node(named: "out") as! EventCollector).events.compactMap { e -> TimeRange? in
@@ -641,7 +628,6 @@ import Testing
         }
         #expect(!gaps.isEmpty)
         #expect(gaps.allSatisfy { $0.duration > 0 })
-        let slow = runner.node(named: "slow") as! SlowSink
         // Audio and gaps tile the timeline: each block starts where the audio before it, plus any gap, ended.
         var expected: Int64 = 0
         var gapIndex = 0
@@ -667,22 +653,8 @@ import Testing
     /// arrives, in order.
     @Test func freewheelingWaitsForTheGraphInsteadOfDroppingAudio() throws {
         try server.start()
-        var registry = BuiltinNodes.registry()
-        try registry.register(EventCollector.type)
-        try registry.register(SlowWhenTold.type)
-        let spec = try GraphParser.parse(
-            """
-            node mic = jack.input { buffer: 50 ms }
-            node slow = test.slowwhentold
-            node out = collect
-            mic -> slow
-            mic.events -> out
-            """, file: "freewheel.graph", environment: [:])
-        let client = "sg-freewheel-\(getpid())"
-        let resources = GraphResources(settings: ["jack.name": client])
-        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
-        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
-        let slow = try #require(runner.node(named: "slow") as? SlowWhenTold)
+        let (runner, slow) = try micGraph(
+            into: SlowWhenTold.self, buffer: "50 ms", client: "sg-freewheel-\(getpid())")
         runner.start()
         // Once audio flows, freewheel, and only then make the node slower than the audio (half its pace): in real
         // time that loses periods at once (fallingBehindBecomesGapEvents). A deadline only bounds a hang.
@@ -749,11 +721,9 @@ import Testing
         #expect(!player.stderr.contains("not played"), "\(player.stderr)")
     }
 
-    /// `jack.input { buffer: BUFFER } -> node` (its events collected in `out`), run until `until` says so about the
-    /// node (a deadline only bounds a hang), then stopped.
-    func runMicInto<Node: TestNode>(_ type: Node.Type, buffer: String, until: (Node) -> Bool) throws
-        -> (RunningGraph, Node)
-    {
+    /// `jack.input { buffer: BUFFER } -> under` (a node of type `Node`; the input's events collected in `out`), as
+    /// JACK client `client`, not started.
+    func micGraph<Node: TestNode>(into type: Node.Type, buffer: String, client: String) throws -> (RunningGraph, Node) {
         var registry = BuiltinNodes.registry()
         try registry.register(EventCollector.type)
         try registry.register(Node.type)
@@ -765,10 +735,18 @@ import Testing
             mic -> under
             mic.events -> out
             """, file: "mic.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": "speechgraph-mic-\(getpid())"])
+        let resources = GraphResources(settings: ["jack.name": client])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
-        let node = runner.node(named: "under") as! Node
+        return (runner, try #require(runner.node(named: "under") as? Node))
+    }
+
+    /// `jack.input { buffer: BUFFER } -> node` (its events collected in `out`), run until `until` says so about the
+    /// node (a deadline only bounds a hang), then stopped.
+    func runMicInto<Node: TestNode>(_ type: Node.Type, buffer: String, until: (Node) -> Bool) throws
+        -> (RunningGraph, Node)
+    {
+        let (runner, node) = try micGraph(into: type, buffer: buffer, client: "speechgraph-mic-\(getpid())")
         runner.start()
         let deadline = Date().addingTimeInterval(60)
         while !until(node) && Date() < deadline { usleep(10_000) }
@@ -928,7 +906,7 @@ final class PoisonedSource: SourceNode {
 }
 
 /// A sink too slow for live audio: 40 ms per block.
-final class SlowSink: GraphNode {
+final class SlowSink: TestNode {
     static let type = NodeType(
         NodeDescriptor(
             typeName: "test.slow", summary: "", category: .sink,
