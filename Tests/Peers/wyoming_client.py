@@ -110,6 +110,9 @@ async def transcribe_one(uri, path, args):
             if result["latency"] is None and result["text"] is not None:
                 result["latency"] = -(stopped_at[0] - start - result["arrived"])
             await asyncio.wait_for(receiver, timeout=args.timeout)
+    except asyncio.TimeoutError:
+        # Said as such: leaving the connection on a timeout ends the receiver too, which would say "closed".
+        result["error"] = f"timeout: no answer within {args.timeout:g} s"
     except Exception as e:  # noqa: BLE001 (reported per file)
         result["error"] = result["error"] or f"{type(e).__name__}: {e}"
     return result
