@@ -88,7 +88,7 @@ struct RealtimeState {
     static let maxPorts = 64
     /// The longest a freewheeling period waits for the graph before it is dropped as in real time (JACK's
     /// freewheel driver gives up on a client after 10 s).
-    static let freewheelPatience = 2.0
+    static let freewheelPatience = 5.0
 }
 
 /// Freewheeling only (no real-time constraint then): waits until every input ring has room for `frames`, waking
