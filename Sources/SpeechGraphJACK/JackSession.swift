@@ -48,12 +48,14 @@ private func onLatency(_ mode: jack_latency_callback_mode_t, _ argument: UnsafeM
     let session = argument.assumingMemoryBound(to: SessionCallbacks.self)
     let rt = session.pointee.realtime.pointee
     guard rt.inputCount > 0, rt.outputCount > 0 else { return }
+    // Saturating: a trap here would end the process on JACK's thread, whatever a port reports.
+    func plus(_ a: UInt32, _ b: UInt32) -> UInt32 { a.addingReportingOverflow(b).overflow ? .max : a + b }
     let period = UInt32(max(0, session.pointee.notifications.pointee.bufferSize.load(ordering: .relaxed)))
     var added = jack_latency_range_t(min: UInt32.max, max: 0)
     for o in 0..<rt.outputCount {
         let prebuffer = UInt32(rt.outputs[o].prebufferFrames)
         added.min = min(added.min, prebuffer)
-        added.max = max(added.max, prebuffer + period)
+        added.max = max(added.max, plus(prebuffer, period))
     }
     // The range of the ports on the side the audio comes from, then ours added on the other side.
     let capture = mode == JackCaptureLatency
@@ -68,14 +70,14 @@ private func onLatency(_ mode: jack_latency_callback_mode_t, _ argument: UnsafeM
         range.max = max(range.max, r.max)
     }
     if range.min > range.max { range = jack_latency_range_t(min: 0, max: 0) }
-    var total = jack_latency_range_t(min: range.min + added.min, max: range.max + added.max)
+    var total = jack_latency_range_t(min: plus(range.min, added.min), max: plus(range.max, added.max))
     for i in 0..<toCount {
         guard let port = to[i].port else { continue }
         jack_port_set_latency_range(port, mode, &total)
     }
 }
 
-/// The server starts or stops freewheeling (JACK calls this before the first period of either).
+/// The server starts or stops freewheeling (a JACK notification).
 private func onFreewheel(_ starting: Int32, _ argument: UnsafeMutableRawPointer?) {
     argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.realtime.pointee.freewheeling.pointee.store(
         starting != 0, ordering: .relaxed)
