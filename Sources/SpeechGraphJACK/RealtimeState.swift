@@ -91,45 +91,29 @@ struct RealtimeState {
     static let freewheelPatience = 5.0
 }
 
-/// Freewheeling only (no real-time constraint then): waits until every input ring has room for `frames`, waking
-/// the graph thread and sleeping until it has read; false when the graph has not made room within
-/// ``RealtimeState/freewheelPatience`` or the client stops meanwhile.
-func waitForInputRoom(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int) -> Bool {
+/// Whether every input ring has room for `frames`.
+@inline(__always)
+func inputsFit(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int) -> Bool {
     let inputs = state.pointee.inputs
+    for i in 0..<state.pointee.inputCount where inputs[i].ring.availableToWrite < frames { return false }
+    return true
+}
+
+/// Freewheeling only (no real-time constraint then): until `ready()`, wakes the graph thread (`wake`) and sleeps
+/// until it has read or written (`signal`); gives up after ``RealtimeState/freewheelPatience``, or when the client
+/// stops meanwhile. Returns `ready()`.
+func waitForGraph(
+    _ state: UnsafeMutablePointer<RealtimeState>, wake: WakeSignal.Endpoint, signal: WakeSignal.Endpoint,
+    until ready: () -> Bool
+) -> Bool {
     let deadline = monotonicSeconds() + RealtimeState.freewheelPatience
-    while true {
-        var fits = true
-        for i in 0..<state.pointee.inputCount where inputs[i].ring.availableToWrite < frames { fits = false }
-        if fits { return true }
+    while !ready() {
         let left = deadline - monotonicSeconds()
         guard left > 0, state.pointee.running.pointee.load(ordering: .acquiring) else { return false }
-        state.pointee.inputWake.post()
-        _ = state.pointee.inputRoom.wait(timeout: min(left, 0.05))
+        wake.post()
+        _ = signal.wait(timeout: min(left, 0.05))
     }
-}
-
-@inline(__always)
-private func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
-/// Freewheeling only: waits until output `port` has `frames` queued, waking the graph thread (which may be
-/// waiting for room) and sleeping until it has written; returns what is queued then, at most
-/// ``RealtimeState/freewheelPatience`` later.
-func waitForOutputData(_ state: UnsafeMutablePointer<RealtimeState>, _ port: Int, _ frames: Int) -> Int {
-    let ring = state.pointee.outputs[port].ring
-    let deadline = monotonicSeconds() + RealtimeState.freewheelPatience
-    while ring.availableToRead < frames && state.pointee.running.pointee.load(ordering: .acquiring)
-        && !state.pointee.outputEnded.pointee.load(ordering: .acquiring)
-    {
-        let left = deadline - monotonicSeconds()
-        guard left > 0 else { break }
-        state.pointee.outputWake.post()
-        _ = state.pointee.outputData.wait(timeout: min(left, 0.05))
-    }
-    return ring.availableToRead
+    return true
 }
 
 /// One period of a group's ports through its processor, in pieces of at most `capacity` frames: gather the
@@ -182,10 +166,14 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
     let inputs = state.pointee.inputs
     let inputCount = state.pointee.inputCount
     if running && inputCount > 0 {
-        var fits = true
-        for i in 0..<inputCount where inputs[i].ring.availableToWrite < n { fits = false }
-        // Freewheeling (an export): no deadline to meet, so the period waits for the graph rather than being lost.
-        if !fits && freewheeling { fits = waitForInputRoom(state, n) }
+        var fits = inputsFit(state, n)
+        // Freewheeling (an export): no deadline to meet, so the period waits for the graph to read rather than
+        // being lost.
+        if !fits && freewheeling {
+            fits = waitForGraph(state, wake: state.pointee.inputWake, signal: state.pointee.inputRoom) {
+                inputsFit(state, n)
+            }
+        }
         // The gap before this audio is recorded first; if its record does not fit, the period is dropped too
         // (audio after an unrecorded gap would be placed too early on the stream's clock).
         if fits && state.pointee.hasPendingGap {
@@ -229,7 +217,14 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
                 outputs[i].isPlaying = true
             }
             if outputs[i].isPlaying {
-                if freewheeling && outputs[i].ring.availableToRead < n { _ = waitForOutputData(state, i, n) }
+                if freewheeling && outputs[i].ring.availableToRead < n {
+                    // Until the graph has queued the period, or has ended its output.
+                    let ring = outputs[i].ring
+                    let ended = state.pointee.outputEnded
+                    _ = waitForGraph(state, wake: state.pointee.outputWake, signal: state.pointee.outputData) {
+                        ring.availableToRead >= n || ended.pointee.load(ordering: .acquiring)
+                    }
+                }
                 got = outputs[i].ring.read(into: buffer, maxCount: n)
                 if got < n {
                     outputs[i].isPlaying = false

@@ -187,9 +187,9 @@ public enum JSGFCheck {
         var diagnostics = DiagnosticList()
         var defined: [String: SourceLocation] = [:]
         var referenced: [(String, SourceLocation)] = []
-        var hasPublic = false
         /// The rules declared public.
         var publicRules = Set<String>()
+        var hasPublic: Bool { !publicRules.isEmpty }
         /// What the `grammar` statement names.
         var grammarName: String?
         /// The rules each `import` statement names, with their places.
@@ -401,7 +401,6 @@ public enum JSGFCheck {
                         recover()
                         continue
                     }
-                    hasPublic = true
                     publicRules.insert(name.text)
                     if !rule(name) { recover() }
                 case (.rule, _):
@@ -488,7 +487,6 @@ public enum JSGFCheck {
                     return
                 case .symbol("=") where previous?.kind == .rule:
                     if beforePrevious?.kind == .word && beforePrevious?.text == "public" {
-                        hasPublic = true
                         publicRules.insert(previous!.text)
                     }
                     define(previous!)
@@ -627,10 +625,7 @@ public enum JSGFCheck {
                     diagnostics.error(
                         "expected ';' to end rule \(rule.text) before rule \(last!.text) begins",
                         at: at ?? last!.location)
-                    if at != nil {
-                        hasPublic = true
-                        publicRules.insert(last!.text)
-                    }
+                    if at != nil { publicRules.insert(last!.text) }
                     define(last!)
                     pendingRule = last
                     return nil

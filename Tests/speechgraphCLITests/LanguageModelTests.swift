@@ -12,6 +12,20 @@ import Testing
 
     var chessSpec: String { TestPaths.packageRoot.appendingPathComponent("graphs/chess.lmspec").path }
 
+    /// "turn on the lamp", spoken (made once in the test's directory): its path.
+    func lampSpeech() throws -> String {
+        let wav = dir.path("lamp.wav")
+        if !FileManager.default.fileExists(atPath: wav) { try TestSpeech.synthesize("turn on the lamp", to: wav) }
+        return wav
+    }
+
+    /// A spec of these lines, written as `name` in the test's directory: its path.
+    func writeSpec(_ name: String, _ lines: String) throws -> String {
+        let path = dir.path(name)
+        try lines.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     @Test("lm build writes ARPA, PocketSphinx's binary form, a dictionary with the custom pronunciations")
     func build() throws {
         let out = dir.path("chess-lm")
@@ -73,9 +87,7 @@ import Testing
         #expect(appended.hasPrefix("before\n<s> ") && appended.hasSuffix(" </s>\n"), "\(appended.prefix(100))")
 
         // A spec error: located, exit 2, nothing written.
-        let bad = dir.path("bad.lmspec")
-        try "template \"<piece> to <rank>\"\nclass rank = 1 to 8\n".write(
-            toFile: bad, atomically: true, encoding: .utf8)
+        let bad = try writeSpec("bad.lmspec", "template \"<piece> to <rank>\"\nclass rank = 1 to 8\n")
         let failed = try Run.speechgraph(["lm", "build", bad, "-o", dir.path("bad-lm")])
         #expect(failed.status == 2)
         #expect(failed.stderr.contains("bad.lmspec:1:11: error: template uses class '<piece>', which is not defined"))
@@ -105,11 +117,8 @@ import Testing
 
     @Test("A spec built on first use says which pronunciations it guessed, once, without failing the run")
     func guessedPronunciationsOnFirstUse() throws {
-        let spec = dir.path("home.lmspec")
-        try "phrase \"toggle the zigbee lamp\"\nphrase \"turn on the lamp\"\n".write(
-            toFile: spec, atomically: true, encoding: .utf8)
-        let wav = dir.path("lamp.wav")
-        try TestSpeech.synthesize("turn on the lamp", to: wav)
+        let spec = try writeSpec("home.lmspec", "phrase \"toggle the zigbee lamp\"\nphrase \"turn on the lamp\"\n")
+        let wav = try lampSpeech()
         let cache = ["XDG_CACHE_HOME": dir.path("guess-cache")]
         let first = try Run.speechgraph(["transcribe", "--lm", spec, wav], environment: cache)
         #expect(first.status == 0, "\(first.stderr)")
@@ -124,9 +133,9 @@ import Testing
         #expect(!again.stderr.contains("zigbee"), "\(again.stderr)")
         #expect(again.stdout == first.stdout)
         // A word only a class's values have: located at the class, with the spec's advice.
-        let classes = dir.path("classes.lmspec")
-        try "phrase \"turn on the lamp\"\nclass device = lamp, zigbee\ntemplate \"pair the <device>\"\n".write(
-            toFile: classes, atomically: true, encoding: .utf8)
+        let classes = try writeSpec(
+            "classes.lmspec",
+            "phrase \"turn on the lamp\"\nclass device = lamp, zigbee\ntemplate \"pair the <device>\"\n")
         let built = try Run.speechgraph(["lm", "build", classes, "-o", dir.path("classes-lm")], environment: cache)
         #expect(built.status == 0, "\(built.stderr)")
         #expect(
@@ -137,11 +146,8 @@ import Testing
 
     @Test("A spec built into a full cache: the cache keeps its most recently used models and drops the rest")
     func buildPrunesTheCache() throws {
-        let spec = dir.path("lamp.lmspec")
-        try "phrase \"turn on the lamp\"\nphrase \"turn off the lamp\"\n".write(
-            toFile: spec, atomically: true, encoding: .utf8)
-        let wav = dir.path("lamp.wav")
-        try TestSpeech.synthesize("turn on the lamp", to: wav)
+        let spec = try writeSpec("lamp.lmspec", "phrase \"turn on the lamp\"\nphrase \"turn off the lamp\"\n")
+        let wav = try lampSpeech()
         let cache = dir.path("full-cache")
         let models = cache + "/speechgraph/lm"
         let fm = FileManager.default
@@ -193,8 +199,7 @@ import Testing
                 .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }
-        let wav = dir.path("lamp.wav")
-        try TestSpeech.synthesize("turn on the lamp", to: wav)
+        let wav = try lampSpeech()
         let words = ["toggle", "turn", "on", "the", "zigbee", "lamp"]
 
         // With a words.dict beside it that pronounces them all: nothing to say.

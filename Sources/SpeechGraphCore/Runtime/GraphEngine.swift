@@ -269,7 +269,8 @@ final class GraphEngine {
     }
 }
 
-func monotonicSeconds() -> Double {
+/// Seconds on the monotonic clock: any thread, real-time safe (one `clock_gettime`).
+public func monotonicSeconds() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
