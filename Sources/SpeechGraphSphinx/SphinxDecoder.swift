@@ -229,17 +229,28 @@ public struct SphinxModel: Hashable, Sendable {
 
     /// The recognizer's `phrases`, one item for each between '|', trimmed; nothing at either end ("", "a|b|",
     /// "${EXTRA}|a" with EXTRA empty) is no phrase.
-    static func phraseItems(_ c: NodeConfig) -> [String] {
-        var items = (c.string("phrases") ?? "").split(separator: "|", omittingEmptySubsequences: false).map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }
-        while items.first == "" { items.removeFirst() }
-        while items.last == "" { items.removeLast() }
+    static func phraseItems(_ c: NodeConfig) -> [String] { numberedPhraseItems(c).map(\.text) }
+
+    /// `phraseItems`, each with its index among the items as written (a `[list]`'s, empty ends included).
+    static func numberedPhraseItems(_ c: NodeConfig) -> [(index: Int, text: String)] {
+        var items = (c.string("phrases") ?? "").split(separator: "|", omittingEmptySubsequences: false).enumerated()
+            .map { (index: $0.offset, text: $0.element.trimmingCharacters(in: .whitespaces)) }
+        while items.first?.text == "" { items.removeFirst() }
+        while items.last?.text == "" { items.removeLast() }
         return items
     }
 
     /// What is wrong with the items of `phrases`, every bad item in the list's order: items with no words (an
-    /// empty one is nothing between two '|') and items that name a class. nil: nothing.
+    /// empty one is nothing between two '|') and items that name a class; located at the first bad item, when the
+    /// list was written in a file. nil: nothing.
+    static func phraseError(_ c: NodeConfig) -> SpeechGraphError? {
+        let numbered = numberedPhraseItems(c)
+        guard let problem = phraseProblems(numbered.map(\.text)) else { return nil }
+        let first = numbered.first { LMWords.words(of: $0.text).isEmpty || !LMTemplate.references(in: $0.text).isEmpty }
+        return SpeechGraphError(problem, parameter: "phrases", item: first?.index)
+    }
+
+    /// `phraseError`'s message for `items`.
     static func phraseProblems(_ items: [String]) -> String? {
         func quoted(_ items: [String]) -> String {
             let shown = items.prefix(10).map { "'\($0)'" }
@@ -284,8 +295,8 @@ public struct SphinxModel: Hashable, Sendable {
         }
         // A phrase of no words ('!!!', or nothing between two '|') would be dropped without a word; read as a
         // phrase, '<room>' would be the word 'room'. Every such item is said, in one error.
+        if let error = phraseError(c) { throw error }
         let items = phraseItems(c)
-        if let problem = phraseProblems(items) { throw SpeechGraphError(problem, parameter: "phrases") }
         // Past that, every item has words.
         guard !items.isEmpty else { return }
         guard c.string("grammar") ?? c.string("jsgf") == nil else {

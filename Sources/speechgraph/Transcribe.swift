@@ -62,8 +62,8 @@ extension SpeechgraphCommand {
         var mode: Mode = .utterance
         @Option(
             help: """
-                Voice activity detection to cut the audio into utterances: auto (on for files longer than 30 s), \
-                on, off.
+                Voice activity detection to cut the audio into utterances: auto (on for input longer than 30 s or \
+                of unknown length, such as a live stream, and with --vad-preset), on, off.
                 """
         )
         var vad: VADUse = .auto

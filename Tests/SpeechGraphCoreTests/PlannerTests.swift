@@ -231,6 +231,42 @@ struct PlannerValidationTests {
             ])
     }
 
+    @Test("an error about one item of a list points at that item, in a file; at the option, from --set")
+    func listItemLocations() throws {
+        var registry = Fake.registry()
+        // A type whose validate refuses the list's first item that is not a word.
+        try registry.register(
+            NodeType(
+                NodeDescriptor(
+                    typeName: "plugin.words", summary: "", category: .sink,
+                    ports: [.audioInput("in", doc: "")],
+                    parameters: [.string("items", default: nil, doc: "Words.")]),
+                validate: { config in
+                    let items = (config.string("items") ?? "").split(separator: "|").map(String.init)
+                    if let bad = items.firstIndex(where: { $0.contains(" ") }) {
+                        throw SpeechGraphError("'\(items[bad])' is not one word", parameter: "items", item: bad)
+                    }
+                },
+                make: { _ in EventCollector() }))
+        let graph = """
+            node mic = fake.source { path: "a.wav" }
+            node w   = plugin.words { items: [
+              "one",
+              "two three"
+            ] }
+            mic -> w
+            """
+        #expect(
+            diagnostics(of: graph, registry: registry).filter { $0.contains("error") } == [
+                "test.graph:4:3: error: 'two three' is not one word"
+            ])
+        let overridden = try #require(GraphPlanner.Override.parse(#"w.items=["a", "b c"]"#))
+        #expect(
+            diagnostics(of: graph, registry: registry, overrides: [overridden]).filter { $0.contains("error") } == [
+                "error: --set w.items: 'b c' is not one word"
+            ])
+    }
+
     @Test("event kinds are open: a type may add its own; a kind nobody defines is a contract error")
     func contractEventKinds() throws {
         var registry = Fake.registry()

@@ -234,7 +234,7 @@ import Testing
         // Nothing before the first '|' or after the last is no phrase.
         let ends = try Run.speechgraph(["check", "graphs/demo.graph", "--set", "asr.phrases=|go forward|"])
         #expect(ends.status == 0, "\(ends.stderr)")
-        // Every bad item of a list is said, in one error at the value, in the list's order.
+        // Every bad item of a list is said, in one error at the first bad item ('"!!!"', not the '[').
         let list = dir.path("phrases.graph")
         try """
         node src = push.input
@@ -246,7 +246,7 @@ import Testing
         #expect(bad.status == 2)
         #expect(
             bad.stderr.hasPrefix(
-                "\(list):2:34: error: an empty phrase (nothing between two '|'); the phrases "
+                "\(list):2:53: error: an empty phrase (nothing between two '|'); the phrases "
                     + "'!!!', '?' have no words; the phrase 'turn <device> on' names a class: phrases are plain text"),
             "\(bad.stderr)")
         #expect(bad.stderr.components(separatedBy: "error:").count == 2, "one error: \(bad.stderr)")

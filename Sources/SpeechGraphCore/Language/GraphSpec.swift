@@ -57,10 +57,16 @@ public struct ParameterAssignment: Sendable {
     /// The command-line option the value came from, when a command made the graph (`--model` of `transcribe`):
     /// a message about the value names the option, not a place in a file the user never saw.
     public var origin: String?
-    public init(name: Located<String>, value: Located<ValueLiteral>, origin: String? = nil) {
+    /// For a `[list]` written in a file, where each of its items was written (an error about one points there).
+    public var itemLocations: [SourceLocation]
+    public init(
+        name: Located<String>, value: Located<ValueLiteral>, origin: String? = nil,
+        itemLocations: [SourceLocation] = []
+    ) {
         self.name = name
         self.value = value
         self.origin = origin
+        self.itemLocations = itemLocations
     }
 }
 

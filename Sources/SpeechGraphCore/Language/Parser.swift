@@ -205,8 +205,9 @@ public struct GraphParser {
                     return nil
                 }
                 guard expect(.colon, "':' after parameter '\(key.value)'") else { return nil }
-                guard let value = parseValue() else { return nil }
-                parameters.append(ParameterAssignment(name: key, value: value))
+                var itemLocations: [SourceLocation] = []
+                guard let value = parseValue(itemLocations: &itemLocations) else { return nil }
+                parameters.append(ParameterAssignment(name: key, value: value, itemLocations: itemLocations))
                 switch current.kind {
                 case .comma, .newline: advance()
                 case .rightBrace: break
@@ -241,7 +242,8 @@ public struct GraphParser {
         return text
     }
 
-    private mutating func parseValue() -> Located<ValueLiteral>? {
+    /// One value; for a `[list]`, where each of its items was written goes in `itemLocations`.
+    private mutating func parseValue(itemLocations: inout [SourceLocation]) -> Located<ValueLiteral>? {
         let token = current
         switch token.kind {
         case .number(let v, _):
@@ -263,7 +265,7 @@ public struct GraphParser {
             return Located(Self.literal(fromText: text), at: token.location)
         case .leftBracket:
             advance()
-            return parseList(at: token.location)
+            return parseList(at: token.location, itemLocations: &itemLocations)
         default:
             diagnostics.error(
                 "expected a value (a number with its unit, a \"string\", a word or a [list]), found \(token.display)",
@@ -272,8 +274,11 @@ public struct GraphParser {
         }
     }
 
-    /// `["a", "b", word]` after its `[`: strings and words, separated by commas, over lines if need be.
-    private mutating func parseList(at start: SourceLocation) -> Located<ValueLiteral>? {
+    /// `["a", "b", word]` after its `[`: strings and words, separated by commas, over lines if need be. Where each
+    /// item was written goes in `itemLocations`.
+    private mutating func parseList(at start: SourceLocation, itemLocations: inout [SourceLocation])
+        -> Located<ValueLiteral>?
+    {
         var items: [String] = []
         while true {
             while case .newline = current.kind { advance() }
@@ -293,7 +298,9 @@ public struct GraphParser {
                         at: location)
                 }
                 items.append(item)
+                itemLocations.append(location)
             case .identifier(let word):
+                itemLocations.append(current.location)
                 advance()
                 items.append(word)
             default:

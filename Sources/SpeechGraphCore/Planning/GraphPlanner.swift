@@ -79,11 +79,11 @@ public struct GraphPlanner {
             if diagnostics.errorCount == errorsBefore, let validate = type.validate {
                 do { try validate(config) } catch let error as SpeechGraphError {
                     // As a parameter's own error: at its value, or naming the option that gave it.
-                    let (option, at) = config.origin(of: error.parameter)
+                    let (option, at) = config.origin(of: error.parameter, item: error.item)
                     diagnostics.error((option.map { "\($0): " } ?? "") + error.message, at: at)
                 } catch let errors as SpeechGraphErrors {
                     for error in errors.errors {
-                        let (option, at) = config.origin(of: error.parameter)
+                        let (option, at) = config.origin(of: error.parameter, item: error.item)
                         diagnostics.error((option.map { "\($0): " } ?? "") + error.message, at: at)
                     }
                 } catch {
@@ -574,7 +574,7 @@ public struct GraphPlanner {
         var failed: Set<String> = []
         func apply(
             _ name: String, _ value: ValueLiteral, at location: SourceLocation?, nameAt: SourceLocation?,
-            from origin: String?
+            from origin: String?, itemLocations: [SourceLocation] = []
         ) {
             guard let p = descriptor.parameter(name) else {
                 let prefix = origin.map { "\($0): " } ?? ""
@@ -598,6 +598,7 @@ public struct GraphPlanner {
                 config.values[name] = v
                 // A value from --set has no place in the file (nor keeps the one it replaced).
                 config.locations[name] = location
+                config.itemLocations[name] = itemLocations.isEmpty ? nil : itemLocations
                 config.origins[name] = origin
             case .failure(let error):
                 failed.insert(name)
@@ -615,7 +616,7 @@ public struct GraphPlanner {
             seen[assignment.name.value] = assignment.name.location
             apply(
                 assignment.name.value, assignment.value.value, at: assignment.value.location,
-                nameAt: assignment.name.location, from: assignment.origin)
+                nameAt: assignment.name.location, from: assignment.origin, itemLocations: assignment.itemLocations)
         }
         for o in overrides {
             failed.remove(o.parameter)

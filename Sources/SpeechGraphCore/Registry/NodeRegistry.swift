@@ -6,12 +6,16 @@ public struct SpeechGraphError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// When the failure comes from one parameter's value, its name, so the planner can point at it.
     public var parameter: String?
+    /// When the failure is about one item of a list parameter (`phrases: ["a", "!!!"]`), the item's index: the
+    /// planner points at the item when the list was written in a file.
+    public var item: Int?
     /// Where in the graph file the failing node or parameter was written, when known.
     public var location: SourceLocation?
 
-    public init(_ message: String, parameter: String? = nil, location: SourceLocation? = nil) {
+    public init(_ message: String, parameter: String? = nil, item: Int? = nil, location: SourceLocation? = nil) {
         self.message = message
         self.parameter = parameter
+        self.item = item
         self.location = location
     }
 
@@ -41,6 +45,8 @@ public struct NodeConfig: Sendable {
     public var typeName: String
     public var values: [String: ParameterValue]
     public var locations: [String: SourceLocation]
+    /// For a list written in the file, where each of its items was.
+    public var itemLocations: [String: [SourceLocation]] = [:]
     public var location: SourceLocation?
     /// Parameters whose value came from the command line, each with the option that gave it (`--set asr.dict`,
     /// or `--dict` of a command that made the graph): an error about one names the option, not a place in the file.
@@ -63,9 +69,10 @@ public struct NodeConfig: Sendable {
     /// node, located at the parameter's value or the node's declaration, or, for a value from the command line,
     /// naming the option (with no place in the file).
     public func located(_ error: SpeechGraphError) -> SpeechGraphError {
-        let (option, at) = origin(of: error.parameter)
+        let (option, at) = origin(of: error.parameter, item: error.item)
         return SpeechGraphError(
-            (option.map { "\($0): " } ?? "") + about(error.message), parameter: error.parameter, location: at)
+            (option.map { "\($0): " } ?? "") + about(error.message), parameter: error.parameter, item: error.item,
+            location: at)
     }
 
     /// A message about this node, as the user should read it: `node 'asr' (recognizer): message`, or the
@@ -79,9 +86,12 @@ public struct NodeConfig: Sendable {
 
     /// Where an error about `parameter` (or about the node, for `nil`) points: for a value from the command line,
     /// the option that gave it (`--set node.parameter`, `--dict`) and no place in the file; else the value's
-    /// place, or the node's.
-    public func origin(of parameter: String?) -> (option: String?, location: SourceLocation?) {
+    /// place (the item's, for an `item` of a list written in the file), or the node's.
+    public func origin(of parameter: String?, item: Int? = nil) -> (option: String?, location: SourceLocation?) {
         if let parameter, let option = origins[parameter] { return (option, nil) }
+        if let parameter, let item, let items = itemLocations[parameter], items.indices.contains(item) {
+            return (nil, items[item])
+        }
         return (nil, parameter.flatMap { locations[$0] } ?? location)
     }
 
