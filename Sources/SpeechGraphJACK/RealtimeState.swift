@@ -99,6 +99,19 @@ func inputsFit(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int) -> B
     return true
 }
 
+/// Freewheeling: whether every input ring would still be at most half full with `frames` more. A freewheeling
+/// period waits for that, not only for room: when the server returns to real time (the export ends), the graph
+/// then has half its buffer to catch up in, where a full ring would drop the first period it is late for.
+@inline(__always)
+func inputsKeepHeadroom(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int) -> Bool {
+    let inputs = state.pointee.inputs
+    for i in 0..<state.pointee.inputCount
+    where inputs[i].ring.availableToWrite < frames + inputs[i].ring.capacity / 2 {
+        return false
+    }
+    return true
+}
+
 /// Freewheeling only (no real-time constraint then): until `ready()`, wakes the graph thread (`wake`) and sleeps
 /// until it has read or written (`signal`); gives up after ``RealtimeState/freewheelPatience``, or when the client
 /// stops meanwhile. Returns `ready()`.
@@ -168,11 +181,13 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
     if running && inputCount > 0 {
         var fits = inputsFit(state, n)
         // Freewheeling (an export): no deadline to meet, so the period waits for the graph to read rather than
-        // being lost.
-        if !fits && freewheeling {
-            fits = waitForGraph(state, wake: state.pointee.inputWake, signal: state.pointee.inputRoom) {
-                inputsFit(state, n)
+        // being lost, and keeps half of each ring free for the return to real time. Past the patience, it goes in
+        // if it fits at all.
+        if freewheeling && !inputsKeepHeadroom(state, n) {
+            _ = waitForGraph(state, wake: state.pointee.inputWake, signal: state.pointee.inputRoom) {
+                inputsKeepHeadroom(state, n)
             }
+            fits = inputsFit(state, n)
         }
         // The gap before this audio is recorded first; if its record does not fit, the period is dropped too
         // (audio after an unrecorded gap would be placed too early on the stream's clock).

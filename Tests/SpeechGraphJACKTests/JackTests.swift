@@ -650,11 +650,12 @@ import Testing
 
     /// While the server freewheels (an export from a DAW), periods come as fast as the clients take them: the
     /// process callback waits for a graph slower than the audio instead of dropping periods, and every frame
-    /// arrives, in order.
+    /// arrives, in order. It keeps half the input buffer free meanwhile, so that a graph still slow when real time
+    /// resumes has room to catch up in.
     @Test func freewheelingWaitsForTheGraphInsteadOfDroppingAudio() throws {
         try server.start()
         let (runner, slow) = try micGraph(
-            into: SlowWhenTold.self, buffer: "50 ms", client: "sg-freewheel-\(getpid())")
+            into: SlowWhenTold.self, buffer: "2 s", client: "sg-freewheel-\(getpid())")
         runner.start()
         // Once audio flows, freewheel, and only then make the node slower than the audio (half its pace): in real
         // time that loses periods at once (fallingBehindBecomesGapEvents). A deadline only bounds a hang.
@@ -665,8 +666,14 @@ import Testing
         let from = slow.frames.load(ordering: .relaxed)
         // Three seconds of audio through the slow node.
         while slow.frames.load(ordering: .relaxed) < from + 3 * 48000 && Date() < deadline { usleep(10_000) }
-        slow.isSlow.store(false, ordering: .relaxed)
+        // Real time again, the node still slow for half a second of audio (about a second, in which a second of
+        // audio comes): the half of the 2 s buffer kept free takes it, where a full one would lose periods at once.
         try freewheel(false)
+        let resumed = slow.frames.load(ordering: .relaxed)
+        while slow.frames.load(ordering: .relaxed) < resumed + 48000 / 2 && Date() < deadline { usleep(10_000) }
+        slow.isSlow.store(false, ordering: .relaxed)
+        // Then read on past what the buffer held and what came meanwhile, where a gap would be reported.
+        while slow.frames.load(ordering: .relaxed) < resumed + 4 * 48000 && Date() < deadline { usleep(10_000) }
         runner.stop()
         try runner.wait()
         #expect(slow.frames.load(ordering: .relaxed) >= from + 3 * 48000)
