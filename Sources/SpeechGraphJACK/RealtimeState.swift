@@ -91,23 +91,16 @@ struct RealtimeState {
     static let freewheelPatience = 5.0
 }
 
-/// Whether every input ring has room for `frames`.
+/// Whether every input ring has room for `frames`; with `keepingHalfFree` (freewheeling), room for them with half
+/// the ring still free after. A freewheeling period waits for that, not only for room: when the server returns to
+/// real time (the export ends), the graph then has half its buffer to catch up in, where a full ring would drop
+/// the first period it is late for.
 @inline(__always)
-func inputsFit(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int) -> Bool {
+func inputsFit(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int, keepingHalfFree: Bool = false) -> Bool {
     let inputs = state.pointee.inputs
-    for i in 0..<state.pointee.inputCount where inputs[i].ring.availableToWrite < frames { return false }
-    return true
-}
-
-/// Freewheeling: whether every input ring would still be at most half full with `frames` more. A freewheeling
-/// period waits for that, not only for room: when the server returns to real time (the export ends), the graph
-/// then has half its buffer to catch up in, where a full ring would drop the first period it is late for.
-@inline(__always)
-func inputsKeepHeadroom(_ state: UnsafeMutablePointer<RealtimeState>, _ frames: Int) -> Bool {
-    let inputs = state.pointee.inputs
-    for i in 0..<state.pointee.inputCount
-    where inputs[i].ring.availableToWrite < frames + inputs[i].ring.capacity / 2 {
-        return false
+    for i in 0..<state.pointee.inputCount {
+        let reserve = keepingHalfFree ? inputs[i].ring.capacity / 2 : 0
+        if inputs[i].ring.availableToWrite < frames + reserve { return false }
     }
     return true
 }
@@ -183,9 +176,9 @@ func speechgraphProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawP
         // Freewheeling (an export): no deadline to meet, so the period waits for the graph to read rather than
         // being lost, and keeps half of each ring free for the return to real time. Past the patience, it goes in
         // if it fits at all.
-        if freewheeling && !inputsKeepHeadroom(state, n) {
+        if freewheeling && !inputsFit(state, n, keepingHalfFree: true) {
             _ = waitForGraph(state, wake: state.pointee.inputWake, signal: state.pointee.inputRoom) {
-                inputsKeepHeadroom(state, n)
+                inputsFit(state, n, keepingHalfFree: true)
             }
             fits = inputsFit(state, n)
         }
