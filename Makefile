@@ -21,13 +21,16 @@ PLUGINS = speechgraph-gate speechgraph-match
 
 .PHONY: venv deps build plugins install run run-offline run-plugins test test-fast test-tsan fuzz bench docs format lint clean
 
-## deps: install the Debian packages (only the missing ones; safe to repeat)
+## deps: install the Debian packages (only the missing ones; safe to repeat). One line says what it installs; apt's
+## own output goes to $(INSTALL_LOG), shown in part when apt fails.
+INSTALL_LOG ?= out/install.log
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-		echo "installing:" $$missing >&2; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >&2; \
+		mkdir -p $(dir $(INSTALL_LOG)); \
+		echo "make: installing $$(echo $$missing | wc -w) Debian packages ($$(echo $$missing)); log: $(INSTALL_LOG)" >&2; \
+		{ $(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends $$missing; } \
+			>>$(INSTALL_LOG) 2>&1 || { tail -n 20 $(INSTALL_LOG) >&2; echo "error: apt-get failed (the whole log: $(INSTALL_LOG))" >&2; exit 1; }; \
 	fi
 	@command -v $(SWIFT) >/dev/null || { echo "error: no Swift toolchain on PATH: install Swift 6 from swift.org (Debian does not package it)" >&2; exit 1; }
 
@@ -124,7 +127,9 @@ clean:
 ## venv: the Python peers the tests run beside speechgraph (PyPI's srt, webvtt-py and wyoming), in .venv; make bench
 ## adds PyPI's pocketsphinx for the Wyoming peer (Tests/Peers/bench-requirements.txt)
 $(VENV)/ok: Tests/Peers/requirements.txt
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r Tests/Peers/requirements.txt
-	touch $@
+	@mkdir -p $(dir $(INSTALL_LOG))
+	@echo "make: installing the Python test peers (Tests/Peers/requirements.txt) in $(VENV); log: $(INSTALL_LOG)" >&2
+	@{ python3 -m venv $(VENV) && $(VENV)/bin/pip install -r Tests/Peers/requirements.txt; } >>$(INSTALL_LOG) 2>&1 \
+		|| { tail -n 20 $(INSTALL_LOG) >&2; echo "error: the Python venv failed (the whole log: $(INSTALL_LOG))" >&2; exit 1; }
+	@touch $@
 venv: $(VENV)/ok

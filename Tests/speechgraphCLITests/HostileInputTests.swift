@@ -232,23 +232,47 @@ import Testing
 
     @Test("a file behind a directory that cannot be searched: permission denied, not 'no such file'")
     func unsearchableDirectory() throws {
-        let locked = dir.path("locked")
+        // Root searches any directory, so as root the command runs as nobody (uid 65534). Nobody may not enter the
+        // clone (cloned into /root or a 0700 mktemp -d) nor, perhaps, $TMPDIR: the binary and the files are put in
+        // a directory of /tmp that anyone may search, the binary copied there.
+        let asNobody = getuid() == 0
+        let place = asNobody ? try SearchableDirectory() : nil
+        let base = place?.path ?? dir.url.path
+        let locked = base + "/locked"
         try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: try sentence(), toPath: locked + "/call.wav")
-        chmod(dir.url.path, 0o755)
+        chmod(base, 0o755)
         chmod(locked, 0)
         defer { chmod(locked, 0o755) }
-        // root searches any directory: run as nobody then.
-        let bin = TestPaths.binary.path
-        let command = "'\(bin)' transcribe '\(locked)/call.wav' '\(dir.path("absent.wav"))'"
+        var bin = TestPaths.binary.path
+        if asNobody {
+            try FileManager.default.copyItem(atPath: bin, toPath: base + "/speechgraph")
+            bin = base + "/speechgraph"
+        }
+        let command = "'\(bin)' transcribe '\(locked)/call.wav' '\(base)/absent.wav'"
         let r =
-            getuid() == 0
+            asNobody
             ? try Run.process(
-                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/bash", "-c", command])
+                "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/bash", "-c", command],
+                currentDirectory: URL(fileURLWithPath: base))
             : try Run.process("/bin/bash", ["-c", command])
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains("locked/call.wav: permission denied"), "\(r.stderr)")
         #expect(r.stderr.contains("absent.wav: no such file"), "\(r.stderr)")
+    }
+
+    /// A new directory in /tmp (which anyone may search, whatever $TMPDIR is), removed when the value goes away.
+    final class SearchableDirectory {
+        let path: String
+        init() throws {
+            var template = Array("/tmp/speechgraph-test-XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+            path = String(cString: made)
+        }
+        deinit {
+            chmod(path + "/locked", 0o755)
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 
     @Test("check: a NUL byte or a terminal escape in a graph file is quoted as an escape, never raw")
