@@ -34,15 +34,15 @@ let package = Package(
         // The core: graph language, descriptors, registry, planner, runtime, events. No C libraries.
         .target(name: "SpeechGraphCore"),
         // Audio nodes on libsndfile and libsoxr: file.input, resample, downmix, taps, clips.
-        // (clips writes each result's JSON Lines form beside its WAV: the sinks' format.)
+        // (clips writes each result's JSON Lines form beside its WAV: the event format of SpeechGraphCore.)
         .target(
             name: "SpeechGraphAudio",
-            dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSndFile", "CMpg123", "CSoxr"]),
+            dependencies: ["SpeechGraphCore", "CSndFile", "CMpg123", "CSoxr"]),
         // Custom language models: the .lmspec language, template expansion, n-gram estimation, pronunciations.
         .target(name: "SpeechGraphLM", dependencies: ["SpeechGraphCore"]),
         // The PocketSphinx recognizer node.
         .target(name: "SpeechGraphSphinx", dependencies: ["SpeechGraphCore", "SpeechGraphLM", "CPocketSphinx"]),
-        // Sinks: console and jsonl.
+        // Sinks: console, jsonl, tsv, srt and vtt subtitles, the Wyoming transcript.
         .target(name: "SpeechGraphSinks", dependencies: ["SpeechGraphCore"]),
         // Live audio: the JACK client, jack.input, jack.output, taps.
         .target(name: "SpeechGraphJACK", dependencies: ["SpeechGraphCore", "CJack"]),
@@ -55,7 +55,7 @@ let package = Package(
         // Plugin loading: search path, validation in a child process, cache, plugin node types.
         .target(
             name: "SpeechGraphPlugins",
-            dependencies: ["SpeechGraphCore", "SpeechGraphSinks", "CSpeechGraphPlugin", "CPluginGuard"]),
+            dependencies: ["SpeechGraphCore", "CSpeechGraphPlugin", "CPluginGuard"]),
         // For plugins in Swift: the exported ABI version (C) and the Swift layer over the ABI.
         .target(name: "SpeechGraphPluginABI", dependencies: ["CSpeechGraphPlugin"]),
         .target(name: "SpeechGraphPluginKit", dependencies: ["CSpeechGraphPlugin", "SpeechGraphPluginABI"]),
@@ -124,7 +124,10 @@ let package = Package(
             name: "SpeechGraphTestSupport", dependencies: ["SpeechGraphCore"], path: "Tests/SpeechGraphTestSupport"),
         .testTarget(
             name: "SpeechGraphNodesTests",
-            dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack"]),
+            dependencies: [
+                "SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack",
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "speechgraphCLITests",
             dependencies: ["SpeechGraph", "SpeechGraphTestSupport", "SpeechGraphWyoming", "CSndFile"]),

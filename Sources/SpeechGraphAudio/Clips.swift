@@ -1,7 +1,6 @@
 import CSndFile
 import Foundation
 import SpeechGraphCore
-import SpeechGraphSinks
 
 /// The `clips` sink: each final result's audio as a WAV file in a folder, with a JSON sidecar holding the
 /// result, for building data sets.

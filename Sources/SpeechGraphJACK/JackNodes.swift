@@ -122,7 +122,7 @@ public final class JackInputNode: SourceNode {
                     + "export), a period waits for room instead."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
         ],
-        threading: .realtime)
+        threading: .realtime, isLive: true)
 
     public static let type = NodeType(
         descriptor,
@@ -152,6 +152,8 @@ public final class JackInputNode: SourceNode {
     private var xrunsSince: Int64 = 0
     private var lastXrunReport = Date.distantPast
     private let exitOnServerLoss: Bool
+    /// This node's place among the session's subscribers (its changes and gaps).
+    private let subscriber: Int
 
     init(_ context: NodeContext) throws {
         let c = context.config
@@ -179,6 +181,7 @@ public final class JackInputNode: SourceNode {
             rings.append(ring)
         }
         self.rings = rings
+        subscriber = session.subscribe(group: c.name)
         // A real-time safe plugin node right after this one may run in the process callback.
         context.resources.registerRealtimeHost(
             JackInputRealtimeHost(session: session, group: c.name, channels: format.channelCount), for: c.name)
@@ -204,15 +207,12 @@ public final class JackInputNode: SourceNode {
 
     /// A `warning` event on the events port, now.
     private func warn(_ reason: String, _ output: NodeOutput) throws {
-        try output.emit(
-            .custom(
-                CustomEvent(kind: .warning, node: name, time: time(streamFrame), fields: ["reason": .string(reason)])),
-            port: 1)
+        try output.emit(.warning(node: name, time: time(streamFrame), reason: reason), port: 1)
     }
 
     public func pull(output: NodeOutput) throws -> Bool {
         session.poll()
-        for change in session.takeChanges() {
+        for change in session.takeChanges(subscriber: subscriber) {
             switch change {
             case .lost(let reason):
                 try drain(output: output)
@@ -283,7 +283,7 @@ public final class JackInputNode: SourceNode {
                 heard: Double(rings[0].endpoint.readCount + budget + session.overrunFrames) / Double(format.sampleRate))
         }
         while true {
-            if pendingGap == nil { pendingGap = session.nextGap() }
+            if pendingGap == nil { pendingGap = session.nextGap(subscriber: subscriber) }
             var available = rings.map(\.endpoint.availableToRead).min() ?? 0
             let readSoFar = rings[0].endpoint.readCount
             if let gap = pendingGap, gap.ringIndex <= readSoFar {

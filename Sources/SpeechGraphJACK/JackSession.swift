@@ -3,141 +3,6 @@ import Foundation
 import SpeechGraphCore
 import Synchronization
 
-/// What JACK's notification thread tells the graph thread: set by callbacks, read by `JackSession.poll`.
-struct Notifications: ~Copyable {
-    let serverGone = Atomic<Bool>(false)
-    let xruns = Atomic<Int>(0)
-    /// The ports registered since the last poll (at most `registeredLimit`): a port registered again under a name
-    /// already matched (a player restarted) is a new port, to connect. The notification thread is not the
-    /// real-time one: it may take a lock.
-    let registered = Mutex<[jack_port_id_t]>([])
-    static let registeredLimit = 4096
-    let bufferSize = Atomic<Int>(0)
-}
-
-/// JACK's metadata keys (the C globals are not concurrency-safe to read from Swift 6).
-enum Metadata {
-    static let prettyName = "http://jackaudio.org/metadata/pretty-name"
-    static let order = "http://jackaudio.org/metadata/order"
-    static let portGroup = "http://jackaudio.org/metadata/port-group"
-    static let signalType = "http://jackaudio.org/metadata/signal-type"
-}
-
-private func onShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
-    guard let argument else { return }
-    let session = argument.assumingMemoryBound(to: SessionCallbacks.self)
-    if let reason {
-        let n = min(strlen(reason), SessionCallbacks.reasonCapacity - 1)
-        session.pointee.reason.update(from: reason, count: n)
-        session.pointee.reason[n] = 0
-    }
-    session.pointee.notifications.pointee.serverGone.store(true, ordering: .releasing)
-    session.pointee.realtime.pointee.inputWake.post()
-    session.pointee.realtime.pointee.outputWake.post()
-    session.pointee.realtime.pointee.inputRoom.post()
-    session.pointee.realtime.pointee.outputData.post()
-}
-
-/// JACK asks for the latency of the ports (after connections change): in a graph with ports both ways, which may
-/// pass its input on (a tap to `jack.output`), what an output plays left the inputs a `prebuffer` before, up to a
-/// period more (the graph thread writes it after the callback has read the input), so the outputs' capture latency
-/// is the inputs' plus that, and the inputs' playback latency the outputs' plus that. A session with ports one way
-/// only does not register it (JACK's default is right for it). JACK's notification thread, not the real-time one.
-private func onLatency(_ mode: jack_latency_callback_mode_t, _ argument: UnsafeMutableRawPointer?) {
-    guard let argument else { return }
-    let session = argument.assumingMemoryBound(to: SessionCallbacks.self)
-    let rt = session.pointee.realtime.pointee
-    guard rt.inputCount > 0, rt.outputCount > 0 else { return }
-    // Saturating: a trap here would end the process on JACK's thread, whatever a port reports.
-    func plus(_ a: UInt32, _ b: UInt32) -> UInt32 { a.addingReportingOverflow(b).overflow ? .max : a + b }
-    let period = UInt32(max(0, session.pointee.notifications.pointee.bufferSize.load(ordering: .relaxed)))
-    var added = jack_latency_range_t(min: UInt32.max, max: 0)
-    for o in 0..<rt.outputCount {
-        let prebuffer = UInt32(rt.outputs[o].prebufferFrames)
-        added.min = min(added.min, prebuffer)
-        added.max = max(added.max, plus(prebuffer, period))
-    }
-    // The range of the ports on the side the audio comes from, then ours added on the other side.
-    let capture = mode == JackCaptureLatency
-    let (from, fromCount) = capture ? (rt.inputs, rt.inputCount) : (rt.outputs, rt.outputCount)
-    let (to, toCount) = capture ? (rt.outputs, rt.outputCount) : (rt.inputs, rt.inputCount)
-    var range = jack_latency_range_t(min: UInt32.max, max: 0)
-    for i in 0..<fromCount {
-        guard let port = from[i].port else { continue }
-        var r = jack_latency_range_t()
-        jack_port_get_latency_range(port, mode, &r)
-        range.min = min(range.min, r.min)
-        range.max = max(range.max, r.max)
-    }
-    if range.min > range.max { range = jack_latency_range_t(min: 0, max: 0) }
-    var total = jack_latency_range_t(min: plus(range.min, added.min), max: plus(range.max, added.max))
-    for i in 0..<toCount {
-        guard let port = to[i].port else { continue }
-        jack_port_set_latency_range(port, mode, &total)
-    }
-}
-
-/// The server starts or stops freewheeling (a JACK notification).
-private func onFreewheel(_ starting: Int32, _ argument: UnsafeMutableRawPointer?) {
-    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.realtime.pointee.freewheeling.pointee.store(
-        starting != 0, ordering: .relaxed)
-}
-
-private func onXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
-    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.xruns.add(
-        1, ordering: .relaxed)
-    return 0
-}
-
-/// A port registered: the patterns are matched again at the next poll, and this port is connected if one matches
-/// it, even when a port of its name was matched before (a player restarted).
-private func onPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?) {
-    guard registered != 0,
-        let notifications = argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee
-            .notifications
-    else { return }
-    notifications.pointee.registered.withLock { if $0.count < Notifications.registeredLimit { $0.append(port) } }
-}
-
-private func onBufferSize(_ frames: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
-    argument?.assumingMemoryBound(to: SessionCallbacks.self).pointee.notifications.pointee.bufferSize
-        .store(Int(frames), ordering: .relaxed)
-    return 0
-}
-
-/// Clients whose server went away, each closed on a thread of its own. After a server restart libjack's
-/// `jack_client_close` can block for good inside libjack (jackaudio/jack2#395: seen here after two or three
-/// restarts of a dummy server), and neither the graph thread nor Ctrl-C may wait for it. While a close is
-/// under way no client is opened (libjack's open takes the lock the close waits for).
-final class AbandonedClients: Sendable {
-    /// Closes not yet returned.
-    let pending = Atomic<Int>(0)
-
-    /// The client's pointer handed to the closing thread: the session forgets it first and never uses it again,
-    /// so only that thread touches it.
-    private struct Handle: @unchecked Sendable { let client: OpaquePointer }
-
-    func close(_ client: OpaquePointer) {
-        pending.add(1, ordering: .relaxed)
-        let handle = Handle(client: client)
-        Thread.detachNewThread { [self] in
-            jack_client_close(handle.client)
-            pending.subtract(1, ordering: .releasing)
-        }
-    }
-
-    var closing: Bool { pending.load(ordering: .acquiring) > 0 }
-}
-
-/// What the non-process callbacks reach through their argument.
-struct SessionCallbacks {
-    var notifications: UnsafeMutablePointer<Notifications>
-    var realtime: UnsafeMutablePointer<RealtimeState>
-    /// The shutdown reason, copied out of JACK's string.
-    var reason: UnsafeMutablePointer<CChar>
-    static let reasonCapacity = 256
-}
-
 /// One JACK client shared by every jack.* node of a running graph: its ports, their rings, the
 /// real-time state, and the way back when the server goes away and returns.
 ///
@@ -179,19 +44,19 @@ public final class JackSession: @unchecked Sendable {
     /// The rate the graph runs at: the server's, once the client has opened (or the rate the graph was
     /// planned at, when it was planned without the session; the server must then run at it).
     public private(set) var sampleRate = 0
-    public private(set) var isAvailable = false
-    public private(set) var bufferSize = 0
+    public internal(set) var isAvailable = false
+    public internal(set) var bufferSize = 0
 
-    private var client: OpaquePointer?
-    private var specs: [PortSpec] = []
-    private var ports: [OpaquePointer?] = []
-    private var started = false
-    private var lostAt: Date?
-    private var lastAttempt = Date.distantPast
-    private var xrunsSeen = 0
-    private var planningRateMismatch: (Int, Int)?
+    var client: OpaquePointer?
+    var specs: [PortSpec] = []
+    var ports: [OpaquePointer?] = []
+    var started = false
+    var lostAt: Date?
+    var lastAttempt = Date.distantPast
+    var xrunsSeen = 0
+    var planningRateMismatch: (Int, Int)?
     /// The server rate last reported as not ours, while the server stays at it.
-    private var reportedMismatch: Int?
+    var reportedMismatch: Int?
 
     /// Posted after each period that brought input: the graph's wake signal.
     let inputWake: WakeSignal
@@ -201,26 +66,43 @@ public final class JackSession: @unchecked Sendable {
     let inputRoom = WakeSignal()
     let outputData = WakeSignal()
     let gapRing = SPSCRing<GapRecord>(minimumCapacity: 256)
-    private let realtime: UnsafeMutablePointer<RealtimeState>
-    private let notifications: UnsafeMutablePointer<Notifications>
-    private let callbacks: UnsafeMutablePointer<SessionCallbacks>
-    private let reason: UnsafeMutablePointer<CChar>
-    private let inputPorts: UnsafeMutablePointer<RealtimePort>
-    private let outputPorts: UnsafeMutablePointer<RealtimePort>
-    private let running: UnsafeMutablePointer<Atomic<Bool>>
-    private let freewheeling: UnsafeMutablePointer<Atomic<Bool>>
-    private let outputEnded: UnsafeMutablePointer<Atomic<Bool>>
-    private let underruns: UnsafeMutablePointer<Atomic<Int>>
-    private let overruns: UnsafeMutablePointer<Atomic<Int>>
-    private let timing: UnsafeMutablePointer<CallbackTiming>
-    private let timingBuckets: UnsafeMutablePointer<Int>
-    private let groups: UnsafeMutablePointer<RealtimeGroup>
-    private let abandoned = AbandonedClients()
+    let realtime: UnsafeMutablePointer<RealtimeState>
+    let notifications: UnsafeMutablePointer<Notifications>
+    let callbacks: UnsafeMutablePointer<SessionCallbacks>
+    let reason: UnsafeMutablePointer<CChar>
+    let inputPorts: UnsafeMutablePointer<RealtimePort>
+    let outputPorts: UnsafeMutablePointer<RealtimePort>
+    let running: UnsafeMutablePointer<Atomic<Bool>>
+    let freewheeling: UnsafeMutablePointer<Atomic<Bool>>
+    let outputEnded: UnsafeMutablePointer<Atomic<Bool>>
+    let underruns: UnsafeMutablePointer<Atomic<Int>>
+    let overruns: UnsafeMutablePointer<Atomic<Int>>
+    let timing: UnsafeMutablePointer<CallbackTiming>
+    let timingBuckets: UnsafeMutablePointer<Int>
+    let groups: UnsafeMutablePointer<RealtimeGroup>
+    let abandoned = AbandonedClients()
     /// Said once, when a lost client's close has taken this long (libjack hung: no reconnection).
-    private static let closeStuckAfter = 5.0
-    private var reportedStuck = false
+    static let closeStuckAfter = 5.0
+    var reportedStuck = false
     /// Real-time processors by the name of the jack.input node (its ports' group) whose audio they process.
-    private var processors: [(group: String, processor: RealtimeProcessor)] = []
+    var processors: [(group: String, processor: RealtimeProcessor)] = []
+
+    /// Each jack.input node of the graph, by the group of its ports (its node name), with what changed and what
+    /// gaps were recorded since it last asked. Every one of them hears of the server's availability, xruns and
+    /// gaps (their ports stop, go on and drop periods together); a pattern that matched nothing goes to the node
+    /// whose port it is; the client's own news (renamed, a close that hangs) to the first. A session no node
+    /// subscribes to (a graph with only jack.output) keeps nothing.
+    var subscribers: [(group: String, changes: [Change], gaps: [GapRecord])] = []
+
+    /// What was said before any node subscribed (the client's name, when the planner opened it).
+    var unsubscribed: [Change] = []
+
+    /// The ports each (port, pattern) pair matched when the patterns were last applied: when ports appear,
+    /// only the new ones are connected, so a connection the user removed in a patchbay stays removed.
+    var matched: [Int: Set<String>] = [:]
+
+    /// Patterns already said to match nothing.
+    var unmatchedReported = Set<String>()
 
     /// Makes the session; nothing talks to JACK until `openClient` (planning for a run) or `start`.
     public init(
@@ -273,7 +155,7 @@ public final class JackSession: @unchecked Sendable {
         callbacks.initialize(to: SessionCallbacks(notifications: notifications, realtime: realtime, reason: reason))
     }
 
-    private let placeholderRing: AudioRing
+    let placeholderRing: AudioRing
 
     deinit {
         close()
@@ -350,8 +232,26 @@ public final class JackSession: @unchecked Sendable {
     public func start() throws {
         guard !started else { return }
         started = true
-        try open(initial: true)
+        // A server that has just started, or one on a loaded machine, can fail a client's activation (jack2 waits
+        // for the client's answer only as long as its client timeout, 500 ms unless jackd -t says otherwise): the
+        // client is opened and activated again, 5 times in about 4 s, before the failure is said.
+        var waits = [250_000, 500_000, 1_000_000, 2_000_000] as [UInt32]
+        while true {
+            do {
+                return try open(initial: true)
+            } catch let failure as ActivationFailure {
+                guard !waits.isEmpty else {
+                    throw SpeechGraphError(
+                        "JACK could not activate client '\(failure.client)' (5 tries in 4 s: the server did not "
+                            + "answer within its client timeout; on a loaded machine, jackd -t raises it)")
+                }
+                usleep(waits.removeFirst())
+            }
+        }
     }
+
+    /// jack_activate failed: the client is closed again.
+    private struct ActivationFailure: Error { var client: String }
 
     /// Opens the graph's client (not yet active: no port, no callback) and returns the server's rate; the
     /// planner calls it through the jack.* node types when it plans a graph to run, so the graph is planned
@@ -372,7 +272,7 @@ public final class JackSession: @unchecked Sendable {
         }
     }
 
-    private func openClient(initial: Bool) throws {
+    func openClient(initial: Bool) throws {
         JackSession.silenceLibjack()
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
@@ -397,7 +297,7 @@ public final class JackSession: @unchecked Sendable {
         clientName = String(cString: jack_get_client_name(c))
         if initial && clientName != requestedName {
             // Another client has the name (a second speechgraph): the user must know where our ports are.
-            changes.append(.renamed(from: requestedName, to: clientName))
+            report(.renamed(from: requestedName, to: clientName))
         }
         let rate = Int(jack_get_sample_rate(c))
         if sampleRate == 0 { sampleRate = rate }
@@ -413,7 +313,7 @@ public final class JackSession: @unchecked Sendable {
         }
     }
 
-    private func open(initial: Bool) throws {
+    func open(initial: Bool) throws {
         if client == nil { try openClient(initial: initial) }
         guard let c = client else { return }
         bufferSize = Int(jack_get_buffer_size(c))
@@ -482,6 +382,7 @@ public final class JackSession: @unchecked Sendable {
         running.pointee.store(true, ordering: .releasing)
         guard jack_activate(c) == 0 else {
             closeClient()
+            if initial { throw ActivationFailure(client: clientName) }
             throw SpeechGraphError("JACK could not activate client '\(clientName)'")
         }
         isAvailable = true
@@ -493,56 +394,6 @@ public final class JackSession: @unchecked Sendable {
         "no JACK server is running\(server.map { " named '\($0)'" } ?? "") (start one with jackd, qjackctl or "
             + "PipeWire's JACK support, or set JACK_DEFAULT_SERVER)"
     }
-
-    /// The ports each (port, pattern) pair matched when the patterns were last applied: when ports appear,
-    /// only the new ones are connected, so a connection the user removed in a patchbay stays removed.
-    private var matched: [Int: Set<String>] = [:]
-
-    /// Connects our ports to the ports matching their `connect` patterns: every match when the client opens
-    /// (`onlyNew` false), then, when ports appear, the matches that are new. A pattern that matches nothing when
-    /// the client opens is said once (a typo would otherwise connect nothing in silence).
-    private func connectAll(onlyNew: Bool) {
-        guard let c = client else { return }
-        if !onlyNew { matched = [:] }
-        // The ports registered since the last time, by name: new even when a port of the name was matched before.
-        // Only the ids are taken under the lock (the notification thread takes it too); libjack is asked outside it.
-        var ids: [jack_port_id_t] = []
-        notifications.pointee.registered.withLock { swap(&$0, &ids) }
-        let appeared = Set(ids.compactMap { jack_port_by_id(c, $0).map { String(cString: jack_port_name($0)) } })
-        var key = 0
-        for (spec, port) in zip(specs, ports) where !spec.connect.isEmpty {
-            guard let port else { continue }
-            let mine = String(cString: jack_port_name(port))
-            for given in spec.connect {
-                defer { key += 1 }
-                // A pattern without a client ("in_1") names a port of this graph's own client, whatever JACK
-                // named it ("speechgraph-01" when another speechgraph runs).
-                let pattern = given.contains(":") ? given : "\(Self.globEscaped(clientName)):\(given)"
-                let want = UInt(spec.isInput ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
-                var now = Set<String>()
-                if let names = jack_get_ports(c, Self.regex(forGlob: pattern), JACK_DEFAULT_AUDIO_TYPE, want) {
-                    var i = 0
-                    while let name = names[i] {
-                        now.insert(String(cString: name))
-                        i += 1
-                    }
-                    jack_free(UnsafeMutableRawPointer(mutating: names))
-                }
-                now.remove(mine)
-                for other in now.sorted() where !(matched[key]?.contains(other) ?? false) || appeared.contains(other) {
-                    if spec.isInput { _ = jack_connect(c, other, mine) } else { _ = jack_connect(c, mine, other) }
-                }
-                if !onlyNew && now.isEmpty && !unmatchedReported.contains(pattern) {
-                    unmatchedReported.insert(pattern)
-                    changes.append(.unmatched(pattern: pattern, port: mine))
-                }
-                matched[key] = now
-            }
-        }
-    }
-
-    /// Patterns already said to match nothing.
-    private var unmatchedReported = Set<String>()
 
     /// Whether a JACK server (`server`, or the default) takes a client: one opened under a name of its own and
     /// closed at once.
@@ -584,101 +435,6 @@ public final class JackSession: @unchecked Sendable {
             return "JACK client name '\(name)' holds ':', which separates a port's client from its name"
         }
         return nil
-    }
-
-    /// `text` as a glob that matches only itself: a client called "demo [1]" or "a*b" is not a pattern.
-    static func globEscaped(_ text: String) -> String {
-        text.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined()
-    }
-
-    /// A shell glob (`*`, `?`, `[...]`) as the regular expression JACK matches port names with.
-    static func regex(forGlob glob: String) -> String {
-        var out = "^"
-        var inClass = false
-        var classStart = false
-        for ch in glob {
-            if inClass {
-                if classStart && ch == "!" {
-                    out += "^"  // [!a] is the shell's "not a"
-                } else {
-                    if ch == "]" && !classStart { inClass = false }
-                    out += ch == "\\" ? "\\\\" : String(ch)
-                }
-                classStart = false
-                continue
-            }
-            switch ch {
-            case "*": out += ".*"
-            case "?": out += "."
-            case "[" where glob.contains("]"):
-                inClass = true
-                classStart = true
-                out += "["
-            default: out += NSRegularExpression.escapedPattern(for: String(ch))
-            }
-        }
-        return out + "$"
-    }
-
-    private var changes: [Change] = []
-
-    /// What changed since the last call (for jack.input, which turns changes into events).
-    public func takeChanges() -> [Change] {
-        defer { changes.removeAll() }
-        return changes
-    }
-
-    /// Called often from the graph thread (by any jack.* node): notices a lost server, reconnects after
-    /// a loss (trying every 250 ms), re-applies connection patterns when ports appear. What changed is
-    /// kept for `takeChanges`.
-    public func poll() {
-        if isAvailable && notifications.pointee.serverGone.load(ordering: .acquiring) {
-            running.pointee.store(false, ordering: .releasing)
-            isAvailable = false
-            lostAt = Date()
-            let why = String(cString: reason)
-            if let c = client { abandoned.close(c) }
-            client = nil
-            ports = []
-            changes.append(.lost(why.isEmpty ? "the JACK server stopped" : "the JACK server stopped: \(why)"))
-        }
-        if !isAvailable, started, abandoned.closing {
-            if !reportedStuck, Date().timeIntervalSince(lostAt ?? Date()) >= Self.closeStuckAfter {
-                reportedStuck = true
-                changes.append(.closeStuck)
-            }
-        } else if !isAvailable, started, Date().timeIntervalSince(lastAttempt) >= 0.25 {
-            lastAttempt = Date()
-            try? open(initial: false)
-            if let (from, to) = planningRateMismatch {
-                planningRateMismatch = nil
-                // Said once per rate: the attempts go on every 250 ms until a server at our rate is back.
-                if reportedMismatch != to { changes.append(.rateChanged(from: from, to: to)) }
-                reportedMismatch = to
-            }
-            if isAvailable {
-                reportedMismatch = nil
-                reportedStuck = false
-                changes.append(.restored(Date().timeIntervalSince(lostAt ?? Date())))
-            }
-        }
-        if isAvailable {
-            let xruns = notifications.pointee.xruns.load(ordering: .relaxed)
-            if xruns > xrunsSeen {
-                changes.append(.xruns(xruns - xrunsSeen))
-                xrunsSeen = xruns
-            }
-            if notifications.pointee.registered.withLock({ !$0.isEmpty }) {
-                connectAll(onlyNew: true)
-            }
-            bufferSize = notifications.pointee.bufferSize.load(ordering: .relaxed)
-        }
-    }
-
-    /// The next recorded input gap, if any.
-    func nextGap() -> GapRecord? {
-        var record = GapRecord(ringIndex: 0, frames: 0)
-        return gapRing.endpoint.readExactly(into: &record, count: 1) ? record : nil
     }
 
     public var underrunCount: Int { underruns.pointee.load(ordering: .relaxed) }
@@ -733,7 +489,7 @@ public final class JackSession: @unchecked Sendable {
         outputData.post()
     }
 
-    private func closeClient() {
+    func closeClient() {
         running.pointee.store(false, ordering: .releasing)
         // A freewheeling callback waiting for the graph stops waiting.
         inputRoom.post()

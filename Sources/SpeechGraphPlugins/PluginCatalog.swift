@@ -65,7 +65,7 @@ public struct PluginCatalog: Sendable {
                 var entry = Entry(path: path)
                 if let unsafe = PluginPermissions.problem(path: path) {
                     entry.problem = unsafe
-                } else if let stamp = FileStamp(path: path) {
+                } else if case let stamp = FileStamp(path), stamp.exists {
                     if let cached = cache.entries[path], cached.stamp == stamp {
                         entry.manifest = cached.manifest
                         entry.problem = cached.problem
@@ -144,22 +144,8 @@ public struct PluginCatalog: Sendable {
     }
 }
 
-/// A file's identity for the cache: path, size and modification time.
-struct FileStamp: Codable, Equatable {
-    var size: Int64
-    var modified: Int64
-    var modifiedNanoseconds: Int64
-
-    init?(path: String) {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        size = Int64(st.st_size)
-        modified = Int64(st.st_mtim.tv_sec)
-        modifiedNanoseconds = Int64(st.st_mtim.tv_nsec)
-    }
-}
-
-/// What earlier runs learnt of each plugin file.
+/// What earlier runs learnt of each plugin file, by the file's stamp (`FileStamp`: a rebuilt or replaced plugin
+/// is validated again).
 struct PluginCache: Codable {
     struct Record: Codable {
         var stamp: FileStamp

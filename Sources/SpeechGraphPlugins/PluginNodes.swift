@@ -1,7 +1,6 @@
 import CPluginGuard
 import CSpeechGraphPlugin
 import SpeechGraphCore
-import SpeechGraphSinks
 import Synchronization
 
 #if canImport(Glibc)
@@ -301,10 +300,15 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
             throw SpeechGraphError(
                 "could not be prepared: \(Self.sentence(error, or: "its plugin gave no reason"))")
         }
-        if realtimeSafe, input.channelCount == out.channelCount, let process = cls.pointee.process,
-            let source = context.sources[inName], source.consumers == 1,
-            let host = context.resources.realtimeHost(for: source.node)
-        {
+        // Where it runs is the plan's (GraphPlanner.place): in the process callback of the jack.input feeding it
+        // alone, when it is real-time safe; on the graph thread otherwise.
+        if case .inCallback(let hostNode) = context.placement {
+            guard realtimeSafe, let process = cls.pointee.process,
+                let host = context.resources.realtimeHost(for: hostNode)
+            else {
+                close()
+                throw SpeechGraphError("was placed in \(hostNode)'s process callback, which cannot run it")
+            }
             // Called through sg_guarded_process, which marks the real-time thread (no allocation, no lock).
             let guardedProcessor = UnsafeMutablePointer<sg_guarded_processor>.allocate(capacity: 1)
             guardedProcessor.initialize(
@@ -322,12 +326,13 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
                     given.host?.deallocate()
                     Self.free(given.processor)
                 })
-            if host.host(processor) {
-                _ = handOff()
-                isHostedInRealtime = true
-            } else {
+            guard host.host(processor) else {
                 Self.free(guardedProcessor)
+                close()
+                throw SpeechGraphError("was placed in \(hostNode)'s process callback, which refused it")
             }
+            _ = handOff()
+            isHostedInRealtime = true
         }
     }
 
@@ -402,7 +407,7 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
         // The nodes downstream run inside this call: a crash there is not the plugin's.
         let mark = sg_guard_enter(nil, SG_GUARD_HANDLE_EVENT)
         defer { sg_guard_leave(mark) }
-        do { try output.emit(.custom(event), port: port) } catch {
+        do { try output.emit(GraphEvent(event), port: port) } catch {
             emitError = error
             return -1
         }
@@ -453,6 +458,10 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
         case .gap(_, let range, _):
             e.time = range.start
             e.end_time = range.end
+        case .noSpeech(_, let time):
+            e.time = time
+        case .warning(_, let time, _):
+            e.time = time ?? .nan
         case .custom(let c):
             e.time = c.time ?? .nan
         case .availability: break
@@ -474,6 +483,7 @@ final class PluginEventNode: PluginNodeBase, GraphNode {
         case .gap(_, _, let reason): return ["reason": .string(reason)]
         case .availability(_, let available, let reason):
             return ["isAvailable": .boolean(available), "reason": .string(reason)]
+        case .warning(_, _, let reason): return ["reason": .string(reason)]
         case .custom(let c): return c.fields
         default: return [:]
         }

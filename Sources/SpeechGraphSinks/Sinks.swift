@@ -157,10 +157,8 @@ public final class ConsoleSink: GraphNode {
                 : "\(reason) at \(clock(r.start))"
         case .availability(_, let available, let reason):
             return available ? "recognition available (\(reason))" : "recognition not available: \(reason)"
-        case .custom(let e) where e.kind == .warning:
-            var reason = "warning"
-            if case .string(let r) = e.fields["reason"] { reason = r }
-            return "warning: \(reason)" + (e.time.map { " at \(clock($0))" } ?? "")
+        case .warning(_, let time, let reason):
+            return "warning: \(reason)" + (time.map { " at \(clock($0))" } ?? "")
         default:
             return nil
         }
@@ -189,7 +187,7 @@ public final class ConsoleSink: GraphNode {
                 try out.tellFailure(output, at: t.range.end)
                 return
             }
-        case .gap, .availability, .custom:
+        case .gap, .availability, .warning, .custom:
             guard let notice = Self.notice(event) else { return }
             line = "-- \(notice) --"
         default:

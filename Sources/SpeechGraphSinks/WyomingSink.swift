@@ -100,7 +100,7 @@ public final class WyomingSink: GraphNode {
 
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
         guard !done else { return }
-        if case .custom(let e) = event, e.kind == .noSpeech {
+        if case .noSpeech = event {
             // Nobody has spoken: the client need not wait for its audio-stop to hear that.
             if finals.isEmpty { answerBeforeAudioStop() }
             return

@@ -162,7 +162,7 @@ public final class VADNode: GraphNode {
         guard noSpeechPending, decided(), let origin else { return }
         noSpeechPending = false
         let time = Double(origin + noSpeechSamples) / Double(VoiceActivityDetector.sampleRate)
-        try output.emit(.custom(CustomEvent(kind: .noSpeech, node: name, time: time)), port: 1)
+        try output.emit(.noSpeech(node: name, time: time), port: 1)
     }
 
     public func finish(output: NodeOutput) throws {

@@ -41,13 +41,20 @@ final class Viewer: Sendable {
         var closed = false
         /// The end message was written: the connection closes once it is out.
         var ending = false
+        /// The hub has given it its replay (`join`): until then nothing is written, and the replay goes before
+        /// what was queued meanwhile.
+        var joined = false
     }
     private let state = Mutex(State())
 
-    init(channel: any Channel, transport: Transport, limit: Int) {
+    /// Called inside each enqueue, with the viewer's lock held (tests: what else is locked then).
+    private let onEnqueue: (@Sendable () -> Void)?
+
+    init(channel: any Channel, transport: Transport, limit: Int, onEnqueue: (@Sendable () -> Void)? = nil) {
         self.channel = channel
         self.transport = transport
         self.limit = limit
+        self.onEnqueue = onEnqueue
         let keepAlive = channel.eventLoop.scheduleRepeatedTask(
             initialDelay: WebServer.keepAliveInterval, delay: WebServer.keepAliveInterval
         ) { [weak self] _ in self?.keepAlive() }
@@ -58,29 +65,46 @@ final class Viewer: Sendable {
     /// cannot be dropped) and must be disconnected.
     func enqueue(_ message: ViewerMessage) -> Bool {
         state.withLock { s in
-            if s.closed { return true }
-            // The end of the stream always goes in: the viewer closes after it, so its queue grows no further.
-            if message.kind == .end {
-                s.queue.append(message)
-                return true
-            }
-            if let key = message.supersededBy, let i = s.queue.lastIndex(where: { $0.supersededBy == key }) {
-                s.queue.remove(at: i)
-            }
-            if s.queue.count >= limit {
-                guard let i = s.queue.firstIndex(where: { $0.supersededBy != nil }) else {
-                    s.closed = true
-                    s.queue.removeAll()
-                    return false
-                }
-                s.queue.remove(at: i)
-            }
-            s.queue.append(message)
-            return true
+            onEnqueue?()
+            return Self.enqueue(message, into: &s, limit: limit)
         }
     }
 
-    var pending: Bool { state.withLock { !$0.queue.isEmpty } }
+    /// The hub's replay for a new viewer, put before what the graph published since the hub registered it; only
+    /// then is anything written. `false`: it no longer fits (the hub checks that a replay fits a queue, so only a
+    /// burst meanwhile can do that).
+    func join(replay: [ViewerMessage]) -> Bool {
+        state.withLock { s in
+            s.joined = true
+            let early = Array(s.queue)
+            s.queue.removeAll()
+            return (replay + early).allSatisfy { Self.enqueue($0, into: &s, limit: limit) }
+        }
+    }
+
+    private static func enqueue(_ message: ViewerMessage, into s: inout State, limit: Int) -> Bool {
+        if s.closed { return true }
+        // The end of the stream always goes in: the viewer closes after it, so its queue grows no further.
+        if message.kind == .end {
+            s.queue.append(message)
+            return true
+        }
+        if let key = message.supersededBy, let i = s.queue.lastIndex(where: { $0.supersededBy == key }) {
+            s.queue.remove(at: i)
+        }
+        if s.queue.count >= limit {
+            guard let i = s.queue.firstIndex(where: { $0.supersededBy != nil }) else {
+                s.closed = true
+                s.queue.removeAll()
+                return false
+            }
+            s.queue.remove(at: i)
+        }
+        s.queue.append(message)
+        return true
+    }
+
+    var pending: Bool { state.withLock { $0.joined && !$0.queue.isEmpty } }
 
     /// Messages waiting (for the hub's statistics).
     var queued: Int { state.withLock { $0.queue.count } }
@@ -99,7 +123,9 @@ final class Viewer: Sendable {
             var wrote = false
             var ended = false
             while channel.isWritable {
-                let next = state.withLock { s -> ViewerMessage? in s.queue.isEmpty ? nil : s.queue.removeFirst() }
+                let next = state.withLock { s -> ViewerMessage? in
+                    s.joined && !s.queue.isEmpty ? s.queue.removeFirst() : nil
+                }
                 guard let next else { break }
                 write(next)
                 wrote = true
@@ -240,7 +266,7 @@ final class CaptionHub: Sendable {
             key = nil
         }
         let message = ViewerMessage(kind: .event, json: JSONLines.line(for: event), supersededBy: key)
-        var dropped: [Viewer] = []
+        var viewers: [Viewer] = []
         state.withLock { s in
             guard !s.ended else { return }
             s.counters.events += 1
@@ -263,26 +289,33 @@ final class CaptionHub: Sendable {
                 s.speech[speechNode] = ViewerMessage(
                     kind: .event, json: message.json, supersededBy: "speech/" + speechNode)
             }
-            for (id, viewer) in s.viewers where !viewer.enqueue(message) {
-                s.viewers[id] = nil
-                s.counters.dropped += 1
-                dropped.append(viewer)
-            }
+            viewers = Array(s.viewers.values)
         }
-        for viewer in dropped { viewer.channel.close(promise: nil) }
+        // Each viewer's lock is taken with the hub's released: a viewer (its event loop writing) never holds up
+        // the hub. One graph thread publishes, so each viewer gets the messages in order.
+        let dropped = viewers.filter { !$0.enqueue(message) }
+        if !dropped.isEmpty {
+            state.withLock { s in
+                for viewer in dropped where s.viewers.removeValue(forKey: ObjectIdentifier(viewer)) != nil {
+                    s.counters.dropped += 1
+                }
+            }
+            for viewer in dropped { viewer.channel.close(promise: nil) }
+        }
         scheduleFlush()
     }
 
     /// The graph's input ended: every viewer gets the end of the stream after what it has queued, and then its
     /// connection closes. Viewers that come later get the replay and the end at once.
     func end() {
-        state.withLock { s in
-            guard !s.ended else { return }
+        let viewers = state.withLock { s -> [Viewer] in
+            guard !s.ended else { return [] }
             s.ended = true
             s.inFlight = [:]
             s.speech = [:]
-            for viewer in s.viewers.values { _ = viewer.enqueue(.end) }
+            return Array(s.viewers.values)
         }
+        for viewer in viewers { _ = viewer.enqueue(.end) }
         scheduleFlush()
     }
 
@@ -300,19 +333,27 @@ final class CaptionHub: Sendable {
     /// A new viewer: it gets `hello`, the replay (the last final results, each vad's latest speech event, then
     /// the volatile results in flight), and from then on every event. `false` when there are already `limit` viewers.
     func add(_ viewer: Viewer, limit: Int) -> Bool {
-        let added = state.withLock { s -> Bool in
-            guard s.viewers.count < limit else { return false }
+        // The replay is taken, and the viewer registered, under the hub's lock; it is queued with the lock released
+        // (the viewer writes nothing before it has its replay, which goes before what was published meanwhile).
+        let replay = state.withLock { s -> [ViewerMessage]? in
+            guard s.viewers.count < limit else { return nil }
             // The replay fits the queue (WebSink checks `replay` against `queue`); what is in flight is droppable.
-            _ = viewer.enqueue(hello)
-            for message in s.replay { _ = viewer.enqueue(message) }
-            for node in s.speech.keys.sorted() { _ = viewer.enqueue(s.speech[node]!) }
-            for node in s.inFlight.keys.sorted() { _ = viewer.enqueue(s.inFlight[node]!) }
-            if s.ended { _ = viewer.enqueue(.end) }
+            var replay = [hello] + Array(s.replay)
+            for node in s.speech.keys.sorted() { replay.append(s.speech[node]!) }
+            for node in s.inFlight.keys.sorted() { replay.append(s.inFlight[node]!) }
+            if s.ended { replay.append(.end) }
             s.viewers[ObjectIdentifier(viewer)] = viewer
             s.counters.viewersServed += 1
+            return replay
+        }
+        guard let replay else { return false }
+        if !viewer.join(replay: replay) {
+            state.withLock { s in
+                if s.viewers.removeValue(forKey: ObjectIdentifier(viewer)) != nil { s.counters.dropped += 1 }
+            }
+            viewer.channel.close(promise: nil)
             return true
         }
-        guard added else { return false }
         // However the connection ends (even before the handler knew it had a viewer), the hub forgets it.
         viewer.channel.closeFuture.whenComplete { [self] _ in remove(viewer) }
         viewer.flush()
@@ -327,6 +368,9 @@ final class CaptionHub: Sendable {
     var viewers: [Viewer] { state.withLock { Array($0.viewers.values) } }
 
     var viewerCount: Int { state.withLock { $0.viewers.count } }
+
+    /// Whether some thread holds the hub's lock now (tests).
+    var isLocked: Bool { state.withLockIfAvailable { _ in false } ?? true }
 
     enum Transcript: Sendable {
         case txt, srt, vtt

@@ -231,6 +231,31 @@ struct PlannerValidationTests {
             ])
     }
 
+    @Test("a worker node type with an audio output is a check error at its node, not a crash when it runs")
+    func contractWorkerEmitsEventsOnly() throws {
+        var registry = Fake.registry()
+        try registry.register(
+            NodeType(
+                NodeDescriptor(
+                    typeName: "plugin.heavy", summary: "", category: .analysis,
+                    ports: [.audioInput("in", doc: ""), .audioOutput("out", format: .input("in"), doc: "")],
+                    parameters: [], threading: .worker),
+                make: { _ in EventCollector() }))
+        #expect(
+            diagnostics(
+                of: """
+                    node mic = fake.source { path: "a.wav" }
+                    node p   = plugin.heavy
+                    node asr = fake.recognizer
+                    node out = fake.sink
+                    mic -> p -> asr -> out
+                    """, registry: registry
+            ).filter { $0.contains("error") } == [
+                "test.graph:2:12: error: node type 'plugin.heavy' breaks the node contract: it runs on a worker "
+                    + "thread (threading: worker), which emits events only, but has an audio output 'out'"
+            ])
+    }
+
     @Test("an error about one item of a list points at that item, in a file; at the option, from --set")
     func listItemLocations() throws {
         var registry = Fake.registry()

@@ -17,11 +17,11 @@ import Testing
         #expect(guard_.warning?.hasPrefix("3 samples were not a number") == true)
         // The event is where the first bad sample is (frame 1 of this block), not where the block starts.
         let event = guard_.firstWarning(node: "src", time: { 1.5 + Double($0) / 16000 })
-        guard case .custom(let warning)? = event else {
+        guard case .warning(_, let time, _)? = event else {
             Issue.record("no warning event")
             return
         }
-        #expect(warning.kind == .warning && warning.time == 1.5 + 1.0 / 16000)
+        #expect(time == 1.5 + 1.0 / 16000)
         #expect(guard_.firstWarning(node: "src", time: { _ in 2 }) == nil)
     }
 
@@ -33,11 +33,11 @@ import Testing
         samples[41] = .nan  // frame 20, right channel
         samples[50] = .nan
         samples.withUnsafeMutableBufferPointer { _ = guard_.clean($0, channels: 2) }
-        guard case .custom(let warning)? = guard_.firstWarning(node: "src", time: { Double($0) }) else {
+        guard case .warning(_, let time, _)? = guard_.firstWarning(node: "src", time: { Double($0) }) else {
             Issue.record("no warning event")
             return
         }
-        #expect(warning.time == 20)
+        #expect(time == 20)
     }
 
     @Test func aRunOfNaNFadesOutAndTheNextBlockContinuesTheChannel() {

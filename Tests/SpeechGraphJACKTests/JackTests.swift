@@ -547,8 +547,28 @@ import Testing
         waitFor { $0.contains("recognition not available") }
         try server.start(rate: 44100, period: 1024)
         waitFor { $0.contains("came back at 44100 Hz") }
-        // Not a synchronisation: the client retries every 250 ms, so in 2 s it has tried about 8 times more.
-        Thread.sleep(forTimeInterval: 2)
+        // The client tries again every 250 ms while the server runs at the other rate: each try is a client that
+        // registers with the server and goes, which jack_evmon prints. Four more tries are waited for, so the
+        // report could have been repeated four times.
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/stdbuf")
+        monitor.arguments = ["-oL", "/usr/bin/jack_evmon"]
+        monitor.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        let tries = dir.path("rate.evmon")
+        FileManager.default.createFile(atPath: tries, contents: nil)
+        monitor.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: tries))
+        monitor.standardError = FileHandle.nullDevice
+        try monitor.run()
+        let deadline = Date().addingTimeInterval(120)
+        while contents(tries).components(separatedBy: "Client speechgraph registered").count - 1 < 4,
+            Date() < deadline, p.isRunning, monitor.isRunning
+        {
+            usleep(20_000)
+        }
+        // SIGKILL: a test's child may have SIGTERM blocked (the runner thread's signal mask is inherited).
+        kill(monitor.processIdentifier, SIGKILL)
+        monitor.waitUntilExit()
+        #expect(contents(tries).components(separatedBy: "Client speechgraph registered").count - 1 >= 4)
         server.stop()
         try server.start()
         waitFor { $0.contains("-- recognition available") }
@@ -591,7 +611,9 @@ import Testing
             player -> speak
             mic -> g -> asr -> out
             """, file: "alloc.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": "speechgraph-alloc"])
+        // Measured (as `run --stats` does): the callback counts its periods, which the watch below waits on; the
+        // measuring adds two clock reads to the callback's work, which must not allocate either.
+        let resources = GraphResources(settings: ["jack.name": "speechgraph-alloc", "jack.measure": "1"])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         let gate = try #require(runner.node(named: "g") as? PluginAudioNode)
@@ -601,9 +623,18 @@ import Testing
         let ready = Date().addingTimeInterval(60)
         while session.processThread == nil && Date() < ready { usleep(10_000) }
         let thread = try #require(session.processThread)
-        Thread.sleep(forTimeInterval: 0.5)  // past start-up
+        // Watched past start-up (half a second of callbacks) for 10 s of callbacks, counted by the session itself;
+        // the deadlines only bound a server that stops calling.
+        let period = 256.0 / 48000  // the test server's period and rate (JackServer.start)
+        func waitForCallbacks(_ n: Int) {
+            let deadline = Date().addingTimeInterval(120)
+            while session.callbackDurations().count < n && Date() < deadline { usleep(10_000) }
+        }
+        let startUp = Int(0.5 / period)
+        waitForCallbacks(startUp)
         sg_malloc_counter_watch(thread)
-        Thread.sleep(forTimeInterval: 10)
+        let watched = session.callbackDurations().count
+        waitForCallbacks(watched + Int(10 / period))
         let allocations = sg_malloc_counter_count()
         sg_malloc_counter_unwatch()
         runner.stop()
@@ -642,6 +673,82 @@ import Testing
         // Gaps not reached by a block came after the last one.
         #expect(gaps[gapIndex...].allSatisfy { Int64(($0.start * 48000).rounded()) >= expected })
     }
+    /// Two jack.input nodes share the graph's JACK client: each hears of the periods dropped (its rings lost them
+    /// too), not only the one that asked first, and each one's blocks and gaps tile its timeline.
+    @Test func twoInputsEachHearOfTheGaps() throws {
+        try server.start()
+        var registry = BuiltinNodes.registry()
+        try registry.register(EventCollector.type)
+        try registry.register(SlowSink.type)
+        let spec = try GraphParser.parse(
+            """
+            node a = jack.input { port: "a", buffer: 50 ms }
+            node b = jack.input { port: "b", buffer: 50 ms }
+            node slowA = test.slow
+            node slowB = test.slow
+            node outA = collect
+            node outB = collect
+            a -> slowA
+            b -> slowB
+            a.events -> outA
+            b.events -> outB
+            """, file: "two.graph", environment: [:])
+        let resources = GraphResources(settings: ["jack.name": "sg-two-\(getpid())"])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { runner.stop() }
+        try runner.run()
+        for (sink, out) in [("slowA", "outA"), ("slowB", "outB")] {
+            let gaps = (runner.node(named: out) as! EventCollector).events.compactMap { e -> TimeRange? in
+                if case .gap(_, let r, let reason) = e, reason.hasPrefix("overrun") { return r }
+                return nil
+            }
+            #expect(!gaps.isEmpty, "\(out) heard of no gap")
+            var expected: Int64 = 0
+            var gapIndex = 0
+            for (start, count) in (runner.node(named: sink) as! SlowSink).blocks {
+                while gapIndex < gaps.count, Int64((gaps[gapIndex].start * 48000).rounded()) == expected {
+                    expected += Int64((gaps[gapIndex].duration * 48000).rounded())
+                    gapIndex += 1
+                }
+                #expect(start == expected, "\(sink)")
+                expected = start + Int64(count)
+            }
+        }
+    }
+
+    /// A graph with only jack.output has nobody to take the session's changes (its server lost and back): the
+    /// session keeps none of them, where it once kept every one for as long as the graph ran.
+    @Test func aGraphWithOnlyOutputsKeepsNoChanges() throws {
+        try server.start()
+        let wav = try speech(repeats: 8)
+        let registry = BuiltinNodes.registry()
+        let client = "sg-outonly-\(getpid())"
+        let spec = try GraphParser.parse(
+            """
+            node player = file.input { path: "\(wav)", realtime: true }
+            node speak = jack.output { port: "play" }
+            player -> speak
+            """, file: "out.graph", environment: [:])
+        let resources = GraphResources(settings: ["jack.name": client])
+        let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
+        let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
+        runner.start()
+        func waitForPort(_ present: Bool) throws {
+            let deadline = Date().addingTimeInterval(120)
+            while try server.lsp().contains("\(client):play_1") != present && Date() < deadline { usleep(20_000) }
+        }
+        try waitForPort(true)
+        server.stop()
+        try server.start()
+        // The session sees the server gone and reconnects: two changes (lost, restored) nobody takes.
+        try waitForPort(true)
+        runner.stop()
+        try runner.wait()
+        let session = try #require(resources.existing(JackSession.self))
+        #expect(session.retainedChanges == 0)
+    }
+
     /// `jack_freewheel y|n` on the test's server.
     func freewheel(_ on: Bool) throws {
         let r = try Run.process("/usr/bin/jack_freewheel", [on ? "y" : "n"], environment: env, timeout: 60)

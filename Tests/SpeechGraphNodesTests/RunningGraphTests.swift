@@ -213,15 +213,15 @@ import Testing
             options: RunningGraph.Options(unrouted: { node, event in seen.withLock { $0.append((node, event)) } }))
         let events = graph.events(of: "log")
         graph.start()
-        var warnings: [CustomEvent] = []
+        var warnings: [(node: String, time: Double?, reason: String)] = []
         for await event in events {
-            if case .custom(let e) = event, e.kind == .warning { warnings.append(e) }
+            if case .warning(let node, let time, let reason) = event { warnings.append((node, time, reason)) }
         }
         try await graph.wait()
         let reason = "cannot write /dev/full: No space left on device"
         #expect(warnings.count == 1)
         #expect(warnings.first?.node == "log")
-        #expect(warnings.first?.fields["reason"] == .string(reason))
+        #expect(warnings.first?.reason == reason)
         #expect(warnings.first?.time.map { $0 > 0 && $0 <= 2 } == true)
         #expect(seen.withLock { $0.map(\.0) } == ["log"])
         #expect(graph.warnings == ["node 'log': \(reason)"])

@@ -144,9 +144,9 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
         let (fixture, path) = try Self.speechFile()
         func noSpeech(_ events: [GraphEvent]) -> [(index: Int, time: Double?)] {
             events.enumerated().compactMap { i, e in
-                guard case .custom(let c) = e, c.kind == .noSpeech else { return nil }
-                #expect(c.node == "v")
-                return (i, c.time)
+                guard case .noSpeech(let node, let time) = e else { return nil }
+                #expect(node == "v")
+                return (i, time)
             }
         }
         let onset = fixture.spans[0].start

@@ -510,12 +510,16 @@ public struct NodeDescriptor: Sendable {
     public var eventKinds: [EventKindDescriptor]
     /// The plugin file the type came from; `nil` for a type built into speechgraph.
     public var origin: String?
+    /// Its audio comes at the world's pace (a JACK port, audio pushed by an app): a graph with such a node is
+    /// live, and its costly nodes run on worker threads (`GraphPlanner.place`).
+    public var isLive: Bool
 
     public init(
         typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
-        parameters: [ParameterDescriptor], threading: ThreadingDomain = .any,
+        parameters: [ParameterDescriptor], threading: ThreadingDomain = .any, isLive: Bool = false,
         eventKinds: [EventKindDescriptor] = [], origin: String? = nil
     ) {
+        self.isLive = isLive
         self.origin = origin
         self.threading = threading
         self.eventKinds = eventKinds

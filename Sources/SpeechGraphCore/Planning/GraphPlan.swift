@@ -12,6 +12,8 @@ public struct PlannedNode: Sendable {
     /// Put in by the planner (a converter), not written in the graph file.
     public var isInserted: Bool
     public var location: SourceLocation?
+    /// Where it runs: set by the placement pass (`GraphPlanner.place`), after format negotiation.
+    public var placement: NodePlacement = .graphThread
 }
 
 /// A connection between an output port and an input port, by node and port index.
@@ -68,6 +70,7 @@ extension GraphPlan {
             }
             if !settings.isEmpty { line += "  { " + settings.joined(separator: ", ") + " }" }
             lines.append(line)
+            lines.append("      runs on: \(node.placement)")
             for (port, format) in node.outputFormats.sorted(by: { $0.key < $1.key }) {
                 lines.append("      \(port): \(format), blocks of at most \(node.maxOutputFrames) frames")
             }
@@ -88,29 +91,23 @@ extension GraphPlan {
             lines.append(line)
         }
         lines.append("")
-        let realtimeNodes = nodes.filter { registry[$0.typeName]?.descriptor.threading == .realtime }
-        // Real-time safe processors (plugin audio nodes) have audio in and out; the audio server's ports one side.
-        func isProcessor(_ n: PlannedNode) -> Bool {
-            guard let d = registry[n.typeName]?.descriptor else { return false }
-            return d.inputs.contains { $0.kind == .audio } && d.outputs.contains { $0.kind == .audio }
+        // The places, as the placement pass decided them (GraphPlanner.place).
+        func named(_ keep: (NodePlacement) -> Bool) -> [String] { nodes.filter { keep($0.placement) }.map(\.name) }
+        let ports = named { $0 == .audioServer }
+        let workers = named { $0 == .worker }
+        let hosted = nodes.compactMap { n -> String? in
+            if case .inCallback(let host) = n.placement { return "\(n.name) (in \(host)'s)" }
+            return nil
         }
-        let live = realtimeNodes.filter { !isProcessor($0) }.map(\.name)
-        let processors = realtimeNodes.filter(isProcessor).map(\.name)
-        let costly = nodes.filter { registry[$0.typeName]?.descriptor.threading == .worker }.map(\.name)
         var threads = "threads: one graph thread runs the nodes above in order"
-        if costly.count >= 2 {
-            threads += "; \(costly.joined(separator: ", ")) each on a worker thread"
-        } else if let one = costly.first {
-            threads += "; \(one) on a worker thread when the input is live (JACK, pushed audio)"
-        }
+        if workers.count == 1 { threads += "; \(workers[0]) on a worker thread" }
+        if workers.count > 1 { threads += "; \(workers.joined(separator: ", ")) each on a worker thread" }
         threads +=
-            live.isEmpty
+            ports.isEmpty
             ? "; no real-time rings (no JACK node)."
-            : "; the audio server's real-time thread feeds \(live.joined(separator: ", ")) "
+            : "; the audio server's real-time thread feeds \(ports.joined(separator: ", ")) "
                 + "through one SPSC ring per port"
-                + (processors.isEmpty
-                    ? "."
-                    : ", and runs \(processors.joined(separator: ", ")) itself when fed by a jack.input alone.")
+                + (hosted.isEmpty ? "." : ", and runs \(hosted.joined(separator: ", ")) in its process callback.")
         lines.append(threads)
         return lines.joined(separator: "\n") + "\n"
     }

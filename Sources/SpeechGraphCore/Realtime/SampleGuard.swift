@@ -65,9 +65,8 @@ public struct SampleGuard: Sendable {
     public mutating func firstWarning(node: String, time: (_ frame: Int) -> Double) -> GraphEvent? {
         guard replaced > 0, !warned else { return nil }
         warned = true
-        return .custom(
-            CustomEvent(
-                kind: .warning, node: node, time: time(firstBadFrame),
-                fields: ["reason": .string("samples that are not numbers (NaN or infinite), faded out to silence")]))
+        return .warning(
+            node: node, time: time(firstBadFrame),
+            reason: "samples that are not numbers (NaN or infinite), faded out to silence")
     }
 }

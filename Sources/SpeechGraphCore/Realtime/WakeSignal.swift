@@ -48,8 +48,10 @@ public final class WakeSignal: @unchecked Sendable {
 
         /// Any thread, real-time safe: wakes the waiter, unless a wake-up is already pending
         /// (`sem_getvalue` ≥ ``WakeSignal/maximumPendingPosts``); only `sem_getvalue` and `sem_post`,
-        /// which never block. (Two threads posting at once could each add one; with the intended
-        /// single poster the count never exceeds the bound.)
+        /// which never block. Several threads post (the JACK callback, an app pushing audio, the workers, a
+        /// stop, the graph thread to a freewheeling callback): two that post at once can each add one, so the
+        /// count can reach the number of posters at once, and the waiter then wakes once more for nothing. No
+        /// wake-up is ever lost.
         ///
         /// `@_noLocks` is checked by the compiler for the Swift part; the two C calls are outside
         /// its reach (`_unsafePerformance`): glibc's `sem_post` is an atomic increment plus a

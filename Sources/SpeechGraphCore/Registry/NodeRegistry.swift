@@ -191,6 +191,9 @@ public struct NodeContext: Sendable {
     public var backlog: WorkerBacklog
     /// Where each connected audio input comes from, by input port name.
     public var sources: [String: AudioSource] = [:]
+    /// Where the node runs, as the plan says (`GraphPlanner.place`): a real-time safe processor placed
+    /// `inCallback(of:)` hands its processor to that node's real-time host.
+    public var placement: NodePlacement = .graphThread
 
     public init(
         config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],
@@ -259,11 +262,17 @@ public struct NodeType: Sendable {
 extension NodeType {
     /// Where this type breaks the node contract (docs/architecture.md): an audio output that states no
     /// format rule, a rule naming an input it does not have, `computed` with no `formats` function, an
-    /// event port that names no kinds, a kind no registered type defines. `check` reports each as an error
-    /// at every node of this type. Empty for a sound type.
+    /// event port that names no kinds, a kind no registered type defines, a `worker` node with an audio output
+    /// (a worker emits events only). `check` reports each as an error at every node of this type. Empty for a
+    /// sound type.
     public func contractProblems(knownKinds: Set<EventKind>) -> [String] {
         var problems: [String] = []
         let d = descriptor
+        if d.threading == .worker, let audio = d.outputs.first(where: { $0.kind == .audio }) {
+            problems.append(
+                "it runs on a worker thread (threading: worker), which emits events only, but has an audio output '"
+                    + "\(audio.name)'")
+        }
         for port in d.outputs where port.kind == .audio {
             switch port.format {
             case nil:

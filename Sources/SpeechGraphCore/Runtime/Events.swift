@@ -111,8 +111,26 @@ public enum GraphEvent: Sendable, Hashable {
     case availability(node: String, isAvailable: Bool, reason: String)
     /// Signal level over the interval ending at `time`: RMS and peak per channel, in dBFS.
     case level(node: String, time: Double, rms: [Double], peak: [Double])
-    /// A kind added by a node type (a plugin): see ``CustomEvent``.
+    /// Nobody spoke: a vad heard no speech for its `no-speech` time since the stream began or speech last ended.
+    case noSpeech(node: String, time: Double)
+    /// Something a user should hear of while the graph goes on (samples that were not numbers, a file that could
+    /// no longer be written); at an audio time when the node has one.
+    case warning(node: String, time: Double?, reason: String)
+    /// A kind added by a node type (a plugin): see ``CustomEvent``. A plugin's `noSpeech` or `warning` is made the
+    /// typed event (``init(_:)``).
     case custom(CustomEvent)
+
+    /// A node type's event: `noSpeech`, and `warning` with a string `reason`, as their typed cases; any other
+    /// kind as `custom`.
+    public init(_ event: CustomEvent) {
+        if event.kind == .noSpeech, let time = event.time {
+            self = .noSpeech(node: event.node, time: time)
+        } else if event.kind == .warning, case .string(let reason)? = event.fields["reason"] {
+            self = .warning(node: event.node, time: event.time, reason: reason)
+        } else {
+            self = .custom(event)
+        }
+    }
 
     /// The event's kind, as docs/events.md names it (the `type` of its JSON Lines form).
     public var kind: EventKind {
@@ -125,6 +143,8 @@ public enum GraphEvent: Sendable, Hashable {
         case .gap: .gap
         case .availability: .availability
         case .level: .level
+        case .noSpeech: .noSpeech
+        case .warning: .warning
         case .custom(let e): e.kind
         }
     }
@@ -138,6 +158,7 @@ public enum GraphEvent: Sendable, Hashable {
         case .result(let t): t.node
         case .speechStarted(let n, _), .speechEnded(let n, _), .speechPaused(let n, _), .speechResumed(let n, _): n
         case .gap(let n, _, _), .availability(let n, _, _), .level(let n, _, _, _): n
+        case .noSpeech(let n, _), .warning(let n, _, _): n
         case .custom(let e): e.node
         }
     }

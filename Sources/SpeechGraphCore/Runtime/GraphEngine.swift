@@ -58,6 +58,7 @@ final class GraphEngine {
                 config: node.config, inputFormats: node.inputFormats, outputFormats: node.outputFormats,
                 maxBlockFrames: max(node.maxInputFrames, 1), resources: resources, connectedInputs: connected,
                 backlog: backlog)
+            context.placement = node.placement
             for edge in plan.edges where edge.toNode == index && edge.kind == .audio {
                 let from = plan.nodes[edge.fromNode]
                 guard let fromType = registry[from.typeName] else { continue }
@@ -73,27 +74,20 @@ final class GraphEngine {
                 throw located(error, node: index)
             }
         }
-        // Costly nodes on worker threads of their own (see WorkerNode): when there are several, so that they use
-        // several cores; and with live input, so that the graph thread (a vad deciding where speech ends) never
-        // waits for a decoder. A single one on offline input stays on the graph thread, where the order of
-        // every event at the sinks is fixed.
-        let costly = plan.nodes.indices.filter { registry[plan.nodes[$0].typeName]!.descriptor.threading == .worker }
-        // Nodes in the audio server's real-time domain are prepared last: a JACK client activates in its prepare,
-        // and the audio it queues from then on must not wait for a recognizer loading its models (with a small
-        // `buffer`, that audio overflowed before the graph ever ran).
+        // Where each node runs is the plan's (GraphPlanner.place): workers wrapped in a WorkerNode. Nodes of the audio
+        // server are prepared last: a JACK client activates in its prepare, and the audio it queues from then on
+        // must not wait for a recognizer loading its models (with a small `buffer`, that audio overflowed before the
+        // graph ever ran).
         let realtime = plan.nodes.indices.filter {
-            registry[plan.nodes[$0].typeName]!.descriptor.threading == .realtime
+            ![.graphThread, .worker].contains(plan.nodes[$0].placement)
         }
         prepareOrder = plan.nodes.indices.filter { !realtime.contains($0) } + realtime
-        let live = !sources(live: true).isEmpty
-        if (costly.count >= 2 || live) && resources.settings["threads"] != "one" {
-            for i in costly {
-                let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
-                nodes[i] = WorkerNode(
-                    nodes[i], maxQueuedFrames: 2 * format.sampleRate, format: format, wake: resources.wake,
-                    backlog: backlogs[i])
-                workers.append(i)
-            }
+        for i in plan.nodes.indices where plan.nodes[i].placement == .worker {
+            let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
+            nodes[i] = WorkerNode(
+                nodes[i], maxQueuedFrames: 2 * format.sampleRate, format: format, wake: resources.wake,
+                backlog: backlogs[i])
+            workers.append(i)
         }
         routes = plan.nodes.indices.map { i in
             let outputs = registry[plan.nodes[i].typeName]!.descriptor.outputs.count
@@ -190,8 +184,7 @@ final class GraphEngine {
     func deliver(_ event: GraphEvent, from node: Int, port: Int) throws {
         if port == NodeOutput.noPort {
             // A warning told while running (`NodeOutput.warn`): once for each node and reason.
-            guard case .custom(let e) = event, case .string(let reason)? = e.fields["reason"],
-                told.insert(plan.nodes[node].config.warning(reason)).inserted
+            guard case .warning(_, _, let reason) = event, told.insert(plan.nodes[node].config.warning(reason)).inserted
             else { return }
         }
         if observed.load(ordering: .acquiring) {
@@ -214,9 +207,7 @@ final class GraphEngine {
             // A warning event no node takes is told by the handler (`speechgraph run` prints it): it counts as
             // told, so that the same reason among the node's warnings at the end is not said again (a stream's
             // end warning is both).
-            if port != NodeOutput.noPort, case .custom(let e) = event, e.kind == .warning,
-                case .string(let reason)? = e.fields["reason"]
-            {
+            if port != NodeOutput.noPort, case .warning(_, _, let reason) = event {
                 told.insert(plan.nodes[node].config.warning(reason))
             }
             unrouted(plan.nodes[node].name, event)

@@ -18,8 +18,10 @@ public struct AudioBlock {
     public var endTime: Double { Double(startFrame + Int64(frameCount)) / Double(format.sampleRate) }
 }
 
-/// A running node. The graph thread calls it, one call at a time, in the order audio and events arrive.
-/// Allocate in `prepare`; `process` and `handle` run for every block.
+/// A running node. Where the plan placed it (`NodePlacement`), the graph thread or its worker thread calls
+/// `prepare`, `process`, `handle` and `finish`, one call at a time, in the order audio and events arrive. Its
+/// `init` runs on the thread that makes the graph, and `close` on whichever thread releases it last, once the
+/// graph has stopped (from `deinit`). Allocate in `prepare`; `process` and `handle` run for every block.
 public protocol GraphNode: AnyObject {
     /// Called once before anything flows: open files and devices, allocate buffers.
     func prepare() throws
@@ -114,9 +116,7 @@ public struct NodeOutput {
     /// node still reports it in `warnings` at the end. The graph tells each reason of a node once, however often
     /// it is called (`RunningGraph.warningsToldWhileRunning`).
     public func warn(_ reason: String, time: Double?) throws {
-        let event = GraphEvent.custom(
-            CustomEvent(
-                kind: .warning, node: engine.plan.nodes[node].name, time: time, fields: ["reason": .string(reason)]))
+        let event = GraphEvent.warning(node: engine.plan.nodes[node].name, time: time, reason: reason)
         try emit(event, port: NodeOutput.noPort)
     }
 

@@ -228,7 +228,7 @@ public final class PushInputNode: SourceNode {
                 doc: "Audio held between the writer and the graph; a live writer's chunk that does not fit "
                     + "is dropped (a gap event)."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
-        ])
+        ], isLive: true)
 
     public static let type = NodeType(
         descriptor,
@@ -316,10 +316,7 @@ public final class PushInputNode: SourceNode {
         guard ended && pusher.ring.endpoint.availableToRead == 0 && pendingGap == nil else { return true }
         if let warning = pusher.warning, !endWarned {
             endWarned = true
-            try output.emit(
-                .custom(
-                    CustomEvent(kind: .warning, node: name, time: position, fields: ["reason": .string(warning)])),
-                port: 1)
+            try output.emit(.warning(node: name, time: position, reason: warning), port: 1)
         }
         return false
     }

@@ -17,7 +17,9 @@ import Synchronization
 /// ```
 ///
 /// Many graphs can run at once in one process; each has its own nodes, decoders and threads, and
-/// nothing one graph does changes what another computes.
+/// nothing one graph does changes what another computes. One thing is shared, and only in time: PocketSphinx
+/// logs through one process-global stream, so model loads take turns (`SphinxLog.loading`): a graph loading a
+/// model may wait for another's load, never for its decoding.
 ///
 /// ### Drivers
 /// The graph thread runs two drivers in turn: the offline driver pulls the sources that read on demand

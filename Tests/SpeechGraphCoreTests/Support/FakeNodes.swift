@@ -54,6 +54,8 @@ func describe(_ event: GraphEvent) -> String {
     case .gap(_, let range, let reason): return "gap@\(range.start):\(reason)"
     case .availability(_, let available, _): return "availability:\(available)"
     case .level(_, let time, _, _): return "level@\(time)"
+    case .noSpeech(_, let time): return "noSpeech@\(time)"
+    case .warning(_, let time, _): return "warning@\(time ?? -1)"
     case .custom(let e): return "\(e.kind)@\(e.time ?? -1)"
     }
 }

@@ -1,5 +1,3 @@
-import SpeechGraphCore
-
 /// The JSON Lines form of every event: one object per line, keys in a fixed order. See docs/events.md.
 public enum JSONLines {
     /// The format's version, the `v` of every line: 1 until a field changes meaning or goes away (new
@@ -62,6 +60,11 @@ public enum JSONLines {
             o.addTime("time", time)
             o.addRaw("rms", "[" + rms.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
             o.addRaw("peak", "[" + peak.map { fixed(max($0, -200), 2) }.joined(separator: ",") + "]")
+        case .noSpeech(_, let time):
+            o.addTime("time", time)
+        case .warning(_, let time, let reason):
+            if let time { o.addTime("time", time) }
+            o.add("reason", reason)
         case .custom(let e):
             // A kind a plugin added: its fields after the common ones, in name order (a field named like a
             // common key is left out: the common key wins).
@@ -94,6 +97,8 @@ public enum JSONLines {
             return time
         case .gap(_, let r, _): return r.end
         case .level(_, let time, _, _): return time
+        case .noSpeech(_, let time): return time
+        case .warning(_, let time, _): return time
         case .availability: return nil
         case .custom(let e):
             switch e.fields["end"] {
@@ -133,7 +138,7 @@ public enum JSONLines {
         return out + "\""
     }
 
-    static func fixed(_ v: Double, _ digits: Int) -> String {
+    public static func fixed(_ v: Double, _ digits: Int) -> String {
         guard v.isFinite else { return "0" }
         var scale = 1.0
         for _ in 0..<digits { scale *= 10 }
