@@ -36,7 +36,7 @@ final class AudioRecorder: GraphNode {
         var registry = Harness.registry
         try registry.register(AudioRecorder.type)
         let plan = try GraphPlanner(registry: registry).plan(GraphParser.parse(text, file: "t.graph", environment: [:]))
-        try RunningGraph(plan: plan, registry: registry).run()
+        try InlineGraph(plan: plan, registry: registry).run()
         return AudioRecorder.last!
     }
 
@@ -165,7 +165,7 @@ final class AudioRecorder: GraphNode {
             node rec = test.record
             src -> mix -> rec
             """, file: "t.graph", environment: [:])
-        try RunningGraph(plan: GraphPlanner(registry: registry).plan(spec), registry: registry).run()
+        try InlineGraph(plan: GraphPlanner(registry: registry).plan(spec), registry: registry).run()
         let r = AudioRecorder.last!
         #expect(r.samples == [0.5, 0.5, 0, -0.25])
         #expect(r.format == AudioFormat(sampleRate: 16000, channelCount: 1))

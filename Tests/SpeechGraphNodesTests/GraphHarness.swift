@@ -16,17 +16,17 @@ enum Harness {
         return try GraphPlanner(registry: registry).plan(spec)
     }
 
-    /// Runs the graph; returns the events the node named `collector` received.
+    /// Runs the graph on the inline executor (this thread, deterministic: `InlineGraph`); returns the events the
+    /// node named `collector` received. A run that leaves audio unconsumed is a failure of the test.
     static func run(
         _ text: String, collector: String = "out", environment: [String: String] = [:],
-        stop: StopSignal = StopSignal()
-    ) throws -> (events: [GraphEvent], runner: RunningGraph) {
-        let runner = try RunningGraph(
-            plan: plan(text, environment: environment), registry: registry,
-            options: .init(stop: stop))
-        try runner.run()
-        let c = try #require(runner.node(named: collector) as? EventCollector)
-        return (c.events, runner)
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) throws -> (events: [GraphEvent], runner: InlineGraph) {
+        let graph = try InlineGraph(plan: plan(text, environment: environment), registry: registry)
+        let report = try graph.run()
+        #expect(report.leftUnconsumed.isEmpty, "\(report.leftUnconsumed)", sourceLocation: sourceLocation)
+        let c = try #require(graph.node(named: collector) as? EventCollector, sourceLocation: sourceLocation)
+        return (c.events, graph)
     }
 
     static func transcript(_ events: [GraphEvent]) -> String {

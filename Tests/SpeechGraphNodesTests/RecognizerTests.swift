@@ -277,16 +277,16 @@ extension Decoding {
             }
             let best = [w("memo", 0, 0.5), w("is", 0.5, 0.7)]
             let others = [[w("nemo", 0.02, 0.48), w("is", 0.5, 0.7)], [w("me", 0, 0.2), w("mo", 0.2, 0.5)]]
-            let words = RecognizerNode.wordAlternatives(best, others)
+            let words = FinalResultComposer.wordAlternatives(best, others)
             #expect(words[0].alternatives == ["nemo", "me", "mo"])
             #expect(words[1].alternatives.isEmpty)
         }
 
         @Test func theMedoidIsTheTranscriptionClosestToTheOthers() {
-            #expect(RecognizerNode.medoid(["a b c", "a x c", "a b c d"]) == 0)
-            #expect(RecognizerNode.medoid(["a b", "a b c", "a b c"]) == 1)
-            #expect(RecognizerNode.medoid(["one", "two"]) == 0)
-            #expect(RecognizerNode.medoid(["", "a", "a"]) == 1)
+            #expect(FinalResultComposer.medoid(["a b c", "a x c", "a b c d"]) == 0)
+            #expect(FinalResultComposer.medoid(["a b", "a b c", "a b c"]) == 1)
+            #expect(FinalResultComposer.medoid(["one", "two"]) == 0)
+            #expect(FinalResultComposer.medoid(["", "a", "a"]) == 1)
             #expect(editDistance(["a", "b"], [Substring]()) == 2)
             #expect(editDistance(["a", "b", "c"] as [Substring], ["a", "c"]) == 1)
         }

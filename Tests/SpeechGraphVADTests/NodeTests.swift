@@ -216,7 +216,7 @@ nonisolated(unsafe) private var sharedFixtureFolder: String?
             v.events -> ev
             v.out -> au
             """
-        let runner = try RunningGraph(plan: VADHarness.plan(text), registry: VADHarness.registry)
+        let runner = try InlineGraph(plan: VADHarness.plan(text), registry: VADHarness.registry)
         try runner.run()
         let events = (runner.node(named: "ev") as! EventCollector).events
         let audio = runner.node(named: "au") as! GatedAudio

@@ -226,7 +226,7 @@ enum VADHarness {
 
     /// file.input { block } -> vad { parameters } -> events to `collect` (and audio to `test.gated`).
     static func run(file: String, block: Int = 1024, parameters: String = "") throws
-        -> (events: [GraphEvent], audio: GatedAudio, runner: RunningGraph)
+        -> (events: [GraphEvent], audio: GatedAudio, runner: InlineGraph)
     {
         let text = """
             node src = file.input { path: "\(file)", block: \(block) }
@@ -237,8 +237,12 @@ enum VADHarness {
             v.events -> ev
             v.out -> au
             """
-        let runner = try RunningGraph(plan: plan(text), registry: registry)
-        try runner.run()
+        // The inline executor: this thread, the sample clock, the same events every time.
+        let runner = try InlineGraph(plan: plan(text), registry: registry)
+        let report = try runner.run()
+        guard report.leftUnconsumed.isEmpty else {
+            throw SpeechGraphError("left unconsumed: \(report.leftUnconsumed.joined(separator: "; "))")
+        }
         let events = (runner.node(named: "ev") as! EventCollector).events
         return (events, runner.node(named: "au") as! GatedAudio, runner)
     }

@@ -44,7 +44,8 @@ final class GraphEngine {
     /// Called with each event no node takes (`RunningGraph.Options.unrouted`).
     var unrouted: (@Sendable (String, GraphEvent) -> Void)?
 
-    init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources) throws {
+    /// `inline`: every node runs on the thread that runs the engine, a node placed on a worker too (`InlineGraph`).
+    init(plan: GraphPlan, registry: NodeRegistry, resources: GraphResources, inline: Bool = false) throws {
         self.plan = plan
         var backlogs: [WorkerBacklog] = []
         for (index, node) in plan.nodes.enumerated() {
@@ -82,7 +83,7 @@ final class GraphEngine {
             ![.graphThread, .worker].contains(plan.nodes[$0].placement)
         }
         prepareOrder = plan.nodes.indices.filter { !realtime.contains($0) } + realtime
-        for i in plan.nodes.indices where plan.nodes[i].placement == .worker {
+        for i in plan.nodes.indices where plan.nodes[i].placement == .worker && !inline {
             let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
             nodes[i] = WorkerNode(
                 nodes[i], maxQueuedFrames: 2 * format.sampleRate, format: format, wake: resources.wake,

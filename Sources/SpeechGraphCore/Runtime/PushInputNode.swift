@@ -236,7 +236,7 @@ public final class PushInputNode: SourceNode {
         make: { try PushInputNode($0) })
 
     public let pusher: AudioPusher
-    private let name: String
+    let name: String
     private let block: Int
     private let scratch: UnsafeMutableBufferPointer<Float>
     /// Stream time in frames: audio emitted plus audio lost.
