@@ -94,11 +94,13 @@ test: deps lint $(VENV)/ok
 	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/debug
 	SWIFT=$(SWIFT) bash scripts/test.sh
 
-## test-fast: the tests that need no PocketSphinx model, no JACK server and no corpus (the core: language,
-## planner, runtime, rings; the language-model spec and estimator; the VAD detector; the web sink), in seconds after the build.
+## test-fast: the fast tier (the tests tagged .fast: no PocketSphinx model, no JACK server, no corpus; the core:
+## language, planner, placement, both executors, rings; the language-model spec and estimator; the VAD detector; the web
+## sink and its hub; the final-result composer), in seconds after the build.
 test-fast: deps lint
 	$(SWIFT) build --build-tests
-	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build --filter "SpeechGraphCoreTests|SpeechGraphLMTests|DetectorTests|WebSinkTests"
+	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build \
+		--filter "$$(python3 scripts/tests-by-tag.py .build/debug/speechgraphPackageTests.xctest fast)"
 
 ## test-tsan: the ring, wake-signal, compute-gate and worker-wake tests, and two real recognizer graphs running at
 ## once, under ThreadSanitizer. ignore_interceptors_accesses=0 makes TSan check the ring's memmove copies too (by default it skips accesses inside memmove).

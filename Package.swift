@@ -106,7 +106,7 @@ let package = Package(
             name: "SpeechGraphExampleDictation", dependencies: ["SpeechGraph"], path: "Examples/Dictation"),
 
         .testTarget(
-            name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore"],
+            name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore", "SpeechGraphTestSupport"],
             resources: [.copy("Golden")]),
         // Counts allocations on one thread (the JACK process thread); linked into the test binary only.
         .target(name: "CMallocCounter", path: "Tests/CMallocCounter"),
@@ -115,7 +115,7 @@ let package = Package(
             dependencies: [
                 "SpeechGraphNodes", "SpeechGraphJACK", "SpeechGraphPlugins", "SpeechGraphTestSupport", "CMallocCounter",
             ]),
-        .testTarget(name: "SpeechGraphLMTests", dependencies: ["SpeechGraphLM"]),
+        .testTarget(name: "SpeechGraphLMTests", dependencies: ["SpeechGraphLM", "SpeechGraphTestSupport"]),
         .testTarget(
             name: "SpeechGraphVADTests",
             dependencies: ["SpeechGraphNodes", "SpeechGraphTestSupport", "CMallocCounter"]),

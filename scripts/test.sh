@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # make test's run of the built tests: every test once, in three test processes side by side.
 #
-# Two processes run, from the start, the tests that spend their time waiting rather than computing:
-# - the JACK suite: serialized (libjack in one process talks to one server at a time; the suite sets the
+# Two processes run, from the start, the tests that spend their time waiting rather than computing (each tier chosen by
+# the tests' tags, scripts/tests-by-tag.py):
+# - the jack tier: serialized (libjack in one process talks to one server at a time; the suite sets the
 #   process's JACK_DEFAULT_SERVER for its in-process clients, which is why no other test shares its process), and
 #   most of its minute and a half is real-time audio;
-# - the tests listed in `waiting` below, which play audio in real time or wait for a timeout (web captions in a
+# - the realtime tier, which plays audio in real time or waits for a timeout (web captions in a
 #   browser, a signal after 25 s of audio, a closed pipe, plugins that hang, a satellite that streams silence).
 # Why: a test process runs as many tests at once as there are cores, so in one process with the rest, a test that
 # waits holds a core's turn, and a long one left to the end runs alone. Beside the rest, their waiting overlaps
 # the CPU-bound tests. (The rest is not run at a lower priority: `nice swift test` starts the test process at
 # priority 0 whatever its own.)
-# The main process skips what the other two run, by the same patterns, so a renamed test still runs once, there.
+# The main process skips what the other two run (the fast and model tiers are left), by the same expressions, so every
+# test runs once.
 # Exit status: non-zero when any process fails. Ctrl-C or SIGTERM stops the three test processes at once (each in
 # a session of its own) and what they started (a browser, a speechgraph run: in the same session).
 set -uo pipefail
@@ -19,11 +21,9 @@ cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
 bundle=.build/debug/speechgraphPackageTests.xctest
 [ -x "$bundle" ] || { echo "scripts/test.sh: $bundle not found: swift build --build-tests first" >&2; exit 1; }
-jack='SpeechGraphJACKTests\.'
-waiting='WebCaptionsTests/'
-waiting+='|OutputFaultTests/(signalAfter25Seconds|closedPipeOnStandardOutput|fullDiskSaidWhenItHappens)\('
-waiting+='|PluginTests/(crashesAndHangs|slowProcess)\('
-waiting+='|WyomingTests/noSpeechAndEndlessSpeech\('
+# The tiers, by the tests' tags (Tests/SpeechGraphTestSupport/Tiers.swift), as the bundle lists them.
+jack=$(python3 scripts/tests-by-tag.py "$bundle" jack) || exit 1
+waiting=$(python3 scripts/tests-by-tag.py "$bundle" realtime) || exit 1
 jack_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-jack.XXXXXX")
 waiting_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-waiting.XXXXXX")
 # setsid: each in a session and process group of its own (in a script, a background job is not a group leader, so
@@ -66,9 +66,9 @@ wait "$waiting_pid"
 waiting_status=$?
 wait  # the main run's output, still being copied
 trap - INT TERM
-echo "── the JACK tests (SpeechGraphJACKTests), run in a process of their own beside the others:"
+echo "── the jack tier (a private JACK server), run in a process of its own beside the others:"
 cat "$jack_log"
-echo "── the tests that wait on the clock, run in a process of their own beside the others:"
+echo "── the realtime tier (tests that wait on the clock), run in a process of its own beside the others:"
 cat "$waiting_log"
 rm -f "$jack_log" "$waiting_log"
 if [ "$main" -ne 0 ] || [ "$jack_status" -ne 0 ] || [ "$waiting_status" -ne 0 ]; then

@@ -1,9 +1,10 @@
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
 
 /// The writing end of push.input, without a graph: what goes into its ring.
-@Suite struct AudioPusherTests {
+@Suite(.tags(.fast)) struct AudioPusherTests {
     /// Everything in the ring, in order.
     func drain(_ pusher: AudioPusher) -> [Float] {
         var out = [Float](repeating: 0, count: pusher.ring.endpoint.availableToRead)

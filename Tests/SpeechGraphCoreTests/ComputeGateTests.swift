@@ -1,9 +1,10 @@
 import Foundation
 import SpeechGraphCore
+import SpeechGraphTestSupport
 import Synchronization
 import Testing
 
-@Suite struct ComputeGateTests {
+@Suite(.tags(.fast)) struct ComputeGateTests {
     /// Extra slots for work inside a `run` body are taken only when free and nobody waits, never waited for;
     /// while they are taken, other work waits; given back, it runs.
     @Test func freeSlotsAreTakenWithoutWaitingAndGivenBack() {

@@ -1,9 +1,10 @@
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
 
 /// The event format (docs/events.md) lives in the core: every module writes events through `JSONLines`.
-@Suite struct EventFormatTests {
+@Suite(.tags(.fast)) struct EventFormatTests {
     @Test("noSpeech and warning are typed events; a node type's event of those kinds becomes the typed one")
     func typedKinds() {
         let warning = GraphEvent(CustomEvent(kind: .warning, node: "p", time: 2.5, fields: ["reason": .string("odd")]))

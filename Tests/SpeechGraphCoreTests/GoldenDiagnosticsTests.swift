@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
@@ -10,7 +11,7 @@ import Testing
 /// To regenerate: `UPDATE_GOLDEN=1 swift test --filter GoldenDiagnosticsTests` writes the actual output
 /// into the source folder instead of comparing (then rebuild so the bundle gets the new files, and read
 /// every changed `.expected` before committing it).
-@Suite("Golden diagnostics")
+@Suite("Golden diagnostics", .tags(.fast))
 struct GoldenDiagnosticsTests {
     /// Where the bundled copies are (what the tests read).
     static let bundleFolder: URL? = Bundle.module.url(forResource: "Golden", withExtension: nil)

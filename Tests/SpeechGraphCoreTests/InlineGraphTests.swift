@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphTestSupport
 import Synchronization
 import Testing
 
@@ -22,7 +23,7 @@ final class FrameCounter: GraphNode {
 }
 
 /// The inline executor (`InlineGraph`): a plan run to its end on the test's thread, deterministically.
-@Suite struct InlineGraphTests {
+@Suite(.tags(.fast)) struct InlineGraphTests {
     /// The fakes, a recognizer in the worker domain, push.input and the frame counter.
     static func registry(log: CallLog) throws -> NodeRegistry {
         var registry = Fake.registry(log: log)

@@ -1,3 +1,4 @@
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
@@ -37,7 +38,7 @@ private func edges(_ spec: GraphSpec) -> [String] {
     spec.edges.map { "\($0.from) -> \($0.to)" }
 }
 
-@Suite("Lexer")
+@Suite("Lexer", .tags(.fast))
 struct LexerTests {
     @Test("tokens carry their line and column")
     func locations() {
@@ -158,7 +159,7 @@ struct LexerTests {
     }
 }
 
-@Suite("Parser")
+@Suite("Parser", .tags(.fast))
 struct ParserTests {
     @Test("nodes, types with dots, parameters and their locations")
     func nodes() throws {
@@ -487,7 +488,7 @@ struct ParserTests {
     }
 }
 
-@Suite("--set overrides")
+@Suite("--set overrides", .tags(.fast))
 struct OverrideParseTests {
     @Test(
         "node.param=value, the value read as in a graph file",
@@ -525,7 +526,7 @@ struct OverrideParseTests {
     }
 }
 
-@Suite("List values")
+@Suite("List values", .tags(.fast))
 struct ListValueTests {
     @Test("a list of strings and words, over lines, becomes items a string parameter takes as a|b")
     func lists() throws {

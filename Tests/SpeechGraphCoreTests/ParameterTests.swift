@@ -1,3 +1,4 @@
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
@@ -23,7 +24,7 @@ private let path = ParameterDescriptor.path("path", doc: "")
 private let choice = ParameterDescriptor.choice(
     "mode", ["normal", "aggressive", "very-aggressive"], default: "normal", doc: "")
 
-@Suite("ParameterDescriptor.check")
+@Suite("ParameterDescriptor.check", .tags(.fast))
 struct ParameterCheckTests {
     @Test(
         "quantities are converted to the canonical unit",
@@ -219,7 +220,7 @@ struct ParameterCheckTests {
     }
 }
 
-@Suite("Parameters in the planner")
+@Suite("Parameters in the planner", .tags(.fast))
 struct PlannerParameterTests {
     @Test("defaults are filled into NodeConfig; written values replace them, in canonical units")
     func defaults() throws {

@@ -1,10 +1,11 @@
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
 
 /// The placement pass (`GraphPlanner.place`): where each node runs, decided once from the descriptors' threading
 /// domains and the graph's shape. One test a rule.
-@Suite("GraphPlanner: placement")
+@Suite("GraphPlanner: placement", .tags(.fast))
 struct PlacementTests {
     /// The fakes and four more: a live source on the audio server (as jack.input), a real-time safe processor (as a
     /// plugin that says so), a worker recognizer (as `recognizer`), a live source off the audio server (push.input).

@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
@@ -41,7 +42,7 @@ private func requiringType(_ name: String, _ requirement: AudioRequirement) -> N
         make: { _ in EventCollector() })
 }
 
-@Suite("GraphPlanner: validation")
+@Suite("GraphPlanner: validation", .tags(.fast))
 struct PlannerValidationTests {
     @Test("unnamed ports: one pair, audio first, else the first event input that takes the output's kinds")
     func defaultPorts() throws {
@@ -463,7 +464,7 @@ struct PlannerValidationTests {
     }
 }
 
-@Suite("GraphPlanner: negotiation")
+@Suite("GraphPlanner: negotiation", .tags(.fast))
 struct PlannerNegotiationTests {
     static let stereo48k = """
         node mic = fake.source { path: "a.wav", rate: 48 kHz, channels: 2 }
@@ -657,7 +658,7 @@ struct PlannerNegotiationTests {
     }
 }
 
-@Suite("NodeRegistry")
+@Suite("NodeRegistry", .tags(.fast))
 struct RegistryTests {
     @Test("a type registered twice is an error")
     func twice() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphTestSupport
 import Synchronization
 import Testing
 
@@ -58,7 +59,7 @@ private let chain = """
     vad.events -> out
     """
 
-@Suite("RunningGraph")
+@Suite("RunningGraph", .tags(.fast))
 struct RunnerTests {
     @Test("events reach the sink in the order they were emitted, finish results included")
     func eventOrder() throws {
@@ -367,7 +368,7 @@ private final class MixedEventsNode: GraphNode {
     }
 }
 
-@Suite("RunningGraph: event kinds")
+@Suite("RunningGraph: event kinds", .tags(.fast))
 struct EventKindDeliveryTests {
     @Test("an input gets only the kinds it accepts; an input that accepts any kind gets all")
     func inputsGetTheirKinds() throws {

@@ -1,7 +1,8 @@
 import SpeechGraphCore
+import SpeechGraphTestSupport
 import Testing
 
-@Suite struct SampleGuardTests {
+@Suite(.tags(.fast)) struct SampleGuardTests {
     @Test func nonFiniteSamplesAreConcealedCountedAndWarnedOnce() {
         var guard_ = SampleGuard()
         var samples: [Float] = [0.5, .nan, 0.25, .infinity, -.infinity, 1e30, -1e30, 0.1]

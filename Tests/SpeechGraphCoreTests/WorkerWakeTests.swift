@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphCore
@@ -50,7 +51,7 @@ final class StepperNode: GraphNode {
     }
 }
 
-@Suite struct WorkerWakeTests {
+@Suite(.tags(.fast)) struct WorkerWakeTests {
     /// Pushes `frames` frames (sample n is n modulo 4096) in chunks of 1 to 600 frames from another thread (a
     /// millisecond apart when `paced`), waiting for room, into `push.input -> test.stepper { step } -> collect`
     /// (160-frame blocks); the collected results' texts, and how often the stepper's worker thread woke.

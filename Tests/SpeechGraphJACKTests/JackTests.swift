@@ -10,7 +10,7 @@ import Testing
 
 /// Every test that talks to JACK, one at a time (libjack in one process talks to one server at a time),
 /// each against a private dummy server of its own.
-@Suite(.serialized) final class JackTests {
+@Suite(.serialized, .tags(.jack)) final class JackTests {
     let server = JackServer()
     let dir = TemporaryDirectory()
     let sentence = "please call my mother at seven in the evening"
@@ -1116,7 +1116,7 @@ extension Process {
 }
 
 /// Port patterns as JACK matches them (POSIX extended regular expressions, as jack_get_ports compiles them).
-@Suite struct JackPatternTests {
+@Suite(.tags(.fast)) struct JackPatternTests {
     func matches(_ glob: String, _ name: String) -> Bool {
         var re = regex_t()
         guard regcomp(&re, JackSession.regex(forGlob: glob), REG_EXTENDED | REG_NOSUB) == 0 else { return false }

@@ -1,11 +1,12 @@
 import Foundation
 import SpeechGraphCore
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphLM
 
 /// The language-model spec, template expansion, pronunciations and the n-gram estimator: no model, no audio.
-@Suite struct LMSpecTests {
+@Suite(.tags(.fast)) struct LMSpecTests {
     static let chess = """
         locale "en-US"
         phrase "Play the Albin counter gambit" { count: 10 }
@@ -183,7 +184,7 @@ import Testing
     }
 }
 
-@Suite struct JSGFCheckTests {
+@Suite(.tags(.fast)) struct JSGFCheckTests {
     func errors(_ rules: String) -> [String] {
         do {
             try JSGFCheck.check("#JSGF V1.0;\ngrammar g;\n" + rules, file: "g.jsgf")
@@ -296,7 +297,7 @@ import Testing
 
 /// `import`, as PocketSphinx's JSGF reader does it: the file found in the first grammar's directory, the rule public
 /// in a grammar of the imported name, known by its short name where imported and by its full name anywhere.
-@Suite struct JSGFImportTests {
+@Suite(.tags(.fast)) struct JSGFImportTests {
     let root: String
 
     init() throws {
@@ -369,7 +370,7 @@ import Testing
     }
 }
 
-@Suite struct NGramModelTests {
+@Suite(.tags(.fast)) struct NGramModelTests {
     /// Every history the model stores (and the empty one): the probabilities of all words after it sum to 1.
     static func checkSums(_ model: NGramModel) {
         var histories: [[String]] = [[]]

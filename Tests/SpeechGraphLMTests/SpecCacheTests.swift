@@ -1,11 +1,12 @@
 import Foundation
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphLM
 
 /// The cache of models built from specs on first use keeps the recent ones and removes the rest, and
 /// half-built ones left by a process that died.
-@Suite struct SpecCacheTests {
+@Suite(.tags(.fast)) struct SpecCacheTests {
     /// A fresh directory of its own under the system's temporary directory.
     func makeRoot() throws -> String {
         let root = NSTemporaryDirectory() + "speechgraph-spec-cache-\(getpid())-\(UUID().uuidString)"

@@ -28,7 +28,7 @@ final class AudioRecorder: GraphNode {
     }
 }
 
-@Suite(.serialized) struct AudioNodeTests {
+@Suite(.serialized, .tags(.model)) struct AudioNodeTests {
     let dir = TemporaryDirectory()
 
     /// Plans and runs `text` with the recorder available; returns what it recorded.
@@ -196,7 +196,7 @@ final class StereoSource: SourceNode {
 }
 
 /// WAV streams as `speechgraph transcribe -` reads them.
-@Suite struct WAVStreamTests {
+@Suite(.tags(.model)) struct WAVStreamTests {
     /// Telephony audio (`arecord -f MU_LAW`, `sox -e u-law`): every one of the 256 codes decodes as sox decodes it.
     @Test("G.711 u-law and A-law WAV streams decode every code as sox does", arguments: ["u-law", "a-law"])
     func g711(encoding: String) throws {

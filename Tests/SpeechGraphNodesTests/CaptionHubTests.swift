@@ -1,13 +1,14 @@
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import SpeechGraphTestSupport
 import Synchronization
 import Testing
 
 @testable import SpeechGraphWeb
 
 /// The caption hub and its viewers, on an embedded channel (no socket).
-@Suite struct CaptionHubTests {
+@Suite(.tags(.fast)) struct CaptionHubTests {
     /// The graph thread publishes to every viewer; a viewer's lock is taken by its event loop too (writing). The
     /// hub's lock is never held while a viewer's is taken, so a viewer busy writing holds up neither the other
     /// viewers nor a new one connecting.

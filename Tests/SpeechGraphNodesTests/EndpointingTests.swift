@@ -6,7 +6,7 @@ import Testing
 extension Decoding {
     /// The vad node cuts a stream into utterances; the recognizer gives volatile results while each lasts
     /// and one final result when it ends.
-    @Suite struct EndpointingTests {
+    @Suite(.tags(.model)) struct EndpointingTests {
         let dir = TemporaryDirectory()
 
         /// 1 s of silence, sentence, 1.5 s of silence, sentence, 1 s of silence.

@@ -1,10 +1,11 @@
 import SpeechGraphCore
+import SpeechGraphTestSupport
 import Testing
 
 @testable import SpeechGraphSphinx
 
 /// The final-result composer, with readings made up on the spot (no decoder, no model).
-@Suite struct FinalResultComposerTests {
+@Suite(.tags(.fast)) struct FinalResultComposerTests {
     static func word(_ text: String, _ start: Double, _ end: Double, _ confidence: Double = 0.5) -> Word {
         Word(text: text, range: TimeRange(start: start, end: end), confidence: confidence)
     }

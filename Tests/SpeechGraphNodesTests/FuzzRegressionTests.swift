@@ -9,7 +9,7 @@ import Testing
 
 /// Every input `make fuzz` kept (Tests/Fuzz/: inputs that reached new code, and any that crashed once) goes
 /// through the same paths as in the fuzzer, here without its sanitizers: a trap fails the whole test run.
-@Suite struct FuzzRegressionTests {
+@Suite(.tags(.model)) struct FuzzRegressionTests {
     static func inputs(_ target: String) throws -> [URL] {
         let dir = TestPaths.packageRoot.appendingPathComponent("Tests/Fuzz/\(target)")
         return try FileManager.default.contentsOfDirectory(at: dir, includingPropertiesForKeys: nil)

@@ -8,11 +8,11 @@ import Testing
 /// The tests that decode with the real model. Each graph has decoders of its own, so their results do not
 /// depend on the order, and they run side by side with the rest of the suite (run one at a time, they were the
 /// last tests of `make test` to finish, with one core idle).
-@Suite enum Decoding {}
+@Suite(.tags(.model)) enum Decoding {}
 
 /// The real PocketSphinx with Debian's en-us model, on speech synthesised by the test.
 extension Decoding {
-    @Suite struct RecognizerTests {
+    @Suite(.tags(.model)) struct RecognizerTests {
         let dir = TemporaryDirectory()
 
         @Test(arguments: ["streaming", "utterance", "streaming, lookahead: 1000 ms, second-pass: true"])

@@ -6,7 +6,7 @@ import Testing
 
 /// RunningGraph with the real recognizer: no state shared between graphs, several graphs at once,
 /// audio pushed from outside, events read as an AsyncSequence.
-@Suite struct RunningGraphTests {
+@Suite(.tags(.model)) struct RunningGraphTests {
     let dir = TemporaryDirectory()
 
     /// A recognizer graph over `path` (mode and extra parameters as given) into a collector.

@@ -5,7 +5,7 @@ import SpeechGraphNodes
 import SpeechGraphTestSupport
 import Testing
 
-@Suite struct SinkTests {
+@Suite(.tags(.model)) struct SinkTests {
     let result = Transcription(
         utterance: 2, isFinal: true, range: TimeRange(start: 1.25, end: 3.5), text: "say \"hi\"\n",
         words: [
@@ -204,7 +204,7 @@ import Testing
 }
 
 /// The C libraries the later node families build on link and answer.
-@Suite struct SystemLibraryTests {
+@Suite(.tags(.model)) struct SystemLibraryTests {
     @Test func fftwTransformsADCSignal() {
         let n = 8
         let input = fftwf_alloc_real(n)!
@@ -228,7 +228,7 @@ import Testing
 }
 
 extension Decoding {
-    @Suite struct JSONLinesFileTests {
+    @Suite(.tags(.model)) struct JSONLinesFileTests {
         @Test func jsonlSinkWritesAFileOneEventPerLine() throws {
             let dir = TemporaryDirectory()
             let wav = dir.path("call.wav")
@@ -258,7 +258,7 @@ extension Decoding {
 }
 
 /// Subtitle cues from final results (the srt and vtt sinks).
-@Suite struct CueTests {
+@Suite(.tags(.fast)) struct CueTests {
     @Test("cues: at most 2 lines of 42 characters and 7 s, cut at the pause first, in order")
     func cuesKeepTheLimits() throws {
         // 40 words of 0.3 s, a 0.6 s pause after the 12th, and a 9-letter word in the middle.

@@ -5,7 +5,7 @@ import Testing
 @testable import SpeechGraphSphinx
 
 /// sphinxbase's log, captured to say why a model load failed.
-@Suite struct SphinxLogTests {
+@Suite(.tags(.fast)) struct SphinxLogTests {
     /// The descriptors open on unlinked temporary files (tmpfile(3): /tmp/#INODE (deleted)), which only the log
     /// capture opens in this process.
     static func temporaryFiles() -> Int {

@@ -3,7 +3,7 @@ import SpeechGraphNodes
 import SpeechGraphTestSupport
 import Testing
 
-@Suite struct TapTests {
+@Suite(.tags(.model)) struct TapTests {
     let dir = TemporaryDirectory()
 
     /// A 0.5-amplitude sine: peak -6.02 dBFS, RMS -9.03 dBFS, ten events a second at the default interval.

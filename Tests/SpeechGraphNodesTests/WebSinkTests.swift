@@ -277,7 +277,7 @@ func findHeadEnd(_ b: [UInt8]) -> Int? {
     return nil
 }
 
-@Suite("web sink")
+@Suite("web sink", .tags(.fast))
 struct WebSinkTests {
     static let registry: NodeRegistry = {
         var r = BuiltinNodes.registry()

@@ -4,7 +4,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// `speechgraph vad`: output formats, exit codes, and the scores on the shared long-form corpus.
-@Suite struct CommandTests {
+@Suite(.tags(.model)) struct CommandTests {
     @Test func printsRegionsAsTSV() throws {
         let (_, path) = try NodeTests.speechFile()
         let r = try Run.speechgraph(["vad", path])

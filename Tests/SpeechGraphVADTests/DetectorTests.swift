@@ -5,7 +5,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// The detector on its own (no graph), on signals whose answer is known.
-@Suite struct DetectorTests {
+@Suite(.tags(.fast)) struct DetectorTests {
     static func text(_ regions: [(start: Double, end: Double)]) -> String {
         regions.map { String(format: "%.3f-%.3f", $0.start, $0.end) }.joined(separator: " ")
     }

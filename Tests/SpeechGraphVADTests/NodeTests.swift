@@ -6,7 +6,7 @@ import Testing
 nonisolated(unsafe) private var sharedFixtureFolder: String?
 
 /// The `vad` node in a graph: events, gated audio, parameters.
-@Suite struct NodeTests {
+@Suite(.tags(.model)) struct NodeTests {
     /// Two sentences with a pause, in white noise at 10 dB: the file every graph test reads. Made once and
     /// kept for the whole run (a static keeps its folder alive).
     static let made: Result<(fixture: SpeechFixture, path: String), any Error> = Result {

@@ -5,7 +5,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// The speechgraph binary as a user runs it: exit codes, messages, where output goes.
-@Suite struct CLITests {
+@Suite(.tags(.model)) struct CLITests {
     let dir = TemporaryDirectory()
 
     /// No crash, no Swift backtrace, no ArgumentParser usage dump for a runtime failure.
@@ -934,7 +934,7 @@ enum RealSetTranscription {
 /// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
 /// shared scorer wer.py, against Debian's pocketsphinx_batch run in the same test on the same files with the
 /// same model and search width (so the bound follows the peer, not a figure written down once).
-@Suite struct CorpusTests {
+@Suite(.tags(.model)) struct CorpusTests {
     @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
     func realSpeechWordErrorRate() async throws {
         let shared = try TestPaths.requireShared()
@@ -988,7 +988,7 @@ enum RealSetTranscription {
 /// figures, so each limit allows one word more than the peer's. speechgraph measured 23.85% and 65.69%
 /// (docs/endpointing.md). long_pink15db (56.07% against 61.5%) is the same check in another noise at twice the
 /// CPU of long_clean: `make bench` scores it (transcribe_long_pink15db_wer), the tests do not.
-@Suite struct LongFormTests {
+@Suite(.tags(.model)) struct LongFormTests {
     @Test(
         .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
         arguments: [("long_clean", 29.3), ("long_white15db", 66.9)])

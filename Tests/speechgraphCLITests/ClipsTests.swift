@@ -4,7 +4,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// The clips sink: each utterance's audio and its result, for building data sets.
-@Suite struct ClipsTests {
+@Suite(.tags(.model)) struct ClipsTests {
     let dir = TemporaryDirectory()
 
     @Test("two utterances give two WAV files that sox reads, each with its result beside it")

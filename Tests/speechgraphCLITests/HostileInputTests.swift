@@ -3,7 +3,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// Input that other programs made, broken or hostile (issue 11): never a trap, never a skewed result.
-@Suite struct HostileInputTests {
+@Suite(.tags(.model)) struct HostileInputTests {
     let dir = TemporaryDirectory()
 
     /// Two sentences with a second of silence between them, as a 32-bit float WAV, and the same file with a

@@ -7,7 +7,7 @@ import Testing
 /// development set (scripts/make-chess-set.sh: moves and openings from graphs/chess.lmspec, and general
 /// sentences, synthesised by flite and espeak-ng), with the real PocketSphinx and its en-us model.
 // Not serialized: each test has its own directory and model cache, and the long ones run side by side.
-@Suite struct LanguageModelTests {
+@Suite(.tags(.model)) struct LanguageModelTests {
     let dir = TemporaryDirectory()
 
     var chessSpec: String { TestPaths.packageRoot.appendingPathComponent("graphs/chess.lmspec").path }

@@ -4,7 +4,7 @@ import Testing
 
 /// Output that goes away: a full disk, a closed pipe. Every write error is reported once, the other sinks
 /// finish, and the exit status is 1 (issue 11).
-@Suite struct OutputFaultTests {
+@Suite(.tags(.model)) struct OutputFaultTests {
     let dir = TemporaryDirectory()
 
     /// Three sentences with 1.5 s of silence between them: three utterances for a vad.
@@ -176,7 +176,9 @@ import Testing
         #expect(r.stdout == ok.stdout)
     }
 
-    @Test("live: an srt sink that cannot write says so while the graph runs, which goes on; SIGTERM then, exit 1")
+    @Test(
+        "live: an srt sink that cannot write says so while the graph runs, which goes on; SIGTERM then, exit 1",
+        .tags(.realtime))
     func fullDiskSaidWhenItHappens() throws {
         let wav = try sentences()
         let path = dir.path("live.graph")
@@ -215,7 +217,7 @@ import Testing
         #expect(try finalTexts(dir.path("live.jsonl")).first?.contains("mother") == true)
     }
 
-    @Test("run … | head -n 1: the reader goes away, the file sink still gets every result, exit 1")
+    @Test("run … | head -n 1: the reader goes away, the file sink still gets every result, exit 1", .tags(.realtime))
     func closedPipeOnStandardOutput() throws {
         let wav = try sentences()
         let (_, expected) = try referenceRun(wav)
@@ -236,7 +238,7 @@ import Testing
 
     @Test(
         "SIGTERM after 25 s of long_clean in real time: exit 0, every final made so far in the file, whole lines",
-        .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
+        .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"), .tags(.realtime))
     func signalAfter25Seconds() throws {
         let shared = try TestPaths.requireShared()
         let long = shared.appendingPathComponent("corpus/long/long_clean.wav").path

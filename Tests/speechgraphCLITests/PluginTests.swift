@@ -5,7 +5,7 @@ import Testing
 
 /// Plugins as a user meets them: built out of tree against the installed header, found on the search path,
 /// validated in a child process and cached, refused with a message, checked by `plugin check`.
-@Suite struct PluginTests {
+@Suite(.tags(.model)) struct PluginTests {
     let dir = TemporaryDirectory()
     static let fixture = TestPaths.packageRoot.appendingPathComponent("Tests/PluginFixtures/fixture.c").path
     static let built = TestPaths.binary.deletingLastPathComponent()
@@ -339,7 +339,9 @@ import Testing
                 + "two of its parameters are named 'gain'")
     }
 
-    @Test("a plugin that crashes while loading, in its entry point or in a node's constructor, or hangs, is skipped")
+    @Test(
+        "a plugin that crashes while loading, in its entry point or in a node's constructor, or hangs, is skipped",
+        .tags(.realtime))
     func crashesAndHangs() throws {
         try expectRefused(["CRASH_IN_CONSTRUCTOR"], "crashed while loading (Segmentation fault)")
         try expectRefused(["CRASH_IN_ENTRY"], "crashed while loading (Segmentation fault)")
@@ -509,7 +511,9 @@ import Testing
         }
     }
 
-    @Test("plugin check: a process that sleeps 20 ms a call fails as too slow within seconds, not at the timeout")
+    @Test(
+        "plugin check: a process that sleeps 20 ms a call fails as too slow within seconds, not at the timeout",
+        .tags(.realtime))
     func slowProcess() throws {
         let plugin = try compile(Self.fixture, "slow.so", defines: ["SLOW_PROCESS"], into: dir.path("slow"))
         let check = try speechgraph(["plugin", "check", plugin])

@@ -4,7 +4,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// The runtime seam as the CLI shows it: standard input through push.input, resource checks at plan time.
-@Suite struct RuntimeCLITests {
+@Suite(.tags(.model)) struct RuntimeCLITests {
     let dir = TemporaryDirectory()
 
     func speech() throws -> String {

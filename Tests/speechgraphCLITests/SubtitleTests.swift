@@ -41,7 +41,7 @@ enum LongCleanDecoding {
 
 /// Subtitles and word times on the long-form corpus, checked by real parsers (PyPI's srt and webvtt-py, in
 /// the .venv that `make test` makes).
-@Suite struct SubtitleTests {
+@Suite(.tags(.model)) struct SubtitleTests {
     let dir = TemporaryDirectory()
 
     static var python: String {

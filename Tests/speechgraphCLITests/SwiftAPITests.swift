@@ -4,7 +4,7 @@ import SpeechGraphTestSupport
 import Testing
 
 /// The Swift API of docs/api.md, as an app uses it.
-@Suite struct SwiftAPITests {
+@Suite(.tags(.model)) struct SwiftAPITests {
     let dir = TemporaryDirectory()
 
     /// `text` synthesised into `file`, read whole into one buffer, as an app reads a file with AVFAudio.
@@ -281,7 +281,7 @@ import Testing
 /// docs/api.md's programs, as Examples/ holds them: executable targets that depend on the SpeechGraph library
 /// alone, built with the package (`swift build --build-tests`), run on a synthesised file. (Building them as a
 /// separate package compiled the whole package and SwiftNIO a second time: over two minutes of CPU per run.)
-@Suite struct APIExampleTests {
+@Suite(.tags(.model)) struct APIExampleTests {
     let dir = TemporaryDirectory()
 
     /// The code block after `heading` (or after the end of the previous block) in docs/api.md.

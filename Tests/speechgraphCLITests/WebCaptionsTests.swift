@@ -5,7 +5,7 @@ import Testing
 /// The captions page end to end: the first 51 s of long_clean.wav (11 utterances, 96 words) played in real time
 /// into a recognizer, a `web` node and a `jsonl` sink; the page in Debian's headless chromium through Selenium
 /// (Tests/Peers/captions_browser.py), which reloads it after the sixth final result.
-@Suite("web captions in a real browser")
+@Suite("web captions in a real browser", .tags(.realtime))
 struct WebCaptionsTests {
     @Test("volatile text within 1 s of the first result, a reload recovers, the final text is the jsonl sink's")
     func captionsInChromium() async throws {

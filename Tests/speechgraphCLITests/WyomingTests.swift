@@ -157,7 +157,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
 }
 
 /// Not serialized: each test starts servers of its own (on free ports), so they run beside any other test.
-@Suite struct WyomingTests {
+@Suite(.tags(.model)) struct WyomingTests {
     let dir = TemporaryDirectory()
 
     @Test("describe gets info: the model, its attribution, streaming, server-side endpointing")
@@ -304,7 +304,9 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(sent < total - 2, "transcript after \(sent) s of \(total) s")
     }
 
-    @Test("a satellite that streams on: nobody speaks in 8 s, an empty transcript; endless speech is answered too")
+    @Test(
+        "a satellite that streams on: nobody speaks in 8 s, an empty transcript; endless speech is answered too",
+        .tags(.realtime))
     func noSpeechAndEndlessSpeech() throws {
         // The default graph, and the same with utterances of at most 4 s, offered as 'short'.
         let short = dir.path("short.graph")
@@ -562,7 +564,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
 
 /// Two servers behind Debian's haproxy in TCP mode, as docs/wyoming.md shows.
 /// The server's log of clients' errors is bounded: a flood costs a line saying so, then a count.
-@Suite struct ClientErrorLogTests {
+@Suite(.tags(.model)) struct ClientErrorLogTests {
     @Test("at most 20 lines in 10 s, then one line that says the next are counted")
     func boundedLog() {
         let lines = Mutex<[String]>([])
@@ -575,7 +577,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
     }
 }
 
-@Suite(.serialized) struct WyomingLoadBalancerTests {
+@Suite(.serialized, .tags(.model)) struct WyomingLoadBalancerTests {
     let dir = TemporaryDirectory()
 
     /// A free loopback port (bound, then let go).

@@ -1,4 +1,5 @@
 @_spi(Testing) import SpeechGraphCore
+import SpeechGraphTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -198,7 +199,7 @@ private struct SPSCRingEndpointChecker<E: BitwiseCopyable> {
     }
 }
 
-@Suite struct SPSCRingLayoutTests {
+@Suite(.tags(.fast)) struct SPSCRingLayoutTests {
     @Test func everyLayoutWithIntElements() {
         var log = FailureLog()
         var scenarios = 0

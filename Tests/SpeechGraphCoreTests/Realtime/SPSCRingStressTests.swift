@@ -1,4 +1,5 @@
 import SpeechGraphCore
+import SpeechGraphTestSupport
 import Synchronization
 import Testing
 
@@ -62,7 +63,7 @@ private let stallLimit = 30.0
 /// so it stays silent even for a ring that publishes `head` with `.relaxed`. With the option, it
 /// reports exactly that mutation (and a `.relaxed` `tail`) as races in `copyOut`/`copyIn`, and
 /// nothing on the real ring.
-@Suite struct SPSCRingStressTests {
+@Suite(.tags(.fast)) struct SPSCRingStressTests {
     /// Writer: `writeSome` in random chunk sizes, retrying the rest when the ring is full. Reader:
     /// `read` and `readExactly` in other random chunk sizes, sleeping on the `WakeSignal` when the ring
     /// is empty. Every number must arrive exactly once, in order.

@@ -1,4 +1,5 @@
 import SpeechGraphCore
+import SpeechGraphTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Testing
 #endif
 
 /// Behaviour checks, not benchmarks: the time bounds are loose on purpose.
-@Suite struct WakeSignalTests {
+@Suite(.tags(.fast)) struct WakeSignalTests {
     @Test func postThenWaitReturnsAtOnce() {
         let signal = WakeSignal()
         signal.endpoint.post()
