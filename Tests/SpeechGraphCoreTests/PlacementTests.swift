@@ -11,26 +11,19 @@ struct PlacementTests {
     /// plugin that says so), a worker recognizer (as `recognizer`), a live source off the audio server (push.input).
     static func registry() throws -> NodeRegistry {
         var registry = Fake.registry()
-        try registry.register(
-            NodeType(
-                NodeDescriptor(
-                    typeName: "fake.port", summary: "", category: .input,
-                    ports: [.audioOutput("out", format: .parameters(rate: "rate", channels: "channels"), doc: "")],
-                    parameters: [
-                        .quantity("rate", default: 16, .kilohertz, range: 8...192, doc: ""),
-                        .integer("channels", default: 1, range: 1...8, doc: ""),
-                    ], threading: .realtime, isLive: true),
-                make: { _ in EventCollector() }))
-        try registry.register(
-            NodeType(
-                NodeDescriptor(
-                    typeName: "fake.pushed", summary: "", category: .input,
-                    ports: [.audioOutput("out", format: .parameters(rate: "rate", channels: "channels"), doc: "")],
-                    parameters: [
-                        .quantity("rate", default: 16, .kilohertz, range: 8...192, doc: ""),
-                        .integer("channels", default: 1, range: 1...8, doc: ""),
-                    ], isLive: true),
-                make: { _ in EventCollector() }))
+        // Two live sources, alike but for their domain: on the audio server, and off it.
+        for (name, threading) in [("fake.port", ThreadingDomain.realtime), ("fake.pushed", .any)] {
+            try registry.register(
+                NodeType(
+                    NodeDescriptor(
+                        typeName: name, summary: "", category: .input,
+                        ports: [.audioOutput("out", format: .parameters(rate: "rate", channels: "channels"), doc: "")],
+                        parameters: [
+                            .quantity("rate", default: 16, .kilohertz, range: 8...192, doc: ""),
+                            .integer("channels", default: 1, range: 1...8, doc: ""),
+                        ], threading: threading, isLive: true),
+                    make: { _ in EventCollector() }))
+        }
         try registry.register(
             NodeType(
                 NodeDescriptor(
