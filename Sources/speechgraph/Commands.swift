@@ -157,7 +157,7 @@ extension SpeechgraphCommand {
                 "Exit status 0 when the graph is valid, 2 when it has errors (1 when --plan cannot read an input).")
 
         @Argument(help: "The graph file.") var graph: String
-        @Flag(help: "Also plan the graph (reads input file headers) and print nodes, formats and inserted converters.")
+        @Flag(help: "Also plan the graph (reads input headers); print nodes, where each runs, formats, converters.")
         var plan = false
         @Option(
             name: .customLong("set"),
