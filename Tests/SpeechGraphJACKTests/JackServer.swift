@@ -35,8 +35,12 @@ final class JackServer: @unchecked Sendable {
             "--pdeathsig", "KILL", "jackd", "-n", name, "--no-realtime", "-d", "dummy",
             "-r", "\(rate)", "-p", "\(period)",
         ]
+        // jackd's own words, for when it does not start (its banner aside).
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).log").path
+        FileManager.default.createFile(atPath: log, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: log) }
         p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        p.standardError = FileHandle(forWritingAtPath: log) ?? FileHandle.nullDevice
         try p.run()
         process = p
         // Ready when it answers; a deadline only bounds a jackd that hangs.
@@ -44,7 +48,13 @@ final class JackServer: @unchecked Sendable {
         while Date() < deadline {
             if try Run.process("/usr/bin/jack_lsp", ["-s", name], timeout: 30).status == 0 { return }
             guard p.isRunning else {
-                throw Failure(description: "jackd exited at once (status \(p.terminationStatus))")
+                let said = contents(log).split(separator: "\n").filter {
+                    !$0.hasPrefix("Copyright") && !$0.hasPrefix("jackdmp ") && !$0.contains("WARRANTY")
+                        && !$0.contains("free software") && !$0.contains("certain conditions")
+                }
+                throw Failure(
+                    description: "jackd exited at once (status \(p.terminationStatus)): "
+                        + said.joined(separator: "; "))
             }
             usleep(20_000)
         }
