@@ -26,23 +26,29 @@ jack=$(python3 scripts/tests-by-tag.py "$bundle" jack) || exit 1
 waiting=$(python3 scripts/tests-by-tag.py "$bundle" realtime) || exit 1
 jack_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-jack.XXXXXX")
 waiting_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-waiting.XXXXXX")
-# setsid: each in a session and process group of its own (in a script, a background job is not a group leader, so
-# setsid runs it in place: its PID is its session's and its group's).
 # The jack tier runs in a mount namespace of its own, on a new, empty /dev/shm (a tmpfs), when it may (as root, as
-# make test runs). JACK keeps there, per user and shared by every server on the machine, its server registry, its
-# shared memory and its metadata database. The registry holds 8 servers and gives a dead server's entry back only to
-# a server of the same name: each jackd killed (a test process stopped, a crash) leaves its entry for good, and after
-# a few such runs no JACK server can start for this user until a reboot ("Too many servers already active"), the
-# user's own included. A jackd that exits also removes the metadata database, under any client opening it
-# (libdb's bus error in jack_client_open). In its own namespace, all of that goes with the tier's processes: the
-# machine's JACK and the tests never meet. Elsewhere (not root) the tier shares the machine's /dev/shm.
+# make test runs, or in a user namespace where the kernel allows one). JACK keeps there, per user and shared by every
+# server on the machine, its server registry, its shared memory and its metadata database. The registry holds 8
+# servers and gives a dead server's entry back only to a server of the same name: each jackd killed (a test process
+# stopped, a crash) leaves its entry for good, and after a few such runs no JACK server can start for this user
+# until a reboot ("Too many servers already active"), the user's own included. A jackd that exits also removes the
+# metadata database, under any client opening it (libdb's bus error in jack_client_open; a database left half made by
+# a process killed then makes every client crash so). In its own namespace, all of that goes with the tier's
+# processes: the machine's JACK and the tests never meet. When no namespace can be made, the tier shares the
+# machine's /dev/shm, and says so.
 private_shm=()
 mount_shm='mount -t tmpfs -o mode=1777 speechgraph-tests /dev/shm'
-if unshare --mount --propagation private sh -c "$mount_shm" 2>/dev/null; then
-  private_shm=(unshare --mount --propagation private sh -c "$mount_shm"' && exec "$@"' jack-tier)
-else
-  echo "scripts/test.sh: the jack tier shares this machine's /dev/shm (a private one needs root)" >&2
-fi
+for namespace in "unshare --mount" "unshare --user --map-root-user --mount"; do
+  if $namespace --propagation private sh -c "$mount_shm" 2>/dev/null; then
+    read -r -a private_shm <<<"$namespace --propagation private"
+    private_shm+=(sh -c "$mount_shm"' && exec "$@"' jack-tier)
+    break
+  fi
+done
+[ ${#private_shm[@]} -gt 0 ] ||
+  echo "scripts/test.sh: the jack tier shares this machine's /dev/shm (no mount namespace could be made)" >&2
+# setsid: each in a session and process group of its own (in a script, a background job is not a group leader, so
+# setsid runs it in place: its PID is its session's and its group's).
 setsid "${private_shm[@]}" "$bundle" --testing-library swift-testing --filter "$jack" >"$jack_log" 2>&1 &
 jack_pid=$!
 setsid "$bundle" --testing-library swift-testing --filter "$waiting" >"$waiting_log" 2>&1 &
