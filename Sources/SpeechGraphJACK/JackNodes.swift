@@ -8,36 +8,22 @@ enum JackSettings {
     /// 'buffer' says, so that a period always fits.
     static let largestPeriod = 8192
 
-    /// The client name: `--name`, else "speechgraph".
-    static func clientName(_ resources: GraphResources) -> String { resources.settings["jack.name"] ?? "speechgraph" }
     /// The server: JACK_DEFAULT_SERVER, as libjack itself reads it.
     static var server: String? { ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] }
 
-    /// The graph's JACK client: one per running graph, owned by its resources, made by its first jack.* node
-    /// (or by planning the graph to run).
-    static func session(_ resources: GraphResources) -> JackSession {
-        resources.shared(JackSession.self) {
-            JackSession(
-                name: clientName(resources), server: server,
-                measureCallback: resources.settings["jack.measure"] != nil, inputWake: resources.wake)
-        }
-    }
+    /// What the jack.* nodes of a graph require: its JACK client, and the options that client is made with.
+    static let requires = [JackClientOptions.key, JackSession.key]
 
     /// The rate to plan a jack.* node at: planning to run, the server's, asked through the graph's own
     /// session (its client opens here, once); only checking, nothing is opened and 48 kHz is assumed.
     static func planningRate(_ context: inout PlanContext) throws -> Int {
-        if let resources = context.resources { return try session(resources).openClient() }
+        if let resources = context.resources { return try resources.required(JackSession.self).openClient() }
         context.notes.append(
             "the JACK server is not asked for its rate when the graph is only checked: "
                 + "\(assumedRate / 1000) kHz assumed (a run plans at the server's own rate)")
         return assumedRate
     }
     static let assumedRate = 48000
-
-    /// `run --exit-on-server-loss`: a lost server stops the graph (exit status 1) instead of being waited for.
-    static func exitsOnServerLoss(_ resources: GraphResources) -> Bool {
-        resources.settings["jack.exitOnServerLoss"] != nil
-    }
 
     /// The `port` parameter as JACK would take it: ports are registered as PORT_1 ... PORT_`ports`, each short
     /// name at most 255 bytes (JACK cuts longer ones, and cut names can collide).
@@ -82,7 +68,7 @@ final class JackInputRealtimeHost: RealtimeProcessorHost {
 
 /// The JACK process callback copies each period into one ring per port; this node, on the graph thread,
 /// waits for the rings, reads them and emits interleaved blocks timed on the server's sample clock.
-public final class JackInputNode: SourceNode {
+public final class JackInputNode: SourceNode, RealtimeProcessorHosting {
     public static let descriptor = NodeDescriptor(
         typeName: "jack.input",
         summary: "Live audio from JACK input ports (or PipeWire's JACK interface).",
@@ -122,7 +108,7 @@ public final class JackInputNode: SourceNode {
                     + "export), a period waits for room instead."),
             .integer("block", default: 1024, range: 16...65536, doc: "Largest block handed to the graph, in frames."),
         ],
-        threading: .realtime, isLive: true)
+        threading: .realtime, isLive: true, requires: JackSettings.requires)
 
     public static let type = NodeType(
         descriptor,
@@ -154,14 +140,16 @@ public final class JackInputNode: SourceNode {
     private let exitOnServerLoss: Bool
     /// This node's place among the session's subscribers (its changes and gaps).
     private let subscriber: Int
+    /// Runs the real-time safe plugin node the plan places in this node's process callback (right after it).
+    public let realtimeHost: any RealtimeProcessorHost
 
     init(_ context: NodeContext) throws {
         let c = context.config
         name = c.name
         format = context.outputFormats["out"]!
         block = c.integer(of: "block")
-        exitOnServerLoss = JackSettings.exitsOnServerLoss(context.resources)
-        session = JackSettings.session(context.resources)
+        exitOnServerLoss = context.resources.required(JackClientOptions.self).exitOnServerLoss
+        session = context.resources.required(JackSession.self)
         resources = context.resources
         try session.expect(rate: format.sampleRate)
         let frames = Int(c.number(of: "buffer") * Double(format.sampleRate))
@@ -183,8 +171,7 @@ public final class JackInputNode: SourceNode {
         self.rings = rings
         subscriber = session.subscribe(group: c.name)
         // A real-time safe plugin node right after this one may run in the process callback.
-        context.resources.registerRealtimeHost(
-            JackInputRealtimeHost(session: session, group: c.name, channels: format.channelCount), for: c.name)
+        realtimeHost = JackInputRealtimeHost(session: session, group: c.name, channels: format.channelCount)
         scratch = .allocate(capacity: block)
         scratch.initialize(repeating: 0, count: block)
         interleaved = .allocate(capacity: block * format.channelCount)
@@ -360,7 +347,7 @@ public final class JackOutputNode: GraphNode {
                 "buffer", default: 2000, .milliseconds, range: 50...60_000,
                 doc: "Most audio queued (at least two periods of 8192 frames)."),
         ],
-        threading: .realtime)
+        threading: .realtime, requires: JackSettings.requires)
 
     public static let type = NodeType(
         descriptor,
@@ -382,9 +369,9 @@ public final class JackOutputNode: GraphNode {
     init(_ context: NodeContext) throws {
         let c = context.config
         guard let input = context.inputFormats["in"] else { throw SpeechGraphError("jack.output has no input") }
-        exitOnServerLoss = JackSettings.exitsOnServerLoss(context.resources)
+        exitOnServerLoss = context.resources.required(JackClientOptions.self).exitOnServerLoss
         channels = input.channelCount
-        session = JackSettings.session(context.resources)
+        session = context.resources.required(JackSession.self)
         try session.expect(rate: input.sampleRate)
         let frames = Int(c.number(of: "buffer") * Double(input.sampleRate))
         let prebuffer = Int(c.number(of: "prebuffer") * Double(input.sampleRate))
@@ -468,5 +455,35 @@ public final class JackOutputNode: GraphNode {
         guard unplayedFrames > 0, session.sampleRate > 0, !session.hasInputs else { return [] }
         let seconds = Double(unplayedFrames) / Double(session.sampleRate)
         return ["\(String(format: "%.2f", seconds)) s of audio were not played: the JACK server was not running"]
+    }
+}
+
+/// How a graph's JACK client is made: `speechgraph run --name`, `--stats`, `--exit-on-server-loss` (or an app's own
+/// choice). A graph whose caller provides none has the defaults.
+public final class JackClientOptions: GraphResource {
+    /// The client name asked for ("speechgraph"); JACK makes it unique if it is taken.
+    public let name: String
+    /// Measure the process callback (`run --stats`: its time, its allocations).
+    public let measureCallback: Bool
+    /// A lost server stops the graph (exit status 1) instead of being waited for.
+    public let exitOnServerLoss: Bool
+
+    public init(name: String = "speechgraph", measureCallback: Bool = false, exitOnServerLoss: Bool = false) {
+        self.name = name
+        self.measureCallback = measureCallback
+        self.exitOnServerLoss = exitOnServerLoss
+    }
+
+    public static func make(for resources: GraphResources) -> JackClientOptions? { JackClientOptions() }
+}
+
+/// The graph's JACK client: one per running graph, made by the planner for its first jack.* node (its client opens
+/// when the graph is planned to run, to ask the server's rate).
+extension JackSession: GraphResource {
+    public static func make(for resources: GraphResources) throws -> Self? {
+        let options = try resources.prepare(JackClientOptions.self) ?? JackClientOptions()
+        return Self(
+            name: options.name, server: JackSettings.server, measureCallback: options.measureCallback,
+            inputWake: resources.wake)
     }
 }

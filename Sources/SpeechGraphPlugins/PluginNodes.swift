@@ -303,8 +303,7 @@ public final class PluginAudioNode: PluginNodeBase, GraphNode {
         // Where it runs is the plan's (GraphPlanner.place): in the process callback of the jack.input feeding it
         // alone, when it is real-time safe; on the graph thread otherwise.
         if case .inCallback(let hostNode) = context.placement {
-            guard realtimeSafe, let process = cls.pointee.process,
-                let host = context.resources.realtimeHost(for: hostNode)
+            guard realtimeSafe, let process = cls.pointee.process, let host = context.realtimeHost
             else {
                 close()
                 throw SpeechGraphError("was placed in \(hostNode)'s process callback, which cannot run it")

@@ -26,7 +26,8 @@ public final class JSONLinesSink: GraphNode {
                 doc: "When the audio runs on a clock (jack.input, push.input fed as the audio is captured, a file "
                     + "played in real time), add \"latency\": seconds from the end of the audio an event describes "
                     + "to the moment it was written."),
-        ])
+        ],
+        requires: TextOutput.requires)
 
     public static let type = NodeType(descriptor, make: { try JSONLinesSink($0) })
 
@@ -89,7 +90,8 @@ public final class ConsoleSink: GraphNode {
                 doc: "On a terminal, colour the words of final results whose confidence is below this: red below "
                     + "half of it, yellow above (the confidence is the probability that the word is right, "
                     + "docs/events.md). 0: no colours. Not a terminal, or NO_COLOR set: plain text."),
-        ])
+        ],
+        requires: TextOutput.requires)
 
     public static let type = NodeType(
         descriptor,
@@ -97,8 +99,8 @@ public final class ConsoleSink: GraphNode {
             ConsoleSink(
                 $0.config,
                 out: .standardOutput(
-                    statusLine: $0.resources.existing(StatusLine.self),
-                    shared: $0.resources.shared(StandardOutput.self) { StandardOutput() }))
+                    statusLine: $0.resources.optional(StatusLine.self),
+                    shared: $0.resources.required(StandardOutput.self)))
         })
 
     private let out: TextOutput

@@ -158,7 +158,8 @@ public final class SubtitleSink: GraphNode {
                 .path(
                     "path", default: "-", writes: true,
                     doc: "File to write (its folders are made if need be); \"-\" is standard output.")
-            ])
+            ],
+            requires: TextOutput.requires)
     }
 
     public static let srt = NodeType(descriptor(.srt), make: { try SubtitleSink($0, format: .srt) })
@@ -280,7 +281,8 @@ public final class TextSink: GraphNode {
             .path(
                 "path", default: "-", writes: true,
                 doc: "File to write (its folders are made if need be); \"-\" is standard output.")
-        ])
+        ],
+        requires: TextOutput.requires)
 
     public static let type = NodeType(descriptor, make: { try TextSink($0) })
 

@@ -31,11 +31,15 @@ public final class TextOutput {
     /// the program's standard output state.
     public static func forSink(_ context: NodeContext) throws -> TextOutput {
         try TextOutput(
-            path: context.config.string(of: "path"), statusLine: context.resources.existing(StatusLine.self),
-            shared: context.resources.shared(StandardOutput.self) { StandardOutput() })
+            path: context.config.string(of: "path"), statusLine: context.resources.optional(StatusLine.self),
+            shared: context.resources.required(StandardOutput.self))
     }
 
     /// Standard output. `shared`: the program's state of it (which failure every writer to it sees).
+    /// What a sink that writes through one requires: standard output as the program shares it, and the terminal's
+    /// status line when there is one.
+    static let requires = [StandardOutput.key, StatusLine.key]
+
     public static func standardOutput(statusLine: StatusLine? = nil, shared: StandardOutput? = nil) -> TextOutput {
         TextOutput(fd: 1, path: "-", statusLine: statusLine, shared: shared ?? StandardOutput())
     }
@@ -147,10 +151,12 @@ public final class TextOutput {
 /// full disk), the others stop writing there too, and the program can stop work whose only output it was.
 /// The program makes one and hands it to its graphs in their resources (`GraphResources(providing:)`),
 /// where the sinks find it; a graph without one makes its own.
-public final class StandardOutput: Sendable {
+public final class StandardOutput: GraphResource {
     private let failed = Mutex<String?>(nil)
 
     public init() {}
+
+    public static func make(for resources: GraphResources) -> StandardOutput? { StandardOutput() }
 
     /// What the first failed write to standard output said, or `nil`.
     public var failure: String? { failed.withLock { $0 } }
@@ -164,11 +170,14 @@ public final class StandardOutput: Sendable {
 /// writes results to standard output clears it first, so the two never share a line: the program makes
 /// one and hands it to its graphs in their resources (`GraphResources(providing: [statusLine])`), where the
 /// sinks find it.
-public final class StatusLine: Sendable {
+public final class StatusLine: GraphResource {
     private let shown = Mutex<Bool>(false)
     private let enabled = isatty(2) == 1
 
     public init() {}
+
+    /// Only a program with a terminal has one.
+    public static func make(for resources: GraphResources) -> StatusLine? { nil }
 
     public func show(_ text: String) {
         guard enabled else { return }

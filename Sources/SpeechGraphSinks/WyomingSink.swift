@@ -18,7 +18,10 @@ public enum WyomingReply: Sendable, Equatable {
 /// Where a graph's `wyoming` sink sends its replies: `speechgraph serve --wyoming` hands one to the graph of
 /// each transcription (in its ``GraphResources``). `send` is called on the graph's thread, in order, and must
 /// not block.
-public final class WyomingOutlet: Sendable {
+public final class WyomingOutlet: GraphResource {
+    /// Only `serve --wyoming` has one, for each transcription.
+    public static func make(for resources: GraphResources) -> WyomingOutlet? { nil }
+
     let send: @Sendable (WyomingReply) -> Void
     /// Called once, when the final transcript went out at the end of speech (before the input ended): the rest
     /// of the audio is not needed.
@@ -69,7 +72,8 @@ public final class WyomingSink: GraphNode {
                 "chunks", default: true,
                 doc: "Stream the transcript as it is recognized: transcript-start and transcript-chunk events "
                     + "before the transcript, transcript-stop after it."),
-        ])
+        ],
+        requires: [WyomingOutlet.key])
 
     public static let type = NodeType(descriptor, make: { try WyomingSink($0) })
 
@@ -88,7 +92,7 @@ public final class WyomingSink: GraphNode {
     private var done = false
 
     init(_ context: NodeContext) throws {
-        guard let outlet = context.resources.existing(WyomingOutlet.self) else {
+        guard let outlet = context.resources.optional(WyomingOutlet.self) else {
             throw SpeechGraphError(
                 "the wyoming sink answers a Wyoming client: run this graph with 'speechgraph serve --wyoming' "
                     + "(docs/wyoming.md)")

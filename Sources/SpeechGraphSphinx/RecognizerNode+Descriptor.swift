@@ -28,7 +28,7 @@ extension RecognizerNode {
                     + "mode), then one final transcription per utterance."),
         ],
         parameters: RecognizerNode.modelParameters + RecognizerNode.decodingParameters,
-        threading: .worker,
+        threading: .worker, requires: [ModelReloads.key, SphinxDecoderPool.key, ComputeGate.key],
         eventKinds: [
             EventKindDescriptor(
                 "modelChanged",

@@ -135,7 +135,7 @@ public final class RecognizerNode: GraphNode {
         wholeUtterances = models.wholeUtterances
         finalPass = models.finalPass
         // Reload requests for this graph (SIGHUP on `speechgraph run`, `RunningGraph.reloadModels`).
-        let reloads = context.resources.shared(ModelReloads.self) { ModelReloads() }
+        let reloads = context.resources.required(ModelReloads.self)
         // A reload request loads the new models at once, on the requesting thread; the node switches between
         // utterances.
         let (name, slot, control) = (c.name, slot, controlConnected)
@@ -174,8 +174,8 @@ public final class RecognizerNode: GraphNode {
             wholeUtterances || volatile <= 0 || results == .finalOnly
             ? 0 : max(1, Int64((volatile * Double(rate)).rounded()))
         // The graph's own pool (or one its maker handed it on purpose): never another graph's decoders.
-        pool = context.resources.shared(SphinxDecoderPool.self) { SphinxDecoderPool() }
-        gate = context.resources.shared(ComputeGate.self) { ComputeGate() }
+        pool = context.resources.required(SphinxDecoderPool.self)
+        gate = context.resources.required(ComputeGate.self)
         backlog = context.backlog
         pcm = .allocate(capacity: max(context.maxBlockFrames, 1))
         pcm.initialize(repeating: 0)

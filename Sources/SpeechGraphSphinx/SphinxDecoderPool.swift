@@ -9,7 +9,9 @@ import Synchronization
 /// hands one pool to the graph of every file, so the model is loaded once for many files. A decoder
 /// handed out again is reset first, so what one graph heard never changes what the next computes.
 /// Thread-safe.
-public final class SphinxDecoderPool: Sendable {
+public final class SphinxDecoderPool: GraphResource {
+    public static func make(for resources: GraphResources) -> SphinxDecoderPool? { SphinxDecoderPool() }
+
     /// Decoders are kept apart by use, so a whole-utterance decoder never inherits a live mean.
     private struct Key: Hashable {
         var model: SphinxModel

@@ -55,7 +55,8 @@ public final class WebSink: GraphNode {
                     + "and a viewer still over it is disconnected."),
             .integer("max-viewers", default: 100, range: 1...10_000, doc: "Viewers connected at once."),
             .boolean("volatile", default: true, doc: "Send volatile (not yet final) results too."),
-        ])
+        ],
+        requires: [StatusLine.key])
 
     public static let type = NodeType(descriptor, validate: { try validate($0) }, make: { try WebSink($0) })
 
@@ -82,7 +83,7 @@ public final class WebSink: GraphNode {
             replay: config.integer(of: "replay"), queue: config.integer(of: "queue"),
             volatile: config.bool(of: "volatile"),
             page: WebPage(title: config.string(of: "title")))
-        statusLine = context.resources.existing(StatusLine.self)
+        statusLine = context.resources.optional(StatusLine.self)
     }
 
     /// What `check` finds wrong in the settings: the address, the token, a replay that does not fit the queue.

@@ -55,12 +55,10 @@ extension SpeechgraphCommand {
             // header read, a spec built) must not end it, as the default action would.
             let signals = SignalHandling(status: status, reloadOnHangup: true)
             let registry = plugins.registry()
-            var settings = ["jack.name": name]
-            if exitOnServerLoss { settings["jack.exitOnServerLoss"] = "1" }
-            if stats { settings["jack.measure"] = "1" }
             // The graph's resources exist before it is planned: a JACK graph's client (its session) opens while
             // planning, once, and tells the server's rate.
-            let resources = GraphResources(settings: settings, providing: [status])
+            let jack = JackClientOptions(name: name, measureCallback: stats, exitOnServerLoss: exitOnServerLoss)
+            let resources = GraphResources(providing: [status, jack])
             // A push.input is fed from standard input (a WAV or MP3 stream), at the stream's rate and channels (a graph
             // that does not parse is reported by loadPlan).
             var stdin: (reader: AudioStreamReader, node: String)?
@@ -111,7 +109,7 @@ extension SpeechgraphCommand {
                 defer {
                     if stats {
                         printError(
-                            resources.existing(JackSession.self)?.statisticsLine
+                            resources.optional(JackSession.self)?.statisticsLine
                                 ?? "speechgraph: --stats: no JACK figures: this graph has no jack.input or jack.output")
                     }
                 }

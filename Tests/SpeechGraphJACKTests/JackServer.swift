@@ -37,7 +37,7 @@ final class JackServer: @unchecked Sendable {
         ]
         // jackd's own words, for when it does not start (its banner aside).
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: log) }
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle(forWritingAtPath: log) ?? FileHandle.nullDevice

@@ -613,13 +613,13 @@ import Testing
             """, file: "alloc.graph", environment: [:])
         // Measured (as `run --stats` does): the callback counts its periods, which the watch below waits on; the
         // measuring adds two clock reads to the callback's work, which must not allocate either.
-        let resources = GraphResources(settings: ["jack.name": "speechgraph-alloc", "jack.measure": "1"])
+        let resources = GraphResources(providing: [JackClientOptions(name: "speechgraph-alloc", measureCallback: true)])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         let gate = try #require(runner.node(named: "g") as? PluginAudioNode)
         #expect(gate.isHostedInRealtime, "the gate runs in the process callback")
         runner.start()
-        let session = try #require(resources.existing(JackSession.self))
+        let session = try #require(resources.optional(JackSession.self))
         let ready = Date().addingTimeInterval(60)
         while session.processThread == nil && Date() < ready { usleep(10_000) }
         let thread = try #require(session.processThread)
@@ -693,7 +693,7 @@ import Testing
             a.events -> outA
             b.events -> outB
             """, file: "two.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": "sg-two-\(getpid())"])
+        let resources = GraphResources(providing: [JackClientOptions(name: "sg-two-\(getpid())")])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         DispatchQueue.global().asyncAfter(deadline: .now() + 3) { runner.stop() }
@@ -738,7 +738,7 @@ import Testing
             node speak = jack.output { port: "play" }
             player -> speak
             """, file: "out.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": client])
+        let resources = GraphResources(providing: [JackClientOptions(name: client)])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         runner.start()
@@ -753,7 +753,7 @@ import Testing
         try waitForPort(true)
         runner.stop()
         try runner.wait()
-        let session = try #require(resources.existing(JackSession.self))
+        let session = try #require(resources.optional(JackSession.self))
         #expect(session.retainedChanges == 0)
     }
 
@@ -857,7 +857,7 @@ import Testing
             mic -> under
             mic.events -> out
             """, file: "mic.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": client])
+        let resources = GraphResources(providing: [JackClientOptions(name: client)])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         return (runner, try #require(runner.node(named: "under") as? Node))
@@ -955,7 +955,7 @@ import Testing
             asr        -> out
             mic.events -> out
             """, file: "nan.graph", environment: [:])
-        let resources = GraphResources(settings: ["jack.name": client])
+        let resources = GraphResources(providing: [JackClientOptions(name: client)])
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         let results = runner.events(of: "asr")

@@ -513,13 +513,17 @@ public struct NodeDescriptor: Sendable {
     /// Its audio comes at the world's pace (a JACK port, audio pushed by an app): a graph with such a node is
     /// live, and its costly nodes run on worker threads (`GraphPlanner.place`).
     public var isLive: Bool
+    /// The resources its nodes share with the graph's other nodes (``GraphResource``): the planner makes the graph's
+    /// one of each before it plans or makes such a node, unless the graph's caller provided it.
+    public var requires: [GraphResourceKey]
 
     public init(
         typeName: String, summary: String, doc: String = "", category: Category, ports: [PortDescriptor],
         parameters: [ParameterDescriptor], threading: ThreadingDomain = .any, isLive: Bool = false,
-        eventKinds: [EventKindDescriptor] = [], origin: String? = nil
+        requires: [GraphResourceKey] = [], eventKinds: [EventKindDescriptor] = [], origin: String? = nil
     ) {
         self.isLive = isLive
+        self.requires = requires
         self.origin = origin
         self.threading = threading
         self.eventKinds = eventKinds

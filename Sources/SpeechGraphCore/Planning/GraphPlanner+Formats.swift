@@ -27,6 +27,14 @@ extension GraphPlanner {
                 inputs[descriptor.inputs[e.toPort].name] = format
                 maxIn = max(maxIn, from.maxOutputFrames)
             }
+            // The resources it shares with the others, made now for the graph about to run (its JACK client: asked
+            // for its rate below).
+            if let resources {
+                do { try resources.prepare(descriptor.requires) } catch let error as SpeechGraphError {
+                    throw SpeechGraphError(
+                        plan.nodes[i].config.about(error.message), location: plan.nodes[i].location)
+                }
+            }
             var context = PlanContext(config: plan.nodes[i].config, inputFormats: inputs, resources: resources)
             // Converters: does each audio input get what it accepts?
             var inserted = false

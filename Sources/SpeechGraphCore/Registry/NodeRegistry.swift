@@ -194,6 +194,8 @@ public struct NodeContext: Sendable {
     /// Where the node runs, as the plan says (`GraphPlanner.place`): a real-time safe processor placed
     /// `inCallback(of:)` hands its processor to that node's real-time host.
     public var placement: NodePlacement = .graphThread
+    /// Placed `inCallback(of:)`: the real-time host of that node's audio, if it is one (``RealtimeProcessorHosting``).
+    public var realtimeHost: (any RealtimeProcessorHost)?
 
     public init(
         config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],

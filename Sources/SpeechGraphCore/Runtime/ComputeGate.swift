@@ -15,7 +15,7 @@ import Synchronization
 /// A graph makes its own gate (one slot per core) unless its maker provides one in its ``GraphResources``:
 /// graphs that should share the machine fairly are handed the same gate. Worker threads only, never the
 /// real-time thread: it blocks.
-public final class ComputeGate: @unchecked Sendable {
+public final class ComputeGate: GraphResource, @unchecked Sendable {
     // @unchecked: every stored property below is read and written only with `condition` locked, except the
     // atomic `urgentWaiting`.
     private let condition = NSCondition()
@@ -42,6 +42,9 @@ public final class ComputeGate: @unchecked Sendable {
         self.slots = max(1, slots)
         free = self.slots
     }
+
+    /// A graph's own: one slot per core.
+    public static func make(for resources: GraphResources) -> ComputeGate? { ComputeGate() }
 
     /// How many pieces of work wait for a slot now.
     public var waitingCount: Int {

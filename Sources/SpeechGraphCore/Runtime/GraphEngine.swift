@@ -68,7 +68,15 @@ final class GraphEngine {
                     node: from.name, typeName: from.typeName, port: fromType.descriptor.outputs[edge.fromPort].name,
                     consumers: consumers.count)
             }
+            // Where it runs in the audio server's callback, the host is the node it runs behind, made before it.
+            if case .inCallback(let source) = node.placement,
+                let host = plan.nodes.firstIndex(where: { $0.name == source }).flatMap({ $0 < nodes.count ? $0 : nil })
+            {
+                context.realtimeHost = (nodes[host] as? RealtimeProcessorHosting)?.realtimeHost
+            }
             do {
+                // The resources it shares, when the plan was made without them (`check`'s plan, run later).
+                try resources.prepare(type.descriptor.requires)
                 nodes.append(try type.make(context))
             } catch let error as SpeechGraphError {
                 closeAll()

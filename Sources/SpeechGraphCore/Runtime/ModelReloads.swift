@@ -5,7 +5,9 @@ import Synchronization
 /// new parameters (`lm`, `weight`, `grammar`). Recognizers load the new models on the requesting thread while
 /// the audio goes on (`request` returns when they are loaded), and switch to them between utterances: nothing
 /// is lost, and the utterance in flight finishes with the models it began with. Thread-safe.
-public final class ModelReloads: Sendable {
+public final class ModelReloads: GraphResource {
+    public static func make(for resources: GraphResources) -> ModelReloads? { ModelReloads() }
+
     /// What one node made of a request.
     public struct Outcome: Sendable {
         public var node: String

@@ -32,22 +32,15 @@ public struct RealtimeProcessor: @unchecked Sendable {
 }
 
 /// An audio source that can run a ``RealtimeProcessor`` on the audio server's real-time thread over its
-/// output, before the audio reaches the graph (jack.input). It registers itself in its graph's resources
-/// under its node's name, when it is made.
+/// output, before the audio reaches the graph (jack.input's). The engine hands it to the node the plan places in
+/// that source's callback (`NodeContext.realtimeHost`).
 public protocol RealtimeProcessorHost: AnyObject, Sendable {
     /// Takes `processor` to run in the real-time thread; `false` when it cannot (it has started, it has one
     /// already, the channel counts differ). Called on the thread that makes the graph, before it starts.
     func host(_ processor: RealtimeProcessor) -> Bool
 }
 
-extension GraphResources {
-    /// Registers `host` as the real-time host of node `node`'s audio output.
-    public func registerRealtimeHost(_ host: any RealtimeProcessorHost, for node: String) {
-        realtimeHosts.withLock { $0[node] = host }
-    }
-
-    /// The real-time host of node `node`'s audio output, if it has one.
-    public func realtimeHost(for node: String) -> (any RealtimeProcessorHost)? {
-        realtimeHosts.withLock { $0[node] }
-    }
+/// A node whose audio output can have a real-time processor run over it: the node's own host.
+public protocol RealtimeProcessorHosting {
+    var realtimeHost: any RealtimeProcessorHost { get }
 }

@@ -166,7 +166,7 @@ public final class RunningGraph: @unchecked Sendable {
     /// Returns each reloading node's name, and why its models could not be loaded (`nil`: loaded).
     @discardableResult
     public func reloadModels(parameters: [String: [String: ParameterValue]] = [:]) -> [ModelReloads.Outcome] {
-        let outcomes = resources.shared(ModelReloads.self) { ModelReloads() }.request(parameters: parameters)
+        let outcomes = resources.optional(ModelReloads.self)?.request(parameters: parameters) ?? []
         resources.wake.post()
         return outcomes
     }
