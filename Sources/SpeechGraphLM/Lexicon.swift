@@ -33,6 +33,13 @@ public struct Lexicon: Sendable {
         entries[word] = list
     }
 
+    /// These words' entries alone.
+    public func only(_ words: Set<String>) -> Lexicon {
+        var out = Lexicon()
+        out.entries = entries.filter { words.contains($0.key) }
+        return out
+    }
+
     /// The dictionary file: one pronunciation a line, words sorted, alternates as `word(2)`.
     public var text: String {
         var out = ""

@@ -11,11 +11,17 @@ public struct DomainModel: Hashable, Sendable {
     public var dict: String?
     /// 1: the domain model alone. Below 1: interpolated, P = weight P_domain + (1 - weight) P_general.
     public var weight: Double
+    /// A model with no `dict`, decoded alone: the general dictionary's entries for its words only (in the cache).
+    /// The decoder reads the same pronunciations for the same words: the search can reach no other word. Loading
+    /// the model with the whole general dictionary instead maps every one of its 130,000 words onto the model, in
+    /// a table sized by the model's vocabulary: about 15 s for a model of a few words.
+    public var vocabularyDict: String?
 
-    public init(lm: String, dict: String?, weight: Double) {
+    public init(lm: String, dict: String?, weight: Double, vocabularyDict: String? = nil) {
         self.lm = lm
         self.dict = dict
         self.weight = weight
+        self.vocabularyDict = vocabularyDict
     }
 
     /// `lm:` as the recognizer takes it: a spec (`.lmspec`, built into the cache on first use, or only parsed
@@ -29,8 +35,8 @@ public struct DomainModel: Hashable, Sendable {
             throw SpeechGraphError("language model not found: \(path)", parameter: "lm")
         }
         if isDirectory.boolValue {
-            let model = try DomainModel(directory: path, weight: weight)
-            if build { notes?.lines += model.unpronounced(generalDictionary: generalDictionary) }
+            var model = try DomainModel(directory: path, weight: weight)
+            if build { notes?.lines += model.lookUpWords(in: generalDictionary) }
             return model
         }
         guard fm.isReadableFile(atPath: path) else {
@@ -48,20 +54,28 @@ public struct DomainModel: Hashable, Sendable {
         // A model file that `lm build` wrote: the pronunciations of its words are beside it.
         let folder = PathNames.folder(of: path)
         let words = (folder.isEmpty ? "." : folder) + "/words.dict"
-        let model = DomainModel(lm: path, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
-        if build { notes?.lines += model.unpronounced(generalDictionary: generalDictionary) }
+        var model = DomainModel(lm: path, dict: fm.fileExists(atPath: words) ? words : nil, weight: weight)
+        if build { notes?.lines += model.lookUpWords(in: generalDictionary) }
         return model
     }
 
-    /// A warning when a model with no words.dict beside it (an ARPA file from another toolkit, a built model's lm.bin
-    /// copied on its own) has words the dictionary lacks: PocketSphinx leaves them out of the search without a
-    /// word. None when the model cannot be read (loading it says why) or every word is there. A model with its
+    /// A model with no words.dict beside it (an ARPA file from another toolkit, a built model's lm.bin copied on its
+    /// own): its words looked up in the general dictionary. Decoded alone, it gets `vocabularyDict`. Returns a
+    /// warning when the dictionary lacks some of them: PocketSphinx leaves them out of the search without a word.
+    /// None when the model cannot be read (loading it says why) or every word is there. A model with its
     /// words.dict (what `lm build` writes, with every word) is not read twice for it.
-    func unpronounced(generalDictionary: String) -> [String] {
+    mutating func lookUpWords(in generalDictionary: String) -> [String] {
         guard dict == nil else { return [] }
         let vocabulary = SphinxLanguageModels.words(of: lm)
         let asked = Set(vocabulary.flatMap { [$0, $0.lowercased()] })
-        guard let known = try? Lexicon(dictionary: generalDictionary, words: asked).entries else { return [] }
+        guard let lexicon = try? Lexicon(dictionary: generalDictionary, words: asked) else { return [] }
+        let known = lexicon.entries
+        // (None of them there: an empty one, PocketSphinx's fillers alone, and nothing recognized, as with the general
+        // dictionary.)
+        if weight >= 1 {
+            vocabularyDict = SphinxLanguageModels.vocabularyDictionary(
+                lexicon.only(Set(vocabulary)), of: lm, general: generalDictionary)
+        }
         let missing = vocabulary.filter { known[$0] == nil }
         guard !missing.isEmpty else { return [] }
         let listed = missing.prefix(8).map { "'\($0)'" }.joined(separator: ", ") + (missing.count > 8 ? ", ..." : "")
@@ -133,6 +147,51 @@ public enum SphinxLanguageModels {
         }
     }
 
+    /// The file of `lexicon` (a model's words from `general`) in the cache ($XDG_CACHE_HOME, or ~/.cache,
+    /// /speechgraph/lm/HASH/words.dict), written there first when it is not yet; the hash covers the model file and
+    /// the dictionary as they are now. nil when it cannot be written (the decoder then reads the general one).
+    static func vocabularyDictionary(_ lexicon: Lexicon, of lm: String, general: String) -> String? {
+        let fm = FileManager.default
+        var key = "vocabulary 1\n"
+        for file in [lm, general] {
+            let attributes = try? fm.attributesOfItem(atPath: file)
+            key += "\(file)\n\((attributes?[.size] as? Int) ?? 0)\n"
+            key += "\(((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970) ?? 0)\n"
+        }
+        let cache = UserCache.directory() ?? (NSHomeDirectory() + "/.cache/speechgraph")
+        let directory = "\(cache)/lm/" + String(fnv1a(key), radix: 16)
+        let file = "\(directory)/words.dict"
+        if fm.fileExists(atPath: file) {
+            SpecCache.markUsed(directory)
+            return file
+        }
+        // Written beside, then renamed into place: a second process writing the same file does no harm.
+        let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            try fm.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+            try lexicon.text.write(toFile: "\(temporary)/words.dict", atomically: false, encoding: .utf8)
+            if rename(temporary, directory) != 0 {
+                try? fm.removeItem(atPath: temporary)
+                guard fm.fileExists(atPath: file) else { return nil }
+            }
+        } catch {
+            try? fm.removeItem(atPath: temporary)
+            return nil
+        }
+        SpecCache.prune("\(cache)/lm")
+        return file
+    }
+
+    /// FNV-1a, 64 bits: the cache's names.
+    static func fnv1a(_ key: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
     /// Writes an ARPA model in PocketSphinx's binary form (what `sphinx_lm_convert` does), which loads faster.
     public static func writeBinary(arpa: String, to binary: String) throws {
         SphinxLog.loading.lock()
@@ -166,13 +225,8 @@ public enum SphinxLanguageModels {
         let key =
             "builder 2\n\(dictionary)\n\((attributes?[.size] as? Int) ?? 0)\n"
             + "\(((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970) ?? 0)\n\(spec.source)"
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
-        }
         let cache = UserCache.directory() ?? (NSHomeDirectory() + "/.cache/speechgraph")
-        let directory = "\(cache)/lm/" + String(hash, radix: 16)
+        let directory = "\(cache)/lm/" + String(fnv1a(key), radix: 16)
         // Built and complete (every file is written before the directory is renamed into place).
         func complete(_ dir: String) -> Bool {
             ["lm.bin", "words.dict", "grammar.jsgf"].allSatisfy { fm.fileExists(atPath: "\(dir)/\($0)") }

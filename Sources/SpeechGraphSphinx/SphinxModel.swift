@@ -351,7 +351,7 @@ public struct SphinxModel: Hashable, Sendable {
             // the mixture up after loading, see `SphinxDecoder.interpolate`) and the general dictionary.
             if domain.weight >= 1 {
                 args += ["-lm", domain.lm]
-                if let words = domain.dict { args[args.firstIndex(of: "-dict")! + 1] = words }
+                if let words = domain.dict ?? domain.vocabularyDict { args[args.firstIndex(of: "-dict")! + 1] = words }
             }
         } else if let lm {
             args += ["-lm", lm]
