@@ -1,16 +1,6 @@
 import Foundation
 import SpeechGraphCore
 
-/// One decoder's reading of an utterance: its best text and words (timed from the utterance's start), its n-best
-/// list, its path score and whether its search reached no end (a grammar none of whose sentences fits).
-struct Reading: Sendable {
-    var text: String
-    var words: [Word]
-    var nbest: [(text: String, score: Double, words: [Word])]
-    var score: (score: Double, frames: Int) = (0, 0)
-    var reachedNoEnd = false
-}
-
 /// The final result of an utterance from what the decoders read in it: pure, with no decoder in it (the recognizer
 /// decodes, this decides). The choices:
 /// - among the phases (the utterance decoded with its frames shifted), the medoid reading;

@@ -8,12 +8,13 @@ extension RecognizerNode {
     /// Decodes `samples` whole with each decoder, the k-th from `skips[k]` samples on, on up to `threads`
     /// threads (this one alone when it is 1): thread t decodes phases t, t + threads, ...
     static func decodeAtOnce(
-        _ decoders: [SphinxDecoder], _ samples: UnsafeBufferPointer<Int16>, skips: [Int], newStream: Bool,
+        _ decoders: [any RecognitionEngine], _ samples: UnsafeBufferPointer<Int16>, skips: [Int], newStream: Bool,
         threads: Int? = nil
     ) throws {
         let shared = SharedSamples(samples: samples)
+        let engines = Engines(engines: decoders)
         @Sendable func decode(_ k: Int) throws {
-            let d = decoders[k]
+            let d = engines.engines[k]
             try d.startUtterance(newStream: newStream)
             try d.process(UnsafeBufferPointer(rebasing: shared.samples[skips[k]...]), wholeUtterance: true)
             try d.endUtterance()
@@ -40,8 +41,14 @@ extension RecognizerNode {
         let samples: UnsafeBufferPointer<Int16>
     }
 
+    /// The engines of the phases, each used by one thread.
+    struct Engines: @unchecked Sendable {
+        // Unchecked: while `decodeAtOnce` runs, thread t alone uses engines t, t + threads, ...
+        let engines: [any RecognitionEngine]
+    }
+
     /// Decodes the held utterance whole with `d`.
-    func decodeHeld(_ d: SphinxDecoder, newStream: Bool) throws {
+    func decodeHeld(_ d: any RecognitionEngine, newStream: Bool) throws {
         try held.withUnsafeBufferPointer { try Self.decodeAtOnce([d], $0, skips: [0], newStream: newStream) }
     }
 }

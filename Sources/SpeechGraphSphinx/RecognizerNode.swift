@@ -491,21 +491,19 @@ public final class RecognizerNode: GraphNode {
         batchArrival = state.batchArrival
     }
 
-    /// The rest of the utterance decoded, and its final result: the decoders read the utterance (the strategy this
-    /// node's mode and settings choose), `composer` decides what the result is.
+    /// The rest of the utterance decoded, and its final result: the engines read the utterance (the strategy this
+    /// node's mode and settings choose; whole utterances only through `RecognitionEngine`), `composer` decides
+    /// what the result is.
     func finalResult(_ streamed: SphinxDecoder) throws -> Transcription {
-        var decoder = streamed
+        var decoder: any RecognitionEngine = streamed
         if !wholeUtterances { try decodePending() }
         if finalPass, let whole = wholeDecoder {
-            try decoder.endUtterance()
+            try streamed.endUtterance()
             decoder = whole
         }
         let range = TimeRange(start: utteranceStart, end: utteranceEnd)
-        func reading(_ d: SphinxDecoder, from start: Double) -> Reading {
-            Reading(
-                text: d.hypothesis, words: includeWords ? d.words(frameOffset: start) : [],
-                nbest: d.nbest(alternativeCount, frameOffset: start), score: d.hypothesisScore,
-                reachedNoEnd: d.reachedNoEnd)
+        func reading(_ d: any RecognitionEngine, from start: Double) -> Reading {
+            d.reading(from: start, words: includeWords, alternatives: alternativeCount)
         }
         guard wholeUtterances || finalPass else {
             try decoder.endUtterance()
@@ -516,9 +514,9 @@ public final class RecognizerNode: GraphNode {
         // Each phase decodes the utterance with its frames shifted by a fraction of a frame.
         let newStream = streamBegins
         streamBegins = false
-        // Phase k on decoder k, all at once (each carries its own noise estimate from one utterance to the next, as
-        // one decoder does): the final result waits for one decoding, not for `phases` of them.
-        let decoders = [decoder] + phaseDecoders
+        // Phase k on engine k, all at once (each carries its own noise estimate from one utterance to the next, as
+        // one engine does): the final result waits for one decoding, not for `phases` of them.
+        let decoders = [decoder] + phaseDecoders.map { $0 as any RecognitionEngine }
         let skips = decoders.indices.map { min($0 * (sampleRate / 100) / decoders.count, held.count) }
         // As many at once as the gate has slots free (this one holds one): never more than the cores.
         let extra = gate.takeFreeSlots(upTo: decoders.count - 1)
@@ -531,17 +529,17 @@ public final class RecognizerNode: GraphNode {
         }
         var general: Reading?
         var domainScore: (score: Double, frames: Int)?
-        if let reference = referenceDecoder {
+        if let reference = referenceDecoder as (any RecognitionEngine)? {
             // The same audio through the general model, as the first phase heard it; its words only when the
             // mixture may choose its reading.
             try decodeHeld(reference, newStream: newStream)
             general =
                 models.mixtureWeight != nil
                 ? reading(reference, from: utteranceStart)
-                : Reading(text: reference.hypothesis, words: [], nbest: [], score: reference.hypothesisScore)
-            if let spec = rejectionDecoder {
+                : reference.reading(from: utteranceStart, words: false, alternatives: 0)
+            if let spec = rejectionDecoder as (any RecognitionEngine)? {
                 try decodeHeld(spec, newStream: newStream)
-                domainScore = spec.hypothesisScore
+                domainScore = spec.reading(from: utteranceStart, words: false, alternatives: 0).score
             }
         }
         held.removeAll(keepingCapacity: true)

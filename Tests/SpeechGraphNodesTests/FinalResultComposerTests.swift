@@ -92,3 +92,59 @@ import Testing
         #expect(result.words.last?.alternatives == ["brother"])
     }
 }
+
+/// The seam between the recognizer and an engine (`RecognitionEngine`), with an engine made up for the test: the
+/// whole-utterance strategy hands each phase's engine the utterance from its own shift, once, on up to as many
+/// threads as it is given, and reads what each engine read.
+@Suite(.tags(.fast)) struct RecognitionEngineSeamTests {
+    /// Reads the number of samples it was given, and the first one.
+    final class CountingEngine: RecognitionEngine, @unchecked Sendable {
+        var calls: [String] = []
+        var samples: [Int16] = []
+        func startUtterance(newStream: Bool) throws { calls.append("start \(newStream)") }
+        func process(_ samples: UnsafeBufferPointer<Int16>, wholeUtterance: Bool) throws {
+            calls.append("process \(samples.count) \(wholeUtterance)")
+            self.samples += samples
+        }
+        func endUtterance() throws { calls.append("end") }
+        func reading(from start: Double, words: Bool, alternatives: Int) -> Reading {
+            Reading(text: "\(samples.count) from \(samples.first ?? -1)", words: [], nbest: [], score: (-1, 10))
+        }
+    }
+
+    struct Refused: Error {}
+    final class FailingEngine: RecognitionEngine, @unchecked Sendable {
+        func startUtterance(newStream: Bool) throws {}
+        func process(_ samples: UnsafeBufferPointer<Int16>, wholeUtterance: Bool) throws { throw Refused() }
+        func endUtterance() throws {}
+        func reading(from start: Double, words: Bool, alternatives: Int) -> Reading {
+            Reading(text: "", words: [], nbest: [])
+        }
+    }
+
+    @Test("each phase's engine decodes the utterance whole from its shift, once, on one thread or several")
+    func phasesThroughTheSeam() throws {
+        let utterance = (0..<1000).map { Int16($0) }
+        for threads in [1, 2, 3] {
+            let engines = (0..<3).map { _ in CountingEngine() }
+            try utterance.withUnsafeBufferPointer {
+                try RecognizerNode.decodeAtOnce(engines, $0, skips: [0, 53, 106], newStream: true, threads: threads)
+            }
+            #expect(engines.map(\.calls) == [0, 53, 106].map { ["start true", "process \(1000 - $0) true", "end"] })
+            #expect(
+                engines.map { $0.reading(from: 0, words: false, alternatives: 0).text }
+                    == ["1000 from 0", "947 from 53", "894 from 106"])
+        }
+    }
+
+    @Test("an engine that fails fails the decoding, whichever thread ran it")
+    func aFailingEngineIsThrown() {
+        let utterance = [Int16](repeating: 1, count: 100)
+        #expect(throws: Refused.self) {
+            try utterance.withUnsafeBufferPointer {
+                try RecognizerNode.decodeAtOnce(
+                    [CountingEngine(), FailingEngine()], $0, skips: [0, 10], newStream: false, threads: 2)
+            }
+        }
+    }
+}
