@@ -5,6 +5,9 @@ SHELL := /bin/bash
 SWIFT ?= swift
 BUILD_FLAGS ?= -c release
 BIN = .build/release/speechgraph
+# The test builds (debug) write no index store: nothing reads it but an editor's own build, and a clean build takes a
+# seventh less time without it (255 s against 297 s on 2 cores). Every debug build passes it, or each would rebuild it all.
+DEBUG_FLAGS ?= --disable-index-store
 SHARED ?= ../shared
 
 # Debian packages the project builds, runs and tests with.
@@ -43,7 +46,7 @@ build: deps
 ## plugins: the example plugins (Plugins/) and libspeechgraph-rtsan.so, in CONFIG_DIR
 CONFIG_DIR ?= .build/release
 plugins:
-	@for p in $(PLUGINS); do $(SWIFT) build $(if $(filter .build/release,$(CONFIG_DIR)),-c release) --product $$p >&2 || exit 1; done
+	@for p in $(PLUGINS); do $(SWIFT) build $(if $(filter .build/release,$(CONFIG_DIR)),-c release,$(DEBUG_FLAGS)) --product $$p >&2 || exit 1; done
 	bash scripts/build-rtsan.sh $(CONFIG_DIR)/rtsan/libspeechgraph-rtsan.so
 
 ## install: speechgraph, the plugin ABI header and its pkg-config file (speechgraph-plugin), the example plugins
@@ -90,7 +93,7 @@ lint:
 
 ## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI), after the style check
 test: deps lint $(VENV)/ok
-	$(SWIFT) build --build-tests
+	$(SWIFT) build --build-tests $(DEBUG_FLAGS)
 	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/debug
 	SWIFT=$(SWIFT) bash scripts/test.sh
 
@@ -98,7 +101,7 @@ test: deps lint $(VENV)/ok
 ## language, planner, placement, both executors, rings; the language-model spec and estimator; the VAD detector; the web
 ## sink and its hub; the final-result composer), in seconds after the build.
 test-fast: deps lint
-	$(SWIFT) build --build-tests
+	$(SWIFT) build --build-tests $(DEBUG_FLAGS)
 	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build \
 		--filter "$$(python3 scripts/tests-by-tag.py .build/debug/speechgraphPackageTests.xctest fast)"
 

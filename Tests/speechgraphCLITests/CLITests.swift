@@ -932,9 +932,14 @@ enum RealSetTranscription {
 }
 
 /// Accuracy of `speechgraph transcribe` on the 35 real utterances of ../shared/corpus/real, scored by the
-/// shared scorer wer.py, against Debian's pocketsphinx_batch run in the same test on the same files with the
-/// same model and search width (so the bound follows the peer, not a figure written down once).
+/// shared scorer wer.py, against Debian's pocketsphinx_batch on the same files with the same model and search width
+/// (`-maxhmmpf` 10000, the WAV header skipped): 63 errors in 239 words, 26.36%, measured on 2026-12-02. That is a
+/// measured figure: `make bench` runs the peer beside speechgraph each time (pocketsphinx_batch_real_wer); here its
+/// 66 s of CPU went into every `make test` for a number that does not change while Debian's PocketSphinx does not.
 @Suite(.tags(.model)) struct CorpusTests {
+    /// pocketsphinx_batch's errors on the real set (wer.py), as above.
+    static let peerErrors = 63
+
     @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
     func realSpeechWordErrorRate() async throws {
         let shared = try TestPaths.requireShared()
@@ -955,72 +960,36 @@ enum RealSetTranscription {
             toFile: dir.path("sg.tsv"), atomically: true, encoding: .utf8)
         let sg = try WERScore(references: manifest.path, hypotheses: dir.path("sg.tsv"), shared: shared)
         try Reliability.expectCalibrated(references: manifest.path, jsonl: dir.path("sg.jsonl"))
-
-        // The peer, as scripts/bench.sh runs it: WAV header skipped (-adchdr 44), and speechgraph's -maxhmmpf.
-        let model = "/usr/share/pocketsphinx/model/en-us"
-        try names.map { String($0.dropLast(4)) }.joined(separator: "\n")
-            .appending("\n").write(toFile: dir.path("ctl"), atomically: true, encoding: .utf8)
-        let batch = try Run.process(
-            "/usr/bin/pocketsphinx_batch",
-            [
-                "-adcin", "yes", "-adchdr", "44", "-cepdir", corpus.path, "-cepext", ".wav", "-ctl", dir.path("ctl"),
-                "-hmm", "\(model)/en-us", "-lm", "\(model)/en-us.lm.bin", "-dict", "\(model)/cmudict-en-us.dict",
-                "-maxhmmpf", String(SphinxModel.defaultMaxHMMs), "-hyp", dir.path("ps.hyp"), "-logfn", "/dev/null",
-            ], timeout: 900)
-        try #require(batch.status == 0, "pocketsphinx_batch (Debian package pocketsphinx): \(batch.stderr)")
-        // Its lines are 'text (file score)'.
-        let peerRows = try String(contentsOfFile: dir.path("ps.hyp"), encoding: .utf8).split(separator: "\n")
-            .compactMap { $0.wholeMatch(of: /(.*) \(([^ ]+) -?[0-9]+\)/).map { "\($0.2)\t\($0.1)\n" } }
-        #expect(peerRows.count == 35)
-        try peerRows.joined().write(toFile: dir.path("ps.tsv"), atomically: true, encoding: .utf8)
-        let peer = try WERScore(references: manifest.path, hypotheses: dir.path("ps.tsv"), shared: shared)
         print(
-            "corpus: speechgraph WER \(sg.percent)% (\(sg.errors) errors), pocketsphinx_batch \(peer.percent)% "
-                + "(\(peer.errors) errors), \(sg.words) words")
+            "corpus: speechgraph WER \(sg.percent)% (\(sg.errors) errors), pocketsphinx_batch "
+                + "\(Self.peerErrors) errors, \(sg.words) words")
         // No worse than the peer, give or take one word.
-        #expect(sg.errors <= peer.errors + 1, "speechgraph \(sg.percent)%, pocketsphinx_batch \(peer.percent)%")
+        #expect(sg.errors <= Self.peerErrors + 1, "speechgraph \(sg.percent)% (\(sg.errors) errors)")
     }
 }
 
-/// `speechgraph transcribe` on the 148 s long-form files (the vad node cuts them into utterances), scored by
-/// wer.py against the figures of Debian's `pocketsphinx_continuous` on the same files, as issue 4 measured
-/// them (239 words each, one word 0.42 points): long_clean 29.3%, long_white15db 66.9%. Those are measured
-/// figures, so each limit allows one word more than the peer's. speechgraph measured 23.85% and 65.69%
-/// (docs/endpointing.md). long_pink15db (56.07% against 61.5%) is the same check in another noise at twice the
-/// CPU of long_clean: `make bench` scores it (transcribe_long_pink15db_wer), the tests do not.
+/// `speechgraph transcribe` on the 148 s long-form clean file (the vad node cuts it into utterances), scored by
+/// wer.py against the figure of Debian's `pocketsphinx_continuous` on the same file, as issue 4 measured it (239
+/// words, one word 0.42 points): 29.3%. A measured figure, so the limit allows one word more than the peer's.
+/// speechgraph measured 23.85% (docs/endpointing.md). The noisy copies (long_white15db: 65.69% against 66.9%,
+/// long_pink15db: 56.07% against 61.5%) are the same check at about twice the CPU, and the order of the calibrated
+/// confidences in white noise (docs/events.md): `make bench` scores them (transcribe_long_white15db_wer,
+/// transcribe_long_pink15db_wer, and reliability.py's bins), the tests do not.
 @Suite(.tags(.model)) struct LongFormTests {
-    @Test(
-        .enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"),
-        arguments: [("long_clean", 29.3), ("long_white15db", 66.9)])
-    func longFormWordErrorRate(file: String, peer: Double) async throws {
+    @Test(.enabled(if: TestPaths.corpusTestsWanted, "SPEECHGRAPH_NO_CORPUS=1: corpus tests off"))
+    func longFormWordErrorRate() async throws {
+        let (file, peer) = ("long_clean", 29.3)
         let shared = try TestPaths.requireShared()
         let long = shared.appendingPathComponent("corpus/long")
-        // long_clean: the decoding SubtitleTests reads too, of the graph transcribe builds (one decoding for both).
-        let (status, stdout, stderr): (Int32, String, String)
-        if file == "long_clean" {
-            let decoded = try await LongCleanDecoding.output.get()
-            (status, stdout, stderr) = (decoded.status, decoded.jsonl, decoded.stderr)
-        } else {
-            let r = try Run.speechgraph(
-                ["transcribe", "--format", "jsonl", long.appendingPathComponent("\(file).wav").path],
-                timeout: 900)
-            (status, stdout, stderr) = (r.status, r.stdout, r.stderr)
-        }
-        #expect(status == 0, "\(stderr)")
+        // The decoding SubtitleTests reads too, of the graph transcribe builds (one decoding for both).
+        let decoded = try await LongCleanDecoding.output.get()
+        #expect(decoded.status == 0, "\(decoded.stderr)")
         let dir = TemporaryDirectory()
         let reference = try String(contentsOf: long.appendingPathComponent("\(file).txt"), encoding: .utf8)
         try "\(file)\t\(reference.trimmingCharacters(in: .whitespacesAndNewlines))\n"
             .write(toFile: dir.path("ref.tsv"), atomically: true, encoding: .utf8)
-        try Reliability.transcripts(stdout).map { "\($0.file)\t\($0.text)\n" }.joined()
+        try Reliability.transcripts(decoded.jsonl).map { "\($0.file)\t\($0.text)\n" }.joined()
             .write(toFile: dir.path("hyp.tsv"), atomically: true, encoding: .utf8)
-        if file == "long_white15db" {
-            // In white noise at 15 dB the calibrated confidences keep their order: each bin right more often than
-            // the one below.
-            try stdout.write(toFile: dir.path("hyp.jsonl"), atomically: true, encoding: .utf8)
-            let figures = try Reliability.figures(dir.path("ref.tsv"), dir.path("hyp.jsonl"), name: "white")
-            let shares = Reliability.shares(figures, "white")
-            #expect(shares.count >= 4 && zip(shares, shares.dropFirst()).allSatisfy { $0 < $1 }, "\(shares)")
-        }
         let score = try WERScore(references: dir.path("ref.tsv"), hypotheses: dir.path("hyp.tsv"), shared: shared)
         print(
             "\(file): WER \(score.percent)% (\(score.errors) errors in \(score.words) words), "

@@ -222,7 +222,8 @@ import Testing
         let cached = try FileManager.default.contentsOfDirectory(atPath: dir.path("cache/speechgraph/lm"))
         let subsets = try cached.compactMap { name -> String? in
             let file = dir.path("cache/speechgraph/lm/\(name)/words.dict")
-            return FileManager.default.fileExists(atPath: file) ? try String(contentsOfFile: file, encoding: .utf8) : nil
+            guard FileManager.default.fileExists(atPath: file) else { return nil }
+            return try String(contentsOfFile: file, encoding: .utf8)
         }
         try #require(subsets.count == 1, "\(cached)")
         let entries = Set(subsets[0].split(separator: "\n").map { String($0.prefix { $0 != " " && $0 != "(" }) })
