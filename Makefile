@@ -5,9 +5,6 @@ SHELL := /bin/bash
 SWIFT ?= swift
 BUILD_FLAGS ?= -c release
 BIN = .build/release/speechgraph
-# The test builds (debug) write no index store: nothing reads it but an editor's own build, and a clean build takes a
-# seventh less time without it (255 s against 297 s on 2 cores). Every debug build passes it, or each would rebuild it all.
-DEBUG_FLAGS ?= --disable-index-store
 SHARED ?= ../shared
 
 # Debian packages the project builds, runs and tests with.
@@ -22,7 +19,7 @@ PREFIX ?= /usr/local
 VENV = .venv
 PLUGINS = speechgraph-gate speechgraph-match
 
-.PHONY: venv deps build plugins install run run-offline run-plugins test test-fast test-tsan fuzz bench docs format lint clean
+.PHONY: venv deps build plugins install run run-offline run-plugins test test-build test-fast test-tsan fuzz bench docs format lint clean
 
 ## deps: install the Debian packages (only the missing ones; safe to repeat). One line says what it installs; apt's
 ## own output goes to $(INSTALL_LOG), shown in part when apt fails.
@@ -46,7 +43,7 @@ build: deps
 ## plugins: the example plugins (Plugins/) and libspeechgraph-rtsan.so, in CONFIG_DIR
 CONFIG_DIR ?= .build/release
 plugins:
-	@for p in $(PLUGINS); do $(SWIFT) build $(if $(filter .build/release,$(CONFIG_DIR)),-c release,$(DEBUG_FLAGS)) --product $$p >&2 || exit 1; done
+	@for p in $(PLUGINS); do $(SWIFT) build $(if $(filter .build/release,$(CONFIG_DIR)),-c release) --product $$p >&2 || exit 1; done
 	bash scripts/build-rtsan.sh $(CONFIG_DIR)/rtsan/libspeechgraph-rtsan.so
 
 ## install: speechgraph, the plugin ABI header and its pkg-config file (speechgraph-plugin), the example plugins
@@ -92,16 +89,20 @@ lint:
 		$$(git ls-files '*.swift') </dev/null >&2
 
 ## test: every test suite (unit, end-to-end with the real PocketSphinx, CLI), after the style check
-test: deps lint $(VENV)/ok
-	$(SWIFT) build --build-tests $(DEBUG_FLAGS)
-	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/debug
+## (The Python venv is made while the build runs: its 25 s of pip overlap the build.)
+test: deps lint
+	@$(MAKE) -j2 --no-print-directory test-build $(VENV)/ok
 	SWIFT=$(SWIFT) bash scripts/test.sh
+
+test-build: deps
+	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory plugins CONFIG_DIR=.build/debug
 
 ## test-fast: the fast tier (the tests tagged .fast: no PocketSphinx model, no JACK server, no corpus; the core:
 ## language, planner, placement, both executors, rings; the language-model spec and estimator; the VAD detector; the web
 ## sink and its hub; the final-result composer), in seconds after the build.
 test-fast: deps lint
-	$(SWIFT) build --build-tests $(DEBUG_FLAGS)
+	$(SWIFT) build --build-tests
 	SPEECHGRAPH_NO_CORPUS=1 $(SWIFT) test --skip-build \
 		--filter "$$(python3 scripts/tests-by-tag.py .build/debug/speechgraphPackageTests.xctest fast)"
 
