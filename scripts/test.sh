@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test's run of the built tests: every test once, in three test processes side by side.
+# make test's run of the built tests: every test once, in four test processes side by side.
 #
 # Two processes run, from the start, the tests that spend their time waiting rather than computing (each tier chosen by
 # the tests' tags, scripts/tests-by-tag.py):
@@ -12,13 +12,14 @@
 # waits holds a core's turn, and a long one left to the end runs alone. Beside the rest, their waiting overlaps
 # the CPU-bound tests. (The rest is not run at a lower priority: `nice swift test` starts the test process at
 # priority 0 whatever its own.)
-# The main process skips what the other two run (the fast and model tiers are left), by the same expressions, so every
-# test runs once.
-# Exit status: non-zero when any process fails. Ctrl-C or SIGTERM stops the three test processes at once (each in
+# The rest (the fast and model tiers) runs in two processes, for the same reason: the CLI's tests (speechgraphCLITests),
+# most of which wait for a speechgraph process they started (each such test holds one of its process's threads while
+# the child computes), and the in-process tests of the other targets. One process ran them with a core idle
+# for long stretches. The two skip what the other two tiers run, by the same expressions, so every test runs once.
+# Exit status: non-zero when any process fails. Ctrl-C or SIGTERM stops the four test processes at once (each in
 # a session of its own) and what they started (a browser, a speechgraph run: in the same session).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-swift=${SWIFT:-swift}
 bundle=.build/debug/speechgraphPackageTests.xctest
 [ -x "$bundle" ] || { echo "scripts/test.sh: $bundle not found: swift build --build-tests first" >&2; exit 1; }
 # The tiers, by the tests' tags (Tests/SpeechGraphTestSupport/Tiers.swift), as the bundle lists them.
@@ -26,6 +27,7 @@ jack=$(python3 scripts/tests-by-tag.py "$bundle" jack) || exit 1
 waiting=$(python3 scripts/tests-by-tag.py "$bundle" realtime) || exit 1
 jack_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-jack.XXXXXX")
 waiting_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-waiting.XXXXXX")
+inprocess_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-inprocess.XXXXXX")
 # The jack tier runs in a mount namespace of its own, on a new, empty /dev/shm (a tmpfs), when it may (as root, as
 # make test runs, or in a user namespace where the kernel allows one). JACK keeps there, per user and shared by every
 # server on the machine, its server registry, its shared memory and its metadata database. The registry holds 8
@@ -53,19 +55,22 @@ setsid "${private_shm[@]}" "$bundle" --testing-library swift-testing --filter "$
 jack_pid=$!
 setsid "$bundle" --testing-library swift-testing --filter "$waiting" >"$waiting_log" 2>&1 &
 waiting_pid=$!
-# The main run in the background too, so that a signal to this script is handled at once (bash runs a trap only
-# between commands, and `wait` is one it interrupts).
-setsid "$swift" test --skip-build --skip "$jack|$waiting" > >(cat) 2>&1 &
+cli='^speechgraphCLITests\.'
+setsid "$bundle" --testing-library swift-testing --skip "$cli|$jack|$waiting" >"$inprocess_log" 2>&1 &
+inprocess_pid=$!
+# The CLI's tests in the background too, so that a signal to this script is handled at once (bash runs a trap only
+# between commands, and `wait` is one it interrupts); their output is the progress shown.
+setsid "$bundle" --testing-library swift-testing --filter "$cli" --skip "$jack|$waiting" > >(cat) 2>&1 &
 main_pid=$!
-# The live processes of the three sessions: the test processes and what their tests started, in process groups of
+# The live processes of the four sessions: the test processes and what their tests started, in process groups of
 # their own (Foundation's Process makes one per child) but still in the session setsid made (ps: procps).
 started() {
-  for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do
+  for pid in "$main_pid" "$inprocess_pid" "$jack_pid" "$waiting_pid"; do
     ps -o pid=,stat= -s "$pid" 2>/dev/null | awk '$2 !~ /^Z/ { print $1 }'
   done
 }
 stop() {
-  for pid in "$main_pid" "$jack_pid" "$waiting_pid"; do kill -TERM -- "-$pid" 2>/dev/null; done
+  for pid in "$main_pid" "$inprocess_pid" "$jack_pid" "$waiting_pid"; do kill -TERM -- "-$pid" 2>/dev/null; done
   for child in $(started); do kill -TERM "$child" 2>/dev/null; done
   # A test's child can have SIGTERM blocked (it inherits the signal mask of the runner thread that started it): what
   # is still running after 5 s is killed, each by its PID.
@@ -75,25 +80,29 @@ stop() {
   done
   for child in $(started); do kill -KILL "$child" 2>/dev/null; done
   wait 2>/dev/null
-  rm -f "$jack_log" "$waiting_log"
+  rm -f "$jack_log" "$waiting_log" "$inprocess_log"
 }
 trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
 wait "$main_pid"
 main=$?
+wait "$inprocess_pid"
+inprocess=$?
 wait "$jack_pid"
 jack_status=$?
 wait "$waiting_pid"
 waiting_status=$?
 wait  # the main run's output, still being copied
 trap - INT TERM
+echo "── the in-process tests (every target's but the CLI's), run in a process of their own beside the others:"
+cat "$inprocess_log"
 echo "── the jack tier (a private JACK server), run in a process of its own beside the others:"
 cat "$jack_log"
 echo "── the realtime tier (tests that wait on the clock), run in a process of its own beside the others:"
 cat "$waiting_log"
-rm -f "$jack_log" "$waiting_log"
-if [ "$main" -ne 0 ] || [ "$jack_status" -ne 0 ] || [ "$waiting_status" -ne 0 ]; then
-  echo "scripts/test.sh: tests failed (the others: exit $main; the JACK tests: exit $jack_status;" \
-    "the tests that wait: exit $waiting_status)" >&2
+rm -f "$jack_log" "$waiting_log" "$inprocess_log"
+if [ "$main" -ne 0 ] || [ "$inprocess" -ne 0 ] || [ "$jack_status" -ne 0 ] || [ "$waiting_status" -ne 0 ]; then
+  echo "scripts/test.sh: tests failed (the CLI's: exit $main; the in-process ones: exit $inprocess;" \
+    "the JACK tests: exit $jack_status; the tests that wait: exit $waiting_status)" >&2
   exit 1
 fi
