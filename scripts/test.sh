@@ -21,6 +21,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=.build/debug/speechgraphPackageTests.xctest
+# The test processes write plain text where it is not a terminal (a log, CI's), as `swift test` did.
+[ -t 1 ] || export NO_COLOR=1
 [ -x "$bundle" ] || { echo "scripts/test.sh: $bundle not found: swift build --build-tests first" >&2; exit 1; }
 # The tiers, by the tests' tags (Tests/SpeechGraphTestSupport/Tiers.swift), as the bundle lists them.
 jack=$(python3 scripts/tests-by-tag.py "$bundle" jack) || exit 1
