@@ -147,39 +147,46 @@ public enum SphinxLanguageModels {
         }
     }
 
-    /// The file of `lexicon` (a model's words from `general`) in the cache ($XDG_CACHE_HOME, or ~/.cache,
-    /// /speechgraph/lm/HASH/words.dict), written there first when it is not yet; the hash covers the model file and
-    /// the dictionary as they are now. nil when it cannot be written (the decoder then reads the general one).
+    /// The file of `lexicon` (a model's words from `general`) in the cache (`cacheEntry`: HASH/words.dict), written
+    /// there first when it is not yet; the hash covers the model file and the dictionary as they are now (their
+    /// stamps). nil when it cannot be written (the decoder then reads the general one).
     static func vocabularyDictionary(_ lexicon: Lexicon, of lm: String, general: String) -> String? {
-        let fm = FileManager.default
-        var key = "vocabulary 1\n"
-        for file in [lm, general] {
-            let attributes = try? fm.attributesOfItem(atPath: file)
-            key += "\(file)\n\((attributes?[.size] as? Int) ?? 0)\n"
-            key += "\(((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970) ?? 0)\n"
+        let key = "vocabulary 2\n\(FileStamp(lm))\n\(FileStamp(general))\n"
+        let written = { (directory: String) in FileManager.default.fileExists(atPath: "\(directory)/words.dict") }
+        let directory = try? cacheEntry(key, complete: written) {
+            try FileManager.default.createDirectory(atPath: $0, withIntermediateDirectories: true)
+            try lexicon.text.write(toFile: "\($0)/words.dict", atomically: false, encoding: .utf8)
         }
+        return directory.map { "\($0)/words.dict" }
+    }
+
+    /// The cache's directory for `key` ($XDG_CACHE_HOME, or ~/.cache, /speechgraph/lm/HASH, the key's FNV-1a hash),
+    /// made first when `complete` does not hold for it: `make` writes a directory beside it, which is renamed into
+    /// place (a second process making the same entry meanwhile does no harm), and then the cache's old entries are
+    /// pruned (`SpecCache`). Each entry made adds one: the cache keeps the recent ones.
+    static func cacheEntry(_ key: String, complete: (String) -> Bool, make: (String) throws -> Void) throws -> String {
+        let fm = FileManager.default
         let cache = UserCache.directory() ?? (NSHomeDirectory() + "/.cache/speechgraph")
         let directory = "\(cache)/lm/" + String(fnv1a(key), radix: 16)
-        let file = "\(directory)/words.dict"
-        if fm.fileExists(atPath: file) {
+        if complete(directory) {
             SpecCache.markUsed(directory)
-            return file
+            return directory
         }
-        // Written beside, then renamed into place: a second process writing the same file does no harm.
         let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
-            try fm.createDirectory(atPath: temporary, withIntermediateDirectories: true)
-            try lexicon.text.write(toFile: "\(temporary)/words.dict", atomically: false, encoding: .utf8)
+            try make(temporary)
+            try? fm.createDirectory(atPath: PathNames.folder(of: directory), withIntermediateDirectories: true)
             if rename(temporary, directory) != 0 {
+                let reason = String(cString: strerror(errno))
                 try? fm.removeItem(atPath: temporary)
-                guard fm.fileExists(atPath: file) else { return nil }
+                guard complete(directory) else { throw LMBuildError("cannot put the model in \(directory): \(reason)") }
             }
         } catch {
             try? fm.removeItem(atPath: temporary)
-            return nil
+            throw error
         }
         SpecCache.prune("\(cache)/lm")
-        return file
+        return directory
     }
 
     /// FNV-1a, 64 bits: the cache's names.
@@ -215,47 +222,25 @@ public enum SphinxLanguageModels {
         try LMBuilder.build(spec, into: directory, dictionary: dictionary, binaryWriter: writeBinary)
     }
 
-    /// The model directory of a spec in the cache ($XDG_CACHE_HOME, or ~/.cache, /speechgraph/lm/HASH), built
-    /// there first when it is not yet (and then the cache's old models pruned, `SpecCache`). The hash covers the
-    /// spec, the dictionary file and the builder. A build made here adds its warnings (guessed pronunciations) to
-    /// `notes`, as `speechgraph lm build` prints them.
+    /// The model directory of a spec in the cache (`cacheEntry`: HASH), built there first when it is not yet. The
+    /// hash covers the spec, the dictionary file (its stamp) and the builder. A build made here adds its warnings
+    /// (guessed pronunciations) to `notes`, as `speechgraph lm build` prints them.
     public static func built(_ spec: LMSpec, dictionary: String, notes: BuildNotes? = nil) throws -> String {
-        let fm = FileManager.default
-        let attributes = try? fm.attributesOfItem(atPath: dictionary)
-        let key =
-            "builder 2\n\(dictionary)\n\((attributes?[.size] as? Int) ?? 0)\n"
-            + "\(((attributes?[.modificationDate] as? Date)?.timeIntervalSince1970) ?? 0)\n\(spec.source)"
-        let cache = UserCache.directory() ?? (NSHomeDirectory() + "/.cache/speechgraph")
-        let directory = "\(cache)/lm/" + String(fnv1a(key), radix: 16)
+        let key = "builder 3\n\(FileStamp(dictionary))\n\(spec.source)"
         // Built and complete (every file is written before the directory is renamed into place).
         func complete(_ dir: String) -> Bool {
-            ["lm.bin", "words.dict", "grammar.jsgf"].allSatisfy { fm.fileExists(atPath: "\(dir)/\($0)") }
+            ["lm.bin", "words.dict", "grammar.jsgf"].allSatisfy {
+                FileManager.default.fileExists(atPath: "\(dir)/\($0)")
+            }
         }
-        if complete(directory) {
-            SpecCache.markUsed(directory)
-            return directory
-        }
-        // Built beside, then renamed into place: a second process building the same spec does no harm.
-        let temporary = "\(directory).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
-            let report = try build(spec, into: temporary, dictionary: dictionary)
-            notes?.lines += report.guessWarnings(spec, file: spec.phrases.first?.location?.file ?? "phrases")
-            try? fm.createDirectory(
-                atPath: PathNames.folder(of: directory), withIntermediateDirectories: true)
-            if rename(temporary, directory) != 0 {
-                try? fm.removeItem(atPath: temporary)
-                guard complete(directory) else {
-                    throw LMBuildError(
-                        "cannot put the built model in \(directory): \(String(cString: strerror(errno)))")
-                }
+            return try cacheEntry(key, complete: complete) {
+                let report = try build(spec, into: $0, dictionary: dictionary)
+                notes?.lines += report.guessWarnings(spec, file: spec.phrases.first?.location?.file ?? "phrases")
             }
         } catch {
-            try? fm.removeItem(atPath: temporary)
             throw SpeechGraphError("cannot build the language model: \(error)", parameter: "lm")
         }
-        // Each build adds a model: the cache keeps the recent ones (SpecCache).
-        SpecCache.prune("\(cache)/lm")
-        return directory
     }
 }
 

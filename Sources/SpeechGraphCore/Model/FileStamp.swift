@@ -29,3 +29,8 @@ public struct FileStamp: Hashable, Sendable, Codable {
     /// The file could be read when the stamp was made.
     public var exists: Bool { size >= 0 }
 }
+
+extension FileStamp: CustomStringConvertible {
+    /// Every field, on one line: what a cache key made of stamps holds (the model cache's, `SphinxLanguageModels`).
+    public var description: String { "\(path) \(device):\(inode) \(size) \(modified).\(modifiedNanoseconds)" }
+}
