@@ -77,17 +77,6 @@ public final class RecognizerNode: GraphNode {
     var paused = false
     /// `second-pass-at-pause`: the second pass may run at speechPaused (`speculates` says whether it does).
     let secondPassAtPause: Bool
-    /// A final result worked out at speechPaused (the decoder's utterance ended there), and how the utterance's
-    /// decoding stood then: what the speech resuming restores.
-    struct PauseState {
-        var result: Transcription
-        /// The decoder's calls made before the pause (`feeds`), and the samples still waiting in `pending`.
-        var feeds: Int
-        var pending: Int
-        var lookingAhead: Bool
-        var decodedSinceCheck: Bool
-        var batchArrival: Double
-    }
     /// `nil` when no result waits at a pause.
     var atPause: PauseState?
     /// With the second pass at pauses: the samples each of the decoder's calls took in this utterance, in order,
@@ -102,8 +91,8 @@ public final class RecognizerNode: GraphNode {
     /// most 2.5 times what it costs without.
     var decodedAgainSamples = 0
     /// Final results worked out at a pause, and utterances decoded again because the speech resumed.
-    private(set) var resultsAtPauses = 0
-    private(set) var decodedAgain = 0
+    internal(set) var resultsAtPauses = 0
+    internal(set) var decodedAgain = 0
     /// The next utterance begins a new stream (the first one, and the first after a discontinuity).
     var streamBegins = true
     var utterance = 0
@@ -112,10 +101,7 @@ public final class RecognizerNode: GraphNode {
     /// Splitting long utterances: energy of each 10 ms of the utterance so far.
     let maxSamples: Int
     let lookbackSamples: Int
-    let chunkSamples: Int
-    var chunkEnergies: [Float] = []
-    var chunkSum: Float = 0
-    var chunkFill = 0
+    var energies: ChunkEnergies
     var utteranceSamples = 0
     /// The largest sample of the utterance so far, in 16-bit steps.
     var utterancePeak: Float = 0
@@ -168,7 +154,7 @@ public final class RecognizerNode: GraphNode {
         pending.reserveCapacity(max(batchSamples, lookaheadSamples) + max(context.maxBlockFrames, 1))
         maxSamples = Int(c.number(of: "max-utterance") * Double(rate))
         lookbackSamples = min(5 * rate, maxSamples / 2)
-        chunkSamples = rate / 100
+        energies = ChunkEnergies(chunkSamples: rate / 100)
         let volatile = c.number(of: "volatile")
         volatileFrames =
             wholeUtterances || volatile <= 0 || results == .finalOnly
@@ -220,9 +206,7 @@ public final class RecognizerNode: GraphNode {
             framesSinceVolatile = 0
             lastVolatile = ""
             decodedSinceCheck = false
-            chunkEnergies.removeAll(keepingCapacity: true)
-            chunkSum = 0
-            chunkFill = 0
+            energies.reset()
             utteranceSamples = 0
             utterancePeak = 0
             // Streamed without final-pass, the utterance's samples are held only for pauses (`speculates`).
@@ -238,14 +222,8 @@ public final class RecognizerNode: GraphNode {
                 let v = (SampleGuard.clean(samples[offset + i]) * 32768).rounded()
                 pcm[i] = v >= 32767 ? .max : v <= -32768 ? .min : Int16(v)
                 utterancePeak = max(utterancePeak, abs(v))
-                chunkSum += v * v
-                chunkFill += 1
-                if chunkFill == chunkSamples {
-                    chunkEnergies.append(chunkSum)
-                    chunkSum = 0
-                    chunkFill = 0
-                }
             }
+            energies.add(UnsafeBufferPointer(rebasing: pcm[0..<n]))
             utteranceSamples += n
             if wholeUtterances || finalPass || speculates {
                 held.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
@@ -333,96 +311,6 @@ public final class RecognizerNode: GraphNode {
         streamBegins = true
     }
 
-    /// An utterance near its maximum length ends at a quiet point. Held audio (utterance mode) is cut
-    /// exactly at the quietest 10 ms of the last 5 s, and what follows starts the next utterance; streamed
-    /// audio is already decoded, so the utterance ends with the first 10 ms in that window that is nearly
-    /// as quiet as the quietest of the utterance (or at the maximum).
-    func splitIfLong(output: NodeOutput) throws {
-        guard !chunkEnergies.isEmpty else { return }
-        if wholeUtterances {
-            guard held.count >= maxSamples else { return }
-            let first = max(0, (maxSamples - lookbackSamples) / chunkSamples)
-            let last = min(chunkEnergies.count, maxSamples / chunkSamples) - 1
-            guard first <= last else { return }
-            var quietest = first
-            for i in first...last where chunkEnergies[i] < chunkEnergies[quietest] { quietest = i }
-            let cut = quietest * chunkSamples
-            let rest = Array(held[cut...])
-            held.removeSubrange(cut...)
-            utteranceEnd = utteranceStart + Double(cut) / Double(sampleRate)
-            let nextStart = utteranceEnd
-            let nextEnd = utteranceStart + Double(cut + rest.count) / Double(sampleRate)
-            let restEnergies = Array(chunkEnergies[quietest...])
-            try endUtterance(output: output)
-            // The rest is the beginning of the next utterance.
-            inUtterance = true
-            utterance += 1
-            utteranceStart = nextStart
-            utteranceEnd = nextEnd
-            held = rest
-            chunkEnergies = restEnergies
-            utteranceSamples = rest.count
-        } else {
-            let quietest = chunkEnergies.min() ?? 0
-            let latest = chunkEnergies[chunkEnergies.count - 1]
-            if utteranceSamples >= maxSamples || latest <= max(quietest * 2, 1) {
-                try endUtterance(output: output)
-            }
-        }
-    }
-
-    /// Streaming mode: decodes the gathered batch. `yielding`: a few frames at a time, letting another graph's
-    /// end of utterance (urgent) take the gate's slot in between.
-    func decodePending(yielding: Bool = false) throws {
-        guard let decoder else { return }
-        if lookingAhead {
-            lookingAhead = false
-            // Exactly the lookahead (however the audio was cut into blocks): the same audio, the same mean.
-            let head = min(pending.count, lookaheadSamples)
-            try pending.withUnsafeBufferPointer { try beginDecoding(decoder, head: .init(rebasing: $0[..<head])) }
-        }
-        guard !pending.isEmpty else { return }
-        try pending.withUnsafeBufferPointer { all in
-            // Pieces end where urgent work may take the slot (when yielding) and, with a lookahead, where the mean
-            // is updated: every `meanUpdateSamples` of the utterance, wherever the batches fall, so that the
-            // result depends on the audio alone, not on how it arrived.
-            var start = 0
-            while start < all.count {
-                // A batch whose end has come (before it started or meanwhile) is urgent itself: it keeps its slot.
-                if start > 0 && yielding && !backlog.hasEvents { gate.yieldToUrgentWork(deadline: batchArrival) }
-                var end = yielding ? min(all.count, start + yieldSamples) : all.count
-                if lookaheadSamples > 0 {
-                    end = min(end, start + meanUpdateSamples - decodedSamples % meanUpdateSamples)
-                }
-                try feed(decoder, UnsafeBufferPointer(rebasing: all[start..<end]))
-                start = end
-            }
-        }
-        pending.removeAll(keepingCapacity: true)
-        decodedSinceCheck = true
-    }
-
-    /// Starts the decoder's utterance. With a lookahead, `head` (its first samples): their mean normalises the
-    /// utterance from its first frame (counted as one frame, so that from then on the mean is that of the frames
-    /// decoded, these first).
-    func beginDecoding(_ decoder: SphinxDecoder, head: UnsafeBufferPointer<Int16>?) throws {
-        if speculates { meanBefore = decoder.meanState }
-        decodedSamples = 0
-        if let head, let mean = decoder.cepstralMean(of: head) { decoder.setCepstralMean(mean) }
-        try decoder.startUtterance()
-    }
-
-    /// One call of the decoder: the samples decoded and, past the lookahead, the mean moved on to that of the
-    /// utterance's frames decoded so far, every `meanUpdateSamples`. With the second pass at pauses, its size noted.
-    func feed(_ decoder: SphinxDecoder, _ samples: UnsafeBufferPointer<Int16>) throws {
-        try decoder.process(samples)
-        decodedSamples += samples.count
-        if lookaheadSamples > 0 && decodedSamples > lookaheadSamples && decodedSamples % meanUpdateSamples == 0 {
-            decoder.updateCepstralMean()
-        }
-        if speculates { feeds.append(samples.count) }
-    }
-
     func endUtterance(output: NodeOutput) throws {
         guard inUtterance, let decoder else { return }
         inUtterance = false
@@ -436,116 +324,6 @@ public final class RecognizerNode: GraphNode {
         // Someone waits for this result: it goes ahead of other graphs' batches.
         let result = try gate.run(urgent: true) { try finalResult(decoder) }
         try output.emit(.result(result))
-    }
-
-    /// Runs a batch of decoding at the gate: urgent when an utterance's end already waits behind its audio, or once
-    /// an end comes behind it while it waits (on a worker thread: on the graph thread nothing comes behind it).
-    func runBatch<T>(deadline: Double, _ body: () throws -> T) throws -> T {
-        let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
-        return try gate.run(urgent: backlog.hasEvents, deadline: deadline, becomesUrgent: endCame, body)
-    }
-
-    /// Whether the final result is worked out at speechPaused: `second-pass-at-pause`, in streaming mode, when the
-    /// stream's decoder has the second pass to do (there is little to gain without it).
-    var speculates: Bool {
-        secondPassAtPause && !audioDuringPauses && !wholeUtterances && !finalPass && models.stream.secondPass
-            && models.stream.jsgf == nil
-    }
-
-    /// The speech went on after a pause whose final result was worked out: the decoder starts the utterance over
-    /// from the live mean it began with, and makes the calls it made before the pause again, on the same samples
-    /// (the same lookahead, the mean moved at the same samples); the samples that waited then wait again. What
-    /// follows decodes exactly as if the utterance had not ended.
-    func resumeAfterPause() throws {
-        guard let decoder, let state = atPause else { return }
-        atPause = nil
-        decodedAgain += 1
-        if let meanBefore { decoder.restore(meanBefore) }
-        let calls = feeds.prefix(state.feeds)
-        feeds.removeAll(keepingCapacity: true)
-        pending.removeAll(keepingCapacity: true)
-        lookingAhead = state.lookingAhead
-        if lookingAhead {
-            // The decoder had not started: the utterance's audio gathers for its lookahead again.
-            pending.append(contentsOf: held)
-        } else {
-            let decoded = try runBatch(deadline: backlog.arrival) {
-                try held.withUnsafeBufferPointer { all -> Int in
-                    let head =
-                        lookaheadSamples > 0
-                        ? UnsafeBufferPointer(rebasing: all[..<min(all.count, lookaheadSamples)]) : nil
-                    try beginDecoding(decoder, head: head)
-                    var start = 0
-                    for n in calls {
-                        if start > 0 && !backlog.hasEvents { gate.yieldToUrgentWork(deadline: backlog.arrival) }
-                        try feed(decoder, UnsafeBufferPointer(rebasing: all[start..<(start + n)]))
-                        start += n
-                    }
-                    return start
-                }
-            }
-            decodedAgainSamples += decoded
-            pending.append(contentsOf: held[decoded...])
-        }
-        decodedSinceCheck = state.decodedSinceCheck
-        batchArrival = state.batchArrival
-    }
-
-    /// The rest of the utterance decoded, and its final result: the engines read the utterance (the strategy this
-    /// node's mode and settings choose; whole utterances only through `RecognitionEngine`), `composer` decides
-    /// what the result is.
-    func finalResult(_ streamed: SphinxDecoder) throws -> Transcription {
-        var decoder: any RecognitionEngine = streamed
-        if !wholeUtterances { try decodePending() }
-        if finalPass, let whole = wholeDecoder {
-            try streamed.endUtterance()
-            decoder = whole
-        }
-        let range = TimeRange(start: utteranceStart, end: utteranceEnd)
-        func reading(_ d: any RecognitionEngine, from start: Double) -> Reading {
-            d.reading(from: start, words: includeWords, alternatives: alternativeCount)
-        }
-        guard wholeUtterances || finalPass else {
-            try decoder.endUtterance()
-            return composer.compose(
-                phases: [reading(decoder, from: utteranceStart)], peak: utterancePeak, utterance: utterance,
-                range: range)
-        }
-        // Each phase decodes the utterance with its frames shifted by a fraction of a frame.
-        let newStream = streamBegins
-        streamBegins = false
-        // Phase k on engine k, all at once (each carries its own noise estimate from one utterance to the next, as
-        // one engine does): the final result waits for one decoding, not for `phases` of them.
-        let decoders = [decoder] + phaseDecoders.map { $0 as any RecognitionEngine }
-        let skips = decoders.indices.map { min($0 * (sampleRate / 100) / decoders.count, held.count) }
-        // As many at once as the gate has slots free (this one holds one): never more than the cores.
-        let extra = gate.takeFreeSlots(upTo: decoders.count - 1)
-        defer { gate.returnSlots(extra) }
-        try held.withUnsafeBufferPointer { samples in
-            try RecognizerNode.decodeAtOnce(decoders, samples, skips: skips, newStream: newStream, threads: 1 + extra)
-        }
-        let phases = zip(decoders, skips).map { d, skip in
-            reading(d, from: utteranceStart + Double(skip) / Double(sampleRate))
-        }
-        var general: Reading?
-        var domainScore: (score: Double, frames: Int)?
-        if let reference = referenceDecoder as (any RecognitionEngine)? {
-            // The same audio through the general model, as the first phase heard it; its words only when the
-            // mixture may choose its reading.
-            try decodeHeld(reference, newStream: newStream)
-            general =
-                models.mixtureWeight != nil
-                ? reading(reference, from: utteranceStart)
-                : reference.reading(from: utteranceStart, words: false, alternatives: 0)
-            if let spec = rejectionDecoder as (any RecognitionEngine)? {
-                try decodeHeld(spec, newStream: newStream)
-                domainScore = spec.reading(from: utteranceStart, words: false, alternatives: 0).score
-            }
-        }
-        held.removeAll(keepingCapacity: true)
-        return composer.compose(
-            phases: phases, general: general, domainScore: domainScore, peak: utterancePeak, utterance: utterance,
-            range: range)
     }
 
     public func close() {

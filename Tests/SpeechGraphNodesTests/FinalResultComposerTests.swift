@@ -148,3 +148,26 @@ import Testing
         }
     }
 }
+
+/// The energies a long utterance is split by: each whole 10 ms chunk's sum of squares, however the audio came.
+@Suite(.tags(.fast)) struct ChunkEnergiesTests {
+    @Test func chunksAreWholeWhateverTheBlocksAndTheQuietestIsTheFirstOfThem() {
+        let samples: [Int16] = [3, 4, 0, 0, 1, 1, 0, 0, 2, 2, 9]
+        var energies = ChunkEnergies(chunkSamples: 2)
+        // In blocks of 3, 5 and 3: the chunks cross them.
+        samples.withUnsafeBufferPointer { all in
+            for range in [0..<3, 3..<8, 8..<11] { energies.add(UnsafeBufferPointer(rebasing: all[range])) }
+        }
+        #expect(energies.chunks == [25, 0, 2, 0, 8])  // the last sample waits for its chunk
+        #expect(energies.quietest(in: 0...4) == 1)
+        #expect(energies.quietest(in: 2...4) == 3)
+        energies.removeFirst(3)
+        #expect(energies.chunks == [0, 8])
+        [Int16(1)].withUnsafeBufferPointer { energies.add($0) }  // completes the chunk begun before
+        #expect(energies.chunks == [0, 8, 82])
+        energies.reset()
+        #expect(energies.chunks.isEmpty)
+        [Int16(5)].withUnsafeBufferPointer { energies.add($0) }
+        #expect(energies.chunks.isEmpty)
+    }
+}
