@@ -64,8 +64,6 @@ extension RecognizerNode {
             utteranceEnd = utteranceStart + Double(cut) / Double(sampleRate)
             let nextStart = utteranceEnd
             let nextEnd = utteranceStart + Double(cut + rest.count) / Double(sampleRate)
-            var restEnergies = energies
-            restEnergies.removeFirst(quietest)
             try endUtterance(output: output)
             // The rest is the beginning of the next utterance.
             inUtterance = true
@@ -73,7 +71,7 @@ extension RecognizerNode {
             utteranceStart = nextStart
             utteranceEnd = nextEnd
             held = rest
-            energies = restEnergies
+            energies.removeFirst(quietest)
             utteranceSamples = rest.count
         } else {
             let quietest = energies.chunks.min() ?? 0

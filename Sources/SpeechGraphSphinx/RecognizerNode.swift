@@ -91,8 +91,8 @@ public final class RecognizerNode: GraphNode {
     /// most 2.5 times what it costs without.
     var decodedAgainSamples = 0
     /// Final results worked out at a pause, and utterances decoded again because the speech resumed.
-    internal(set) var resultsAtPauses = 0
-    internal(set) var decodedAgain = 0
+    var resultsAtPauses = 0
+    var decodedAgain = 0
     /// The next utterance begins a new stream (the first one, and the first after a discontinuity).
     var streamBegins = true
     var utterance = 0
