@@ -196,6 +196,9 @@ public struct NodeContext: Sendable {
     public var placement: NodePlacement = .graphThread
     /// Placed `inCallback(of:)`: the real-time host of that node's audio, if it is one (``RealtimeProcessorHosting``).
     public var realtimeHost: (any RealtimeProcessorHost)?
+    /// Posted from another thread when work the node handed it is done: the graph then calls the node's
+    /// `wake(output:)` on the node's own thread.
+    public var wakeup = NodeWakeup()
 
     public init(
         config: NodeConfig, inputFormats: [String: AudioFormat], outputFormats: [String: AudioFormat],

@@ -23,6 +23,8 @@ final class GraphEngine {
     private var closed = false
     /// Indices of nodes running on worker threads.
     private(set) var workers: [Int] = []
+    /// Each node's wakeup (`NodeContext.wakeup`); those of nodes on the graph thread are served by `serveWakeups`.
+    private var wakeups: [NodeWakeup] = []
     /// The order of `prepareAll`: nodes in the real-time domain last.
     private var prepareOrder: [Int] = []
     private var audioOutputs: [[Bool]] = []
@@ -60,6 +62,8 @@ final class GraphEngine {
                 maxBlockFrames: max(node.maxInputFrames, 1), resources: resources, connectedInputs: connected,
                 backlog: backlog)
             context.placement = node.placement
+            context.wakeup = NodeWakeup(waking: resources.wake)
+            wakeups.append(context.wakeup)
             for edge in plan.edges where edge.toNode == index && edge.kind == .audio {
                 let from = plan.nodes[edge.fromNode]
                 guard let fromType = registry[from.typeName] else { continue }
@@ -95,7 +99,7 @@ final class GraphEngine {
             let format = plan.nodes[i].inputFormats.values.first ?? AudioFormat(sampleRate: 16000, channelCount: 1)
             nodes[i] = WorkerNode(
                 nodes[i], maxQueuedFrames: 2 * format.sampleRate, format: format, wake: resources.wake,
-                backlog: backlogs[i])
+                backlog: backlogs[i], wakeup: wakeups[i])
             workers.append(i)
         }
         routes = plan.nodes.indices.map { i in
@@ -142,6 +146,15 @@ final class GraphEngine {
     func deliverWorkerEvents() throws {
         for i in workers where !finished[i] {
             try (nodes[i] as! WorkerNode).deliverOutbound(output(i))
+        }
+    }
+
+    /// Calls `wake(output:)` on each node on this thread whose wakeup was posted (a worker's node is its worker's).
+    func serveWakeups() throws {
+        for i in nodes.indices where !finished[i] && !(nodes[i] is WorkerNode) && wakeups[i].take() {
+            let outer = busy.exchange(i, ordering: .relaxed)
+            defer { busy.store(outer, ordering: .relaxed) }
+            try nodes[i].wake(output: output(i))
         }
     }
 

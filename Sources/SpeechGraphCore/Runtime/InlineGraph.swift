@@ -78,6 +78,7 @@ public final class InlineGraph {
                 let pulling = try offline.cycle()
                 feedOneChunkEach()
                 let listening = try live.cycle(mayWait: false, ending: false)
+                try engine.serveWakeups()
                 if !pulling && !listening { break }
             }
             try engine.finishAll()

@@ -48,6 +48,9 @@ public protocol GraphNode: AnyObject {
     /// not wake for each (every wake-up costs CPU, on a virtual machine tens of microseconds). Read on the worker
     /// thread after each call. 0 (the default): woken for every block.
     var framesBeforeNextStep: Int { get }
+    /// Work the node handed to another thread is done: that thread posted the node's ``NodeContext/wakeup``. Called
+    /// on the node's own thread, between its other calls.
+    func wake(output: NodeOutput) throws
 }
 
 extension GraphNode {
@@ -60,6 +63,7 @@ extension GraphNode {
     public var warnings: [String] { [] }
     public var notes: [String] { [] }
     public var framesBeforeNextStep: Int { 0 }
+    public func wake(output: NodeOutput) throws {}
 }
 
 /// A node with no inputs that produces audio or events: a file, a live input.

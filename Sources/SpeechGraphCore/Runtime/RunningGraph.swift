@@ -261,6 +261,7 @@ public final class RunningGraph: @unchecked Sendable {
             while !stopSignal.isRequested {
                 let pulling = try offline.cycle()
                 let listening = try live.cycle(mayWait: !pulling, ending: draining.load(ordering: .acquiring))
+                try engine.serveWakeups()
                 try engine.deliverWorkerEvents()
                 if let progress = options.progress, let fraction = offline.progress { progress(fraction) }
                 if !pulling && !listening { break }

@@ -87,9 +87,15 @@ final class WorkerNode: GraphNode {
     private(set) var wakeUps = 0
 
     private let backlog: WorkerBacklog
+    /// The inner node's wakeup: a post wakes this worker, which calls the node's `wake(output:)`.
+    private let wakeup: NodeWakeup
 
-    init(_ inner: any GraphNode, maxQueuedFrames: Int, format: AudioFormat, wake: WakeSignal, backlog: WorkerBacklog) {
+    init(
+        _ inner: any GraphNode, maxQueuedFrames: Int, format: AudioFormat, wake: WakeSignal, backlog: WorkerBacklog,
+        wakeup: NodeWakeup = NodeWakeup()
+    ) {
         self.inner = inner
+        self.wakeup = wakeup
         self.format = format
         graphWake = wake
         self.backlog = backlog
@@ -97,6 +103,7 @@ final class WorkerNode: GraphNode {
         samples = AudioRing(minimumCapacity: maxQueuedFrames * format.channelCount)
         scratch = .allocate(capacity: samples.capacity)
         scratch.initialize(repeating: 0)
+        wakeup.wakes(work)
     }
 
     deinit { scratch.deallocate() }
@@ -119,6 +126,9 @@ final class WorkerNode: GraphNode {
     private func work(output: NodeOutput) {
         var command = Command(kind: .finish, port: 0, frames: 0, startFrame: 0)
         while true {
+            if wakeup.take() {
+                do { try inner.wake(output: output) } catch { failure.withLock { if $0 == nil { $0 = error } } }
+            }
             guard commands.endpoint.read(into: &command, maxCount: 1) == 1 else {
                 if work.wait(timeout: 1) { wakeUps += 1 }
                 continue
