@@ -40,8 +40,13 @@ let package = Package(
             dependencies: ["SpeechGraphCore", "CSndFile", "CMpg123", "CSoxr"]),
         // Custom language models: the .lmspec language, template expansion, n-gram estimation, pronunciations.
         .target(name: "SpeechGraphLM", dependencies: ["SpeechGraphCore"]),
-        // The PocketSphinx recognizer node.
-        .target(name: "SpeechGraphSphinx", dependencies: ["SpeechGraphCore", "SpeechGraphLM", "CPocketSphinx"]),
+        // The Whisper engine: faster-whisper (PyPI) on CTranslate2 in a process of its own, shared by every graph in
+        // the process; no C library.
+        .target(name: "SpeechGraphWhisper", dependencies: ["SpeechGraphCore"]),
+        // The recognizer node: PocketSphinx, and Whisper for final results (`engine: whisper`).
+        .target(
+            name: "SpeechGraphSphinx",
+            dependencies: ["SpeechGraphCore", "SpeechGraphLM", "SpeechGraphWhisper", "CPocketSphinx"]),
         // Sinks: console, jsonl, tsv, srt and vtt subtitles, the Wyoming transcript.
         .target(name: "SpeechGraphSinks", dependencies: ["SpeechGraphCore"]),
         // Live audio: the JACK client, jack.input, jack.output, taps.
@@ -125,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "SpeechGraphNodesTests",
             dependencies: [
-                "SpeechGraphNodes", "SpeechGraphTestSupport", "CFFTW", "CJack",
+                "SpeechGraphNodes", "SpeechGraphWhisper", "SpeechGraphTestSupport", "CFFTW", "CJack",
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .testTarget(

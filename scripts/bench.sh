@@ -174,3 +174,6 @@ BIN=$BIN SHARED=$SHARED bash scripts/bench-wyoming.sh
 
 # Live captions in the browser (issue 16): 50 SSE and 10 WebSocket viewers against none.
 BIN=$BIN SHARED=$SHARED bash scripts/bench-web.sh
+
+# The whisper engine (issue 54): against faster-whisper used directly, the same model and settings.
+BIN=$BIN SHARED=$SHARED bash scripts/bench-whisper.sh

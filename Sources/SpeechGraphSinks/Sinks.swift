@@ -113,6 +113,10 @@ public final class ConsoleSink: GraphNode {
     private let styled: Bool
     /// A volatile line is on screen (terminal only), to be rewritten.
     private var tailShown = false
+    /// The volatile line on screen (as written, escapes and all) and its utterance: shown again under a final
+    /// result of an earlier utterance that comes after it (a recognizer whose engine decodes on its side while the
+    /// next utterance streams).
+    private var tail: (text: String, utterance: Int, node: String)?
 
     init(_ config: NodeConfig, out: TextOutput = .standardOutput(), live: Bool? = nil) {
         self.out = out
@@ -170,7 +174,9 @@ public final class ConsoleSink: GraphNode {
         var line: String
         switch event {
         case .result(let t) where t.isFinal && t.text.isEmpty && !t.rejected:
-            // Sound the recognizer heard no word in (a cough, a door): no line; the volatile text goes.
+            // Sound the recognizer heard no word in (a cough, a door): no line; the volatile text goes, unless it is
+            // a later utterance's.
+            if let tail, tail.node == t.node, t.utterance < tail.utterance { return }
             clearTail()
             out.flush()
             return
@@ -183,9 +189,11 @@ public final class ConsoleSink: GraphNode {
                 guard live else { return }
                 if let source { line = "\(source): " + line }
                 // Dimmed, no newline: the next result rewrites it.
-                out.write(styled ? "\r\u{1B}[2K\u{1B}[2m" + line + "\u{1B}[0m" : "\r\u{1B}[2K" + line)
+                let shown = styled ? "\r\u{1B}[2K\u{1B}[2m" + line + "\u{1B}[0m" : "\r\u{1B}[2K" + line
+                out.write(shown)
                 out.flush()
                 tailShown = true
+                tail = (shown, t.utterance, t.node)
                 try out.tellFailure(output, at: t.range.end)
                 return
             }
@@ -196,8 +204,19 @@ public final class ConsoleSink: GraphNode {
             return  // speech activity, levels and kinds added by plugins are not part of a transcript
         }
         if let source { line = "\(source): " + line }
+        // A final result of an utterance before the one whose volatile text is shown: the line goes above it.
+        var under: String?
+        if case .result(let t) = event, let tail, tailShown, tail.node == t.node, t.utterance < tail.utterance {
+            under = tail.text
+        } else if case .result = event {
+            tail = nil
+        }
         clearTail()
         out.write(line + "\n")
+        if let under {
+            out.write(under)
+            tailShown = true
+        }
         out.flush()
         try out.tellFailure(output, at: JSONLines.audioEnd(of: event))
     }

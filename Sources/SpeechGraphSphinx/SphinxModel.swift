@@ -187,6 +187,12 @@ public struct SphinxModel: Hashable, Sendable {
     }
 
     /// The model a recognizer node's parameters name (`model`, `hmm`, `lm`, `dict`, `jsgf`, `rate`).
+    /// The PocketSphinx model's name or directory: `model`, unless the recognizer's engine is another's (then
+    /// `model` names that engine's model, and PocketSphinx, which streams the volatile results, has en-us).
+    public static func sphinxModelName(_ c: NodeConfig) -> String {
+        c.string("engine") == "pocketsphinx" || c.string("engine") == nil ? c.string("model") ?? "en-us" : "en-us"
+    }
+
     /// `buildSpec`: build a spec that `lm` names (or find it built); otherwise only parse it (planning).
     /// `notes`: what a spec built here had to say (guessed pronunciations).
     public static func resolve(_ c: NodeConfig, buildSpec: Bool = true, notes: BuildNotes? = nil) throws
@@ -198,7 +204,7 @@ public struct SphinxModel: Hashable, Sendable {
         }
         do {
             return try resolve(
-                model: c.string(of: "model"), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
+                model: sphinxModelName(c), hmm: c.string("hmm"), lm: c.string("lm"), dict: c.string("dict"),
                 jsgf: c.string("grammar") ?? c.string("jsgf"), sampleRate: Int(c.number(of: "rate").rounded()),
                 weight: c.number("weight") ?? 1, buildSpec: buildSpec, notes: notes)
         } catch var error as SpeechGraphError where error.parameter == "grammar" && c.string("grammar") == nil {
@@ -317,7 +323,7 @@ public struct SphinxModel: Hashable, Sendable {
     {
         try validate(c)
         var model = try resolve(
-            model: c.string(of: "model"), hmm: c.string("hmm"), lm: nil, dict: c.string("dict"), jsgf: nil,
+            model: sphinxModelName(c), hmm: c.string("hmm"), lm: nil, dict: c.string("dict"), jsgf: nil,
             sampleRate: Int(c.number(of: "rate").rounded()))
         var spec = LMSpec()
         var weight = Self.phrasesWeight

