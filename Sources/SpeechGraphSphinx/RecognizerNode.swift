@@ -28,7 +28,7 @@ public final class RecognizerNode: GraphNode {
     /// Turns posteriors into probabilities of being right; `nil`: posteriors as they are.
     let calibration: ConfidenceCalibration?
     /// With `engine: whisper`: what decodes each utterance for its final result (PocketSphinx streams the volatile
-    /// ones); its setup, kept to start the engine again in a later graph run if it ended.
+    /// ones), from its setup (the model and Python found, the options of its requests).
     var whisper: WhisperEngine?
     let whisperSetup: WhisperSetup?
     /// With Whisper on a worker (live input): final results are decoded on the engine's side while the next

@@ -15,7 +15,7 @@ struct WhisperSetup {
         python = try WhisperLocations.python()
         model = try WhisperLocations.model(c.string("model") ?? Self.defaultModel, python: python)
         var options = WhisperOptions(beam: c.integer(of: "beam"), words: c.bool(of: "words"))
-        // Contextual strings: the words Whisper should favour, and a prompt that reads as if they had been said.
+        // Contextual strings: the words Whisper should favour (its hotwords).
         let phrases = SphinxModel.phraseItems(c).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
         }
