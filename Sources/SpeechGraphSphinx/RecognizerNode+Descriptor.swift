@@ -182,6 +182,16 @@ extension RecognizerNode {
             "beam", default: 5, range: 1...10,
             doc: "The whisper engine's beam search width (faster-whisper's beam_size): 1 is greedy, faster and "
                 + "a little less accurate."),
+        .choice(
+            "window", ["utterance", "packed"], default: "utterance",
+            doc: """
+                What the whisper engine reads at once. utterance: each utterance when it ends (live input: its \
+                final result follows its end by one decoding). packed: utterances one after another, up to \
+                Whisper's 30 s window, read together, as Whisper reads a recording: more accurate (each gives \
+                the others context) and less CPU (one encoder pass a window), but an utterance's final result \
+                waits until the window is full or the input ends (docs/whisper.md: on the shared long file it was \
+                not more accurate yet).
+                """),
         .integer(
             "alternatives", default: 0, range: 0...20,
             doc: "Give each final result the n-best list of this many readings, each with a score, and each "

@@ -12,15 +12,6 @@ extension RecognizerNode {
     func finalResult(_ streamed: SphinxDecoder) throws -> Transcription {
         var decoder: any RecognitionEngine = streamed
         if !wholeUtterances { try decodePending() }
-        if let whisper {
-            // Whisper reads the whole utterance for the final result; PocketSphinx's streamed reading of it is done.
-            if !wholeUtterances { try streamed.endUtterance() }
-            try decodeHeld(whisper, newStream: false)
-            held.removeAll(keepingCapacity: true)
-            return composer.compose(
-                phases: [whisper.reading(from: utteranceStart, words: includeWords, alternatives: 0)],
-                peak: utterancePeak, utterance: utterance, range: TimeRange(start: utteranceStart, end: utteranceEnd))
-        }
         if finalPass, let whole = wholeDecoder {
             try streamed.endUtterance()
             decoder = whole

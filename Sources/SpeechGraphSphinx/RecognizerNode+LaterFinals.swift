@@ -37,6 +37,7 @@ extension RecognizerNode {
     }
 
     /// Hands the utterance to the engine without waiting for its final result; its streamed reading ends here.
+    /// With `window: packed` it waits in the pack until the next would not fit (or the input ends: `submitPack`).
     func finishLater(_ whisper: WhisperEngine, streamed: SphinxDecoder) throws {
         if !wholeUtterances {
             try decodePending()
@@ -45,12 +46,33 @@ extension RecognizerNode {
         let later = LaterFinal(
             utterance: utterance, range: TimeRange(start: utteranceStart, end: utteranceEnd), peak: utterancePeak)
         laterFinals.append(later)
-        whisper.start()
-        held.withUnsafeBufferPointer { whisper.append($0) }
+        if !pack.members.isEmpty && pack.samples.count + WhisperPack.gapSamples + held.count > packSamples {
+            submitPack(whisper)
+        }
+        pack.add(later, held)
         held.removeAll(keepingCapacity: true)
+        if pack.samples.count >= packSamples { submitPack(whisper) }
+    }
+
+    /// The utterances packed so far, to the engine as one request; each gets its own part of the transcript.
+    func submitPack(_ whisper: WhisperEngine) {
+        guard !pack.members.isEmpty else { return }
+        var taken = WhisperPack()
+        swap(&taken, &pack)
+        let members = taken.members
+        let spans = members.map { (offset: Double($0.offset) / 16000, length: Double($0.count) / 16000) }
         let wakeup = self.wakeup
-        whisper.finishLater { result in
-            later.complete(result)
+        var options = whisper.options
+        // Each utterance's words are found in the pack by their times.
+        if members.count > 1 { options.words = true }
+        whisper.worker.submit(taken.samples, options: options) { result in
+            switch result {
+            case .success(let transcript):
+                let parts = members.count == 1 ? [transcript] : WhisperEngine.split(transcript, spans: spans)
+                for (member, part) in zip(members, parts) { member.later.complete(.success(part)) }
+            case .failure(let error):
+                for member in members { member.later.complete(.failure(error)) }
+            }
             wakeup.post()
         }
     }
@@ -72,4 +94,23 @@ extension RecognizerNode {
     }
 
     public func wake(output: NodeOutput) throws { try emitLaterFinals(output: output) }
+}
+
+/// Utterances gathered for one request to the whisper engine (`window: packed`), each after the one before and a
+/// short silence, so that Whisper reads them in one window of up to 30 s, with each other for context, as it reads
+/// a recording: more accurate than one utterance at a time, and one encoder pass for them all.
+struct WhisperPack {
+    /// Silence between two utterances in a pack (0.5 s at 16 kHz).
+    static let gapSamples = 8000
+    /// A pack's audio at most (28 s: Whisper's window is 30 s).
+    static let windowSamples = 28 * 16000
+
+    var members: [(later: RecognizerNode.LaterFinal, offset: Int, count: Int)] = []
+    var samples: [Int16] = []
+
+    mutating func add(_ later: RecognizerNode.LaterFinal, _ audio: [Int16]) {
+        if !members.isEmpty { samples.append(contentsOf: repeatElement(0, count: Self.gapSamples)) }
+        members.append((later, samples.count, audio.count))
+        samples.append(contentsOf: audio)
+    }
 }

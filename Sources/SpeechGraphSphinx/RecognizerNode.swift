@@ -35,6 +35,10 @@ public final class RecognizerNode: GraphNode {
     /// utterance streams (`RecognizerNode+LaterFinals`); `laterFinals` waits for them, in order.
     let finalsLater: Bool
     var laterFinals: [LaterFinal] = []
+    /// Utterances waiting to go to the whisper engine together (`window: packed`), and how much audio a pack
+    /// holds before it goes (0: each utterance goes alone, when it ends).
+    var pack = WhisperPack()
+    let packSamples: Int
     let wakeup: NodeWakeup
     /// Decides each final result from what the decoders read (`FinalResultComposer`).
     var composer: FinalResultComposer {
@@ -127,7 +131,10 @@ public final class RecognizerNode: GraphNode {
         whisperSetup = c.string(of: "engine") == "whisper" ? try WhisperSetup(c) : nil
         // The standard calibration is PocketSphinx's posteriors'; Whisper's word probabilities are given as they are.
         calibration = c.string(of: "confidence") == "calibrated" && whisperSetup == nil ? .standard : nil
-        finalsLater = whisperSetup != nil && context.placement == .worker
+        // Whisper decodes on its own process's thread: the recognizer goes on meanwhile (live input: the next
+        // utterance streams), and each final result goes out when it is decoded, in order.
+        finalsLater = whisperSetup != nil
+        packSamples = c.string(of: "window") == "packed" ? WhisperPack.windowSamples : 0
         wakeup = context.wakeup
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
         models = try Models(c, controlConnected: controlConnected)
@@ -320,12 +327,15 @@ public final class RecognizerNode: GraphNode {
 
     public func finish(output: NodeOutput) throws {
         try endUtterance(output: output)
+        if let whisper { submitPack(whisper) }
         try emitLaterFinals(output: output, waiting: true)
     }
 
     /// The audio was interrupted: the utterance in flight ends here and its final result is delivered.
     public func discontinuity(port: Int, output: NodeOutput) throws {
         try endUtterance(output: output)
+        // What follows is another stream: no context from this one.
+        if let whisper { submitPack(whisper) }
         paused = false
         streamBegins = true
     }
@@ -355,6 +365,7 @@ public final class RecognizerNode: GraphNode {
         inUtterance = false
         atPause = nil
         held.removeAll()
+        pack = WhisperPack()
         pending.removeAll()
         pool.checkin(decoder)
         self.decoder = nil

@@ -31,8 +31,9 @@ struct WhisperSetup {
     /// graph puts a grammar recognizer in front of a whisper one instead.
     static func validate(_ c: NodeConfig) throws {
         guard c.string(of: "engine") == "whisper" else {
-            if c.locations["beam"] != nil {
-                throw SpeechGraphError("'beam' is the whisper engine's (engine: whisper)", parameter: "beam")
+            for parameter in ["beam", "window"] where c.locations[parameter] != nil {
+                throw SpeechGraphError(
+                    "'\(parameter)' is the whisper engine's (engine: whisper)", parameter: parameter)
             }
             return
         }
@@ -52,17 +53,5 @@ struct WhisperSetup {
     /// not running.
     func engine() throws -> WhisperEngine {
         WhisperEngine(worker: try WhisperWorker.shared(model: model, python: python), options: options)
-    }
-}
-
-extension WhisperEngine: RecognitionEngine {
-    public func startUtterance(newStream: Bool) throws { start() }
-
-    public func process(_ samples: UnsafeBufferPointer<Int16>, wholeUtterance: Bool) throws { append(samples) }
-
-    public func endUtterance() throws { try finish() }
-
-    public func reading(from start: Double, words: Bool, alternatives: Int) -> Reading {
-        Reading(text: transcript.text, words: words ? self.words(from: start) : [], nbest: [])
     }
 }

@@ -1,41 +1,19 @@
 import Foundation
 import SpeechGraphCore
 
-/// One recognizer's use of a shared ``WhisperWorker``: the utterance's samples gathered, decoded whole when it ends,
-/// its transcript read as words on the graph's clock.
+/// One recognizer's use of a shared ``WhisperWorker``: its requests' options, and its transcripts read as words on
+/// the graph's clock.
 public final class WhisperEngine {
     public let worker: WhisperWorker
     public var options: WhisperOptions
-    private var samples: [Int16] = []
-    /// The last utterance's transcript (empty before the first).
-    public private(set) var transcript = WhisperTranscript(segments: [], cpuSeconds: 0)
 
     public init(worker: WhisperWorker, options: WhisperOptions) {
         self.worker = worker
         self.options = options
     }
 
-    public func start() { samples.removeAll(keepingCapacity: true) }
-
-    public func append(_ buffer: UnsafeBufferPointer<Int16>) { samples.append(contentsOf: buffer) }
-
-    /// Decodes the utterance gathered (a process that hangs is stopped: ``WhisperWorker/transcribe(_:options:)``).
-    public func finish() throws {
-        transcript = try worker.transcribe(samples, options: options)
-    }
-
-    /// Hands the utterance gathered to the engine without waiting; `completion` gets its transcript on another
-    /// thread. The gathered samples are handed over, not copied.
-    public func finishLater(_ completion: @escaping WhisperWorker.Completion) {
-        var taken: [Int16] = []
-        swap(&taken, &samples)
-        worker.submit(taken, options: options, completion: completion)
-    }
-
     /// The transcript's words, each trimmed of Whisper's leading space, timed from `start` (seconds), with
     /// Whisper's probability as its confidence.
-    public func words(from start: Double) -> [Word] { Self.words(of: transcript, from: start) }
-
     public static func words(of transcript: WhisperTranscript, from start: Double) -> [Word] {
         transcript.segments.flatMap(\.words).compactMap { w in
             let text = w.text.trimmingCharacters(in: .whitespaces)
@@ -44,5 +22,38 @@ public final class WhisperEngine {
                 text: text, range: TimeRange(start: start + w.start, end: start + max(w.end, w.start)),
                 confidence: min(max(w.probability, 0), 1))
         }
+    }
+
+    /// A pack's transcript (several utterances, one after another, `spans` their places in its audio, seconds) as
+    /// one transcript each: a word belongs to the utterance its middle falls in (or the silence after it), timed
+    /// from that utterance's start; a segment's text is its words'. The segments keep Whisper's signals (log
+    /// probability, no-speech probability, compression ratio) for each part.
+    public static func split(
+        _ transcript: WhisperTranscript, spans: [(offset: Double, length: Double)]
+    ) -> [WhisperTranscript] {
+        var parts = spans.map { _ in WhisperTranscript(segments: [], cpuSeconds: 0) }
+        guard !spans.isEmpty else { return parts }
+        parts[0].cpuSeconds = transcript.cpuSeconds
+        for segment in transcript.segments {
+            var words = spans.map { _ in [WhisperTranscript.WordReading]() }
+            for w in segment.words {
+                let middle = (w.start + max(w.end, w.start)) / 2
+                let k = spans.lastIndex { $0.offset <= middle } ?? 0
+                let (offset, length) = spans[k]
+                var moved = w
+                moved.start = min(max(w.start - offset, 0), length)
+                moved.end = min(max(w.end - offset, moved.start), length)
+                words[k].append(moved)
+            }
+            for (k, ws) in words.enumerated() where !ws.isEmpty {
+                var part = segment
+                part.words = ws
+                part.text = ws.map(\.text).joined().trimmingCharacters(in: .whitespaces)
+                part.start = ws[0].start
+                part.end = ws[ws.count - 1].end
+                parts[k].segments.append(part)
+            }
+        }
+        return parts
     }
 }

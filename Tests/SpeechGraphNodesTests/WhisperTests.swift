@@ -159,6 +159,31 @@ extension Decoding {
             }
         }
 
+        /// `window: packed` on a file: both utterances go to the engine as one request, and each still gets its own
+        /// final result, its words timed inside its own utterance.
+        @Test func aPackedWindowGivesEachUtteranceItsOwnFinal() throws {
+            let both = try Sentences.both(in: dir, gap: 2, trailing: 1.5)
+            let (events, _) = try Harness.run(
+                """
+                node src = file.input { path: "\(both)" }
+                node vad = vad
+                node asr = recognizer { engine: whisper, mode: utterance, window: packed }
+                node out = collect
+                src -> vad -> asr -> out
+                vad.events -> asr.control
+                """)
+            let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            #expect(finals.map(\.utterance) == [1, 2])
+            for (result, reference) in zip(finals, [Sentences.call, Sentences.weather]) {
+                let wer = wordErrorRate(reference: reference, hypothesis: result.text)
+                #expect(wer <= 0.25, "'\(result.text)' against '\(reference)'")
+                #expect(!result.words.isEmpty)
+                for w in result.words {
+                    #expect(w.range.start >= result.range.start - 0.05 && w.range.end <= result.range.end + 0.6, "\(w)")
+                }
+            }
+        }
+
         /// Dead air gives no words (Whisper reads "you" into silence).
         @Test func deadAirGivesNoText() throws {
             let wav = dir.path("silence.wav")
@@ -197,5 +222,25 @@ extension Decoding {
             let later = #expect(throws: SpeechGraphError.self) { try worker.transcribe([0], options: WhisperOptions()) }
             #expect(later?.message == error.message)
         }
+    }
+}
+
+/// A pack's transcript split back into its utterances: by where each word's middle falls, timed from its own start.
+@Suite(.tags(.fast)) struct WhisperPackSplitTests {
+    @Test func wordsGoToTheUtteranceTheyFallIn() {
+        func word(_ text: String, _ start: Double, _ end: Double) -> WhisperTranscript.WordReading {
+            .init(start: start, end: end, text: text, probability: 0.9)
+        }
+        let segment = WhisperTranscript.Segment(
+            start: 0, end: 6, text: " Hello there. Good day.", averageLogProbability: -0.2, noSpeechProbability: 0.01,
+            compressionRatio: 1.2, tokens: 8,
+            words: [word(" Hello", 0.1, 0.5), word(" there.", 0.5, 1.9), word(" Good", 3.6, 4), word(" day.", 4, 4.4)])
+        let parts = WhisperEngine.split(
+            WhisperTranscript(segments: [segment], cpuSeconds: 1), spans: [(0, 2), (2.5, 2)])
+        #expect(parts.map(\.text) == ["Hello there.", "Good day."])
+        #expect(parts[1].segments[0].words.map { ($0.start * 100).rounded() } == [110, 150])
+        #expect(parts[1].segments[0].averageLogProbability == -0.2)
+        // A word past its utterance's end is cut at it.
+        #expect(parts[0].segments[0].words.last?.end == 1.9)
     }
 }
