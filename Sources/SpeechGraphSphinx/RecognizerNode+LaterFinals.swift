@@ -60,7 +60,8 @@ extension RecognizerNode {
         var taken = WhisperPack()
         swap(&taken, &pack)
         let members = taken.members
-        let spans = members.map { (offset: Double($0.offset) / 16000, length: Double($0.count) / 16000) }
+        let rate = Double(WhisperPack.sampleRate)
+        let spans = members.map { (offset: Double($0.offset) / rate, length: Double($0.count) / rate) }
         let wakeup = self.wakeup
         var options = whisper.options
         // Each utterance's words are found in the pack by their times.
@@ -100,10 +101,12 @@ extension RecognizerNode {
 /// short silence, so that Whisper reads them in one window of up to 30 s, with each other for context, as it reads
 /// a recording: more accurate than one utterance at a time, and one encoder pass for them all.
 struct WhisperPack {
-    /// Silence between two utterances in a pack (0.5 s at 16 kHz).
-    static let gapSamples = 8000
+    /// Whisper's rate.
+    static let sampleRate = 16000
+    /// Silence between two utterances in a pack (0.5 s).
+    static let gapSamples = sampleRate / 2
     /// A pack's audio at most (28 s: Whisper's window is 30 s).
-    static let windowSamples = 28 * 16000
+    static let windowSamples = 28 * sampleRate
 
     var members: [(later: RecognizerNode.LaterFinal, offset: Int, count: Int)] = []
     var samples: [Int16] = []

@@ -31,9 +31,8 @@ public final class RecognizerNode: GraphNode {
     /// ones), from its setup (the model and Python found, the options of its requests).
     var whisper: WhisperEngine?
     let whisperSetup: WhisperSetup?
-    /// With Whisper on a worker (live input): final results are decoded on the engine's side while the next
-    /// utterance streams (`RecognizerNode+LaterFinals`); `laterFinals` waits for them, in order.
-    let finalsLater: Bool
+    /// With Whisper: final results are decoded on the engine's side while the recognizer goes on (live input: the
+    /// next utterance streams; `RecognizerNode+LaterFinals`); `laterFinals` waits for them, in order.
     var laterFinals: [LaterFinal] = []
     /// Utterances waiting to go to the whisper engine together (`window: packed`), and how much audio a pack
     /// holds before it goes (0: each utterance goes alone, when it ends).
@@ -131,9 +130,6 @@ public final class RecognizerNode: GraphNode {
         whisperSetup = c.string(of: "engine") == "whisper" ? try WhisperSetup(c) : nil
         // The standard calibration is PocketSphinx's posteriors'; Whisper's word probabilities are given as they are.
         calibration = c.string(of: "confidence") == "calibrated" && whisperSetup == nil ? .standard : nil
-        // Whisper decodes on its own process's thread: the recognizer goes on meanwhile (live input: the next
-        // utterance streams), and each final result goes out when it is decoded, in order.
-        finalsLater = whisperSetup != nil
         packSamples = c.string(of: "window") == "packed" ? WhisperPack.windowSamples : 0
         wakeup = context.wakeup
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
@@ -350,7 +346,9 @@ public final class RecognizerNode: GraphNode {
             try output.emit(.result(result))
             return
         }
-        if finalsLater, let whisper {
+        // Whisper decodes on its own process's thread: the recognizer goes on meanwhile (live input: the next
+        // utterance streams), and each final result goes out when it is decoded, in order.
+        if let whisper {
             try finishLater(whisper, streamed: decoder)
             return
         }
