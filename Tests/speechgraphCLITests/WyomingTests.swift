@@ -533,21 +533,22 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         }
     }
 
-    @Test("the real set through Wyoming: WER beside transcribe's (the default graph within 0.5 points)")
+    @Test("every third file of the real set through Wyoming: WER beside transcribe's on the same files")
     func realSetWordErrorRate() async throws {
         let fast = TestPaths.packageRoot.appendingPathComponent("graphs/wyoming-fast.graph").path
         let server = try WyomingServerProcess(["--model", "fast=\(fast)"])
         defer { server.stop() }
         let files = try realSet().map(\.file)
-        // wyoming-fast.graph on every third file, by 8 clients at once (the whole set: make bench's
-        // wyoming_fast_graph_wer).
+        // Every third file, by 2 clients through the default graph and by 8 at once through wyoming-fast.graph: the
+        // whole set is make bench's (wyoming_wer, wyoming_fast_graph_wer beside wyoming_transcribe_wer), which
+        // keeps the CPU of make test for the checks only it makes.
         let some = stride(from: 0, to: files.count, by: 3).map { files[$0] }
-        let aloneResults = try Peer.transcribe(server.uri, files, options: ["--clients", "2"])
+        let aloneResults = try Peer.transcribe(server.uri, some, options: ["--clients", "2"])
         let fastResults = try Peer.transcribe(server.uri, some, options: ["--clients", "8", "--name", "fast"])
         // Every file answered: a missing answer is said as such, not counted as words the server missed.
         for r in aloneResults + fastResults { #expect(r["error"] is NSNull, "\(r)") }
         let (alone, fastTexts) = (texts(aloneResults), texts(fastResults))
-        // `speechgraph transcribe` of the same files (run once for this test and CorpusTests).
+        // `speechgraph transcribe` of the whole set (run once for this test and CorpusTests).
         let reference = try await RealSetTranscription.jsonl.get()
         try #require(reference.status == 0, "\(reference.stderr)")
         var transcribed: [String: String] = [:]
@@ -555,19 +556,20 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
             transcribed[URL(fileURLWithPath: row.file).lastPathComponent] = row.text
         }
         #expect(transcribed.count == 35)
-        #expect(alone.count == 35)
+        #expect(alone.count == some.count)
         #expect(fastTexts.count == some.count)
         let names = Set(some.map { URL(fileURLWithPath: $0).lastPathComponent })
-        let base = try sharedWER(transcribed, dir: dir)
-        let wyoming = try sharedWER(alone, dir: dir)
-        let baseSome = try sharedWER(transcribed, dir: dir, only: names)
+        let base = try sharedWER(transcribed, dir: dir, only: names)
+        let wyoming = try sharedWER(alone, dir: dir, only: names)
         let wyomingFast = try sharedWER(fastTexts, dir: dir, only: names)
         print(
-            "wyoming WER: transcribe \(base)%, default graph \(wyoming)%; on \(names.count) files: transcribe "
-                + "\(baseSome)%, wyoming-fast.graph \(wyomingFast)%")
-        #expect(wyoming <= base + 0.5)
+            "wyoming WER on \(names.count) files: transcribe \(base)%, default graph \(wyoming)%, "
+                + "wyoming-fast.graph \(wyomingFast)%")
+        // The default graph within a word of transcribe's (about 1.2 points on these files; the whole set within
+        // 0.5 points in make bench).
+        #expect(wyoming <= base + 1.3)
         // Without the second pass: answers sooner, for a few points (docs/wyoming.md).
-        #expect(wyomingFast <= baseSome + 5)
+        #expect(wyomingFast <= base + 5)
     }
 
     @Test("the built-in default graph is graphs/wyoming.graph")
