@@ -83,7 +83,8 @@ extension RecognizerNode {
     func emitLaterFinals(output: NodeOutput, waiting: Bool = false) throws {
         while let first = laterFinals.first, let result = first.result(waiting: waiting) {
             laterFinals.removeFirst()
-            let transcript = try result.get()
+            // Segments Whisper heard no speech in go no further (invented words on noise).
+            let transcript = WhisperEngine.speech(in: try result.get())
             let reading = Reading(
                 text: transcript.text,
                 words: includeWords ? WhisperEngine.words(of: transcript, from: first.range.start) : [], nbest: [])

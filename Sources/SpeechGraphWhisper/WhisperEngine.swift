@@ -24,6 +24,27 @@ public final class WhisperEngine {
         }
     }
 
+    /// What Whisper heard with no speech in it, left out: a segment whose no-speech probability is above 0.6 and
+    /// whose words are unsure (their mean probability below 0.25; without words, its mean token log probability
+    /// below -0.95), and a segment still repeating itself after faster-whisper's retries (a compression ratio
+    /// above its own limit, 2.4). Whisper's own rule (no-speech above 0.6 and log probability below -1) keeps "You"
+    /// on noise the vad let through (log probability -0.99, a word probability of 0.02); on speech (AN4's training
+    /// part, clean and noisy) no segment with a no-speech probability above 0.6 had its words' mean below 0.46.
+    public static func speech(in transcript: WhisperTranscript) -> WhisperTranscript {
+        var kept = transcript
+        kept.segments = transcript.segments.filter { !isNoSpeech($0) }
+        return kept
+    }
+
+    /// Whether ``speech(in:)`` leaves the segment out.
+    public static func isNoSpeech(_ segment: WhisperTranscript.Segment) -> Bool {
+        if segment.compressionRatio > 2.4 { return true }
+        guard segment.noSpeechProbability > 0.6 else { return false }
+        guard !segment.words.isEmpty else { return segment.averageLogProbability < -0.95 }
+        let mean = segment.words.map(\.probability).reduce(0, +) / Double(segment.words.count)
+        return mean < 0.25
+    }
+
     /// A pack's transcript (several utterances, one after another, `spans` their places in its audio, seconds) as
     /// one transcript each: a word belongs to the utterance its middle falls in (or the silence after it), timed
     /// from that utterance's start; a segment's text is its words'. The segments keep Whisper's signals (log

@@ -244,3 +244,36 @@ extension Decoding {
         #expect(parts[0].segments[0].words.last?.end == 1.9)
     }
 }
+
+@Suite(.tags(.fast)) struct WhisperNoSpeechTests {
+    func segment(
+        _ text: String, logProbability: Double, noSpeech: Double, compression: Double = 1.2, words: [Double]
+    ) -> WhisperTranscript.Segment {
+        WhisperTranscript.Segment(
+            start: 0, end: 1, text: text, averageLogProbability: logProbability, noSpeechProbability: noSpeech,
+            compressionRatio: compression, tokens: 3,
+            words: words.enumerated().map {
+                .init(
+                    start: Double($0.offset), end: Double($0.offset) + 0.5, text: " w",
+                    probability: $0.element)
+            })
+    }
+
+    @Test("what Whisper hears in noise goes; short, unsure or spelled speech stays")
+    func segmentsWithoutSpeechAreLeftOut() {
+        // "You" on pink noise the vad let through (Whisper's own rule keeps it: log probability above -1).
+        let you = segment(" You", logProbability: -0.99, noSpeech: 0.94, words: [0.017])
+        // Speech Whisper was unsure was speech at all (AN4's spelled names), and a short word it was unsure of.
+        let spelled = segment(" J-E-F-F.", logProbability: -0.62, noSpeech: 0.69, words: [0.7, 0.6, 0.8, 0.7])
+        let start = segment(" Start.", logProbability: -1.08, noSpeech: 0.35, words: [0.11])
+        // A loop left after faster-whisper's retries.
+        let loop = segment(" S-S-S-S-S-S-S-S-S-S", logProbability: -0.3, noSpeech: 0.1, compression: 3.1, words: [0.9])
+        // Without words: the log probability decides.
+        let bare = segment(" You", logProbability: -0.99, noSpeech: 0.94, words: [])
+        let sure = segment(" Yes.", logProbability: -0.5, noSpeech: 0.7, words: [])
+        let kept = WhisperEngine.speech(
+            in: WhisperTranscript(segments: [you, spelled, start, loop, bare, sure], cpuSeconds: 1))
+        #expect(kept.segments.map(\.text) == [" J-E-F-F.", " Start.", " Yes."])
+        #expect(kept.cpuSeconds == 1)
+    }
+}

@@ -27,6 +27,31 @@ import Testing
         #expect((finals.first?["words"] as? [Any])?.isEmpty == false)
     }
 
+    /// A minute of pink noise (sox's repeatable generator) in which the vad hears speech once, at 23.5 s: Whisper
+    /// reads "You" there (no-speech probability 0.92, the word's probability 0.014), which its own rule keeps. No
+    /// word comes out; the utterance's final result does, empty (make bench counts an hour of noise:
+    /// whisper_noise_words_per_hour).
+    @Test func noiseTheVadLetsThroughGivesNoWords() throws {
+        let noise = dir.path("pink.wav")
+        try TestSpeech.sox([
+            "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", noise, "synth", "60", "pinknoise", "norm", "-20",
+        ])
+        let r = try Run.speechgraph(["transcribe", "--engine", "whisper", "--format", "jsonl", noise])
+        #expect(r.status == 0, "\(r.stderr)")
+        let finals = r.stdout.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                o["isFinal"] as? Bool == true
+            else { return nil }
+            return o
+        }
+        // Whisper was asked (the vad let noise through), and wrote nothing.
+        #expect(!finals.isEmpty, "\(r.stdout)")
+        for f in finals {
+            #expect(f["text"] as? String == "", "\(f)")
+            #expect((f["words"] as? [Any])?.isEmpty ?? true, "\(f)")
+        }
+    }
+
     /// A model that is not there is a located `check --plan` error naming where it was looked for.
     @Test func aMissingModelIsALocatedCheckError() throws {
         let graph = dir.path("whisper.graph")
