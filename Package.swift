@@ -96,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "speechgraph",
             dependencies: [
-                "SpeechGraph", "SpeechGraphWyoming",
+                "SpeechGraph", "SpeechGraphWyoming", "SpeechGraphWhisper",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Load figures for `make bench` (scripts/bench-streams.sh): not a product, nothing installs it.

@@ -113,6 +113,26 @@ public final class WhisperWorker: @unchecked Sendable {
     }
     private static let startLock = NSLock()
 
+    /// Ends every shared engine's process and waits for each to exit (at most `seconds`, then kills it), at the end
+    /// of a command: the engine's CPU is then counted with the command's (`time speechgraph transcribe ...`: a
+    /// process's children count once it has waited for them), and none outlives it.
+    public static func stopShared(waiting seconds: Double = 5) {
+        let all = workers.withLock { running -> [WhisperWorker] in
+            defer { running.removeAll() }
+            return Array(running.values)
+        }
+        for worker in all { worker.stop(waiting: seconds) }
+    }
+
+    /// Closes the engine's input (it exits at its end) and waits for the process, killing it after `seconds`.
+    public func stop(waiting seconds: Double = 5) {
+        shutdown(socket, Int32(SHUT_WR))
+        let deadline = monotonicSeconds() + seconds
+        while process.isRunning && monotonicSeconds() < deadline { usleep(10_000) }
+        if process.isRunning { kill(pid, SIGKILL) }
+        process.waitUntilExit()
+    }
+
     /// A worker of its own, shared with nobody (a test that stops it).
     public static func unshared(model: String, compute: String = "int8", threads: Int = 1, python: String) throws
         -> WhisperWorker

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SpeechGraph
+import SpeechGraphWhisper
 
 #if canImport(Glibc)
     import Glibc
@@ -68,7 +69,9 @@ struct SpeechgraphCommand: ParsableCommand {
             var command = try parseAsRoot(negativeValuesJoined(Array(CommandLine.arguments.dropFirst())))
             parsed = type(of: command)
             try command.run()
+            WhisperWorker.stopShared()
         } catch let reported as Reported {
+            WhisperWorker.stopShared()
             Glibc.exit(reported.code)
         } catch {
             if let command = parsed, let invalid = error as? ValidationError {
