@@ -73,3 +73,13 @@ print(f"whisper_noise_minutes {hours * 60:.0f} min")
 print(f"whisper_noise_words_per_hour {sg / hours:.1f} words/h")
 print(f"faster_whisper_noise_words_per_hour {peer / hours:.1f} words/h")
 PY
+
+# Word confidences on the real set: calibrated (ConfidenceCalibration.whisper, fitted on our own development sets)
+# beside Whisper's own word probabilities (--confidence posterior), scored in spoken form (reliability.py --spoken).
+echo "bench: whisper word confidences on the real set, calibrated and Whisper's own" >&2
+"$BIN" transcribe --engine whisper --format jsonl "${real[@]}" > "$work/real-calibrated.jsonl"
+"$BIN" transcribe --engine whisper --format jsonl --confidence posterior "${real[@]}" > "$work/real-posterior.jsonl"
+python3 scripts/reliability.py "$CORPUS/manifest.tsv" "$work/real-calibrated.jsonl" --name whisper_real \
+  --spoken "$SHARED/tools/wer.py" | grep -E "expected_calibration_error|at_least"
+python3 scripts/reliability.py "$CORPUS/manifest.tsv" "$work/real-posterior.jsonl" --name whisper_probability_real \
+  --spoken "$SHARED/tools/wer.py" | grep -E "expected_calibration_error|at_least"

@@ -9,6 +9,12 @@ partition of CMU's AN4 (scripts/make-an4-dev-set.sh), each clean and in white an
     speechgraph transcribe --format jsonl --confidence posterior out/an4/*.wav > out/an4.jsonl
     python3 scripts/fit-calibration.py out/calibration/ref.tsv out/calibration.jsonl out/an4/ref.tsv out/an4.jsonl
 
+With --spoken WER_PY first (the Whisper engine's calibration, ConfidenceCalibration.whisper), each formatted word
+is read in spoken form by the scorer's normalisation (reliability.py --spoken):
+
+    speechgraph transcribe --engine whisper --format jsonl --confidence posterior out/calibration/*.wav > ...
+    python3 scripts/fit-calibration.py --spoken ../shared/tools/wer.py out/calibration/ref.tsv ... out/an4/ref.tsv ...
+
 A logistic regression (Newton's method, a little L2) of right/wrong on the logit of the word's posterior, the
 logit of its utterance's mean posterior (both piecewise linear: hinges at -2, 0 and 2, and at -1 and 1) and
 the log of its duration, over every word of every set given. Prints the coefficients, and for three feature
@@ -24,7 +30,7 @@ import sys
 import zlib
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from reliability import align, key  # noqa: E402
+from reliability import key, right_words, spoken_reader  # noqa: E402
 
 
 def fold(name):
@@ -40,7 +46,7 @@ def samples(ref_path, jsonl, only=None):
     for line in open(ref_path):
         f = line.rstrip("\n").split("\t")
         if len(f) >= 2:
-            refs[key(f[0])] = f[1].lower().split()
+            refs[key(f[0])] = NORMALIZE(f[1]) if NORMALIZE else f[1].lower().split()
     results = {}
     for line in open(jsonl):
         e = json.loads(line)
@@ -56,7 +62,7 @@ def samples(ref_path, jsonl, only=None):
             mean = sum(w["confidence"] for w in words) / len(words) if words else 0
             hyp += [(w, mean) for w in words]
         hyp.sort(key=lambda x: x[0]["start"])
-        for (w, mean), ok in zip(hyp, align(ref, [h[0]["text"] for h in hyp])):
+        for (w, mean), ok in zip(hyp, right_words(ref, [h[0]["text"] for h in hyp], NORMALIZE)):
             out.append((int(ok), w["confidence"], mean, w["end"] - w["start"]))
     return out
 
@@ -121,9 +127,15 @@ def log_loss(w, data, features):
     return total / len(data)
 
 
-pairs = list(zip(sys.argv[1::2], sys.argv[2::2]))
-if not pairs or len(sys.argv) % 2 == 0:
-    sys.exit("usage: fit-calibration.py REFERENCES HYPOTHESES.jsonl [REFERENCES HYPOTHESES.jsonl ...]")
+args = sys.argv[1:]
+# --spoken WER_PY: formatted words (Whisper's) read in spoken form by the scorer's normalisation (reliability.py).
+NORMALIZE = None
+if args[:1] == ["--spoken"] and len(args) >= 2:
+    NORMALIZE = spoken_reader(args[1])
+    args = args[2:]
+pairs = list(zip(args[0::2], args[1::2]))
+if not pairs or len(args) % 2 == 1:
+    sys.exit("usage: fit-calibration.py [--spoken WER_PY] REFERENCES HYPOTHESES.jsonl [REFERENCES HYPOTHESES.jsonl ...]")
 data = [s for r, j in pairs for s in samples(r, j)]
 folds = [[s for r, j in pairs for s in samples(r, j, k)] for k in (0, 1)]
 sets = [samples(r, j) for r, j in pairs]

@@ -10,6 +10,9 @@ right when the alignment matches it to the same reference word). Prints, as `mak
 right and the count in the bins [0,.2) [.2,.4) [.4,.6) [.6,.8) [.8,1], the share right at confidence >= 0.8,
 and the expected calibration error (the bins' |mean confidence - share right|, weighted by their counts).
 --features writes one line per word: right (0/1), confidence, duration, letters (for fitting a calibration).
+--spoken WER_PY reads formatted text (Whisper's: digits, capitals, punctuation, "Mr.") in spoken form, both sides,
+with the scorer's own normalisation (../shared/tools/wer.py's): a recognized word is right when every spoken word
+it stands for is ("1967." -> nineteen sixty seven: right when all three are).
 """
 import argparse
 import json
@@ -44,18 +47,46 @@ def align(ref, hyp):
     return right
 
 
+def spoken_reader(wer_py):
+    """wer.py's normalisation (lower case, formatted text in spoken form, punctuation gone) as a function of a
+    text, returning its spoken words."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("wer", wer_py)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.words
+
+
+def right_words(ref, hyp, normalize=None):
+    """For each hypothesis word, whether it is right: with `normalize` (a text's spoken words), each hypothesis
+    word stands for the spoken words it becomes, and is right when it becomes at least one and every one is
+    matched in the alignment of the spoken words; without, `align`'s answer."""
+    if normalize is None:
+        return align(ref, hyp)
+    parts = [normalize(h) for h in hyp]
+    flat = [t for p in parts for t in p]
+    matched = align(ref, flat)
+    out, k = [], 0
+    for p in parts:
+        out.append(bool(p) and all(matched[k:k + len(p)]))
+        k += len(p)
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("references")
     parser.add_argument("hypotheses")
     parser.add_argument("--name", default="real")
     parser.add_argument("--features")
+    parser.add_argument("--spoken", metavar="WER_PY")
     args = parser.parse_args()
+    normalize = spoken_reader(args.spoken) if args.spoken else None
     refs = {}
     for line in open(args.references, encoding="utf-8"):
         fields = line.rstrip("\n").split("\t")
         if len(fields) >= 2 and not line.startswith("file\t"):
-            refs[key(fields[0])] = fields[1].lower().split()
+            refs[key(fields[0])] = normalize(fields[1]) if normalize else fields[1].lower().split()
     words = {}
     for line in open(args.hypotheses, encoding="utf-8"):
         event = json.loads(line)
@@ -64,7 +95,7 @@ def main():
     samples = []
     for name, ref in refs.items():
         hyp = sorted(words.get(name, []), key=lambda w: w["start"])
-        for w, ok in zip(hyp, align(ref, [w["text"] for w in hyp])):
+        for w, ok in zip(hyp, right_words(ref, [w["text"] for w in hyp], normalize)):
             samples.append((ok, w["confidence"], w["end"] - w["start"], len(w["text"])))
     if args.features:
         with open(args.features, "w") as out:

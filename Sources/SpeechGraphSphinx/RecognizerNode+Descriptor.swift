@@ -200,8 +200,9 @@ extension RecognizerNode {
         .choice(
             "confidence", ["calibrated", "posterior"], default: "calibrated",
             doc: "Word confidences: calibrated, the probability that the word is right (fitted on synthesised "
-                + "speech and AN4's real read speech, clean and noisy; docs/events.md), or posterior, "
-                + "PocketSphinx's lattice posterior as it is. A result's confidence is the mean of its words'."),
+                + "speech and AN4's real read speech, clean and noisy, for each engine; docs/events.md), or "
+                + "posterior: PocketSphinx's lattice posterior, or Whisper's word probability, as it is. A "
+                + "result's confidence is the mean of its words'."),
         .boolean(
             "reject", default: true,
             doc: """

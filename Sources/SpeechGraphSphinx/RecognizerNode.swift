@@ -128,8 +128,8 @@ public final class RecognizerNode: GraphNode {
         includeWords = c.bool(of: "words")
         alternativeCount = c.integer(of: "alternatives")
         whisperSetup = c.string(of: "engine") == "whisper" ? try WhisperSetup(c) : nil
-        // The standard calibration is PocketSphinx's posteriors'; Whisper's word probabilities are given as they are.
-        calibration = c.string(of: "confidence") == "calibrated" && whisperSetup == nil ? .standard : nil
+        // PocketSphinx's posteriors and Whisper's word probabilities each have a calibration of their own.
+        calibration = c.string(of: "confidence") == "calibrated" ? (whisperSetup == nil ? .standard : .whisper) : nil
         packSamples = c.string(of: "window") == "packed" ? WhisperPack.windowSamples : 0
         wakeup = context.wakeup
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive

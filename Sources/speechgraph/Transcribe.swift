@@ -93,7 +93,8 @@ extension SpeechgraphCommand {
         @Option(
             help: ArgumentHelp(
                 "With --format jsonl: word confidences calibrated (the probability that the word is right; the "
-                    + "default) or PocketSphinx's posterior.", valueName: "kind"))
+                    + "default) or the engine's own (PocketSphinx's posterior, Whisper's word probability).",
+                valueName: "kind"))
         var confidence: ConfidenceKind?
 
         enum ConfidenceKind: String, ExpressibleByArgument, CaseIterable { case calibrated, posterior }

@@ -1,4 +1,5 @@
 import Foundation
+import SpeechGraph
 import SpeechGraphTestSupport
 import Testing
 
@@ -25,6 +26,26 @@ import Testing
         #expect(wer <= 0.2, "'\(text)' (WER \(wer))")
         #expect(text.first?.isUppercase == true && text.last == ".", "'\(text)'")
         #expect((finals.first?["words"] as? [Any])?.isEmpty == false)
+        // The words' confidences are Whisper's probabilities calibrated (ConfidenceCalibration.whisper): with
+        // --confidence posterior, the probabilities themselves.
+        let raw = try Run.speechgraph(
+            ["transcribe", "--engine", "whisper", "--format", "jsonl", "--confidence", "posterior", wav])
+        #expect(raw.status == 0, "\(raw.stderr)")
+        func confidences(_ jsonl: String) -> [Double] {
+            jsonl.split(separator: "\n").flatMap { line -> [Double] in
+                guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    o["isFinal"] as? Bool == true, let words = o["words"] as? [[String: Any]]
+                else { return [] }
+                return words.compactMap { $0["confidence"] as? Double }
+            }
+        }
+        let (calibrated, probabilities) = (confidences(r.stdout), confidences(raw.stdout))
+        try #require(calibrated.count == probabilities.count && !calibrated.isEmpty, "\(r.stdout) \(raw.stdout)")
+        for (c, p) in zip(calibrated, probabilities) {
+            let expected = ConfidenceCalibration.whisper.confidence(posterior: p, utteranceMean: p, duration: 1)
+            #expect(abs(c - expected) < 0.002, "\(c) for a probability of \(p): \(expected) expected")
+        }
+        #expect(calibrated != probabilities)
     }
 
     /// A minute of pink noise (sox's repeatable generator) in which the vad hears speech once, at 23.5 s: Whisper
