@@ -113,6 +113,12 @@ public final class WhisperWorker: @unchecked Sendable {
     }
     private static let startLock = NSLock()
 
+    /// The process IDs of the shared engines running now, one per model and setting in use: what memory holds of
+    /// Whisper in this process is one model for each.
+    public static var sharedProcessIDs: [Int32] {
+        workers.withLock { running in running.values.filter(\.isAlive).map(\.pid) }
+    }
+
     /// Ends every shared engine's process and waits for each to exit (at most `seconds`, then kills it), at the end
     /// of a command: the engine's CPU is then counted with the command's (`time speechgraph transcribe ...`: a
     /// process's children count once it has waited for them), and none outlives it.

@@ -159,6 +159,57 @@ extension Decoding {
             }
         }
 
+        /// Four graphs at once in one process, each with its own whisper recognizer: one engine's process (one
+        /// model in memory) serves them all, and each gets the text it gets alone.
+        @Test func fourGraphsAtOnceShareOneEngineAndGetWhatEachGetsAlone() throws {
+            let sentences = [Sentences.call, Sentences.weather, Sentences.call, Sentences.weather]
+            var files: [String] = []
+            for (k, sentence) in sentences.enumerated() {
+                let wav = dir.path("s\(k).wav")
+                try TestSpeech.synthesize(sentence, to: wav, voice: k < 2 ? "rms" : "slt")
+                files.append(wav)
+            }
+            func graph(_ file: String) throws -> InlineGraph {
+                let plan = try Harness.plan(
+                    """
+                    node src = file.input { path: "\(file)" }
+                    node asr = recognizer { engine: whisper, mode: utterance }
+                    node out = collect
+                    src -> asr -> out
+                    """)
+                return try InlineGraph(plan: plan, registry: Harness.registry)
+            }
+            @Sendable func text(_ graph: InlineGraph) -> String? {
+                (graph.node(named: "out") as? EventCollector)?.finalResults.map(\.text).joined(separator: " ")
+            }
+            var alone: [String] = []
+            for file in files {
+                let g = try graph(file)
+                _ = try g.run()
+                alone.append(text(g) ?? "")
+            }
+            let engines = WhisperWorker.sharedProcessIDs
+            let graphs = try files.map(graph)
+            let texts = Mutex<[Int: String]>([:])
+            let group = DispatchGroup()
+            for (k, g) in graphs.enumerated() {
+                nonisolated(unsafe) let g = g
+                group.enter()
+                Thread.detachNewThread {
+                    let t = (try? g.run()).flatMap { _ in text(g) } ?? "<failed>"
+                    texts.withLock { $0[k] = t }
+                    group.leave()
+                }
+            }
+            group.wait()
+            #expect(texts.withLock { $0 } == Dictionary(uniqueKeysWithValues: alone.enumerated().map { ($0, $1) }))
+            for (t, reference) in zip(alone, sentences) {
+                #expect(wordErrorRate(reference: reference, hypothesis: t) <= 0.25, "'\(t)' against '\(reference)'")
+            }
+            // The same one engine before, during and after: no graph started another.
+            #expect(engines.count == 1 && WhisperWorker.sharedProcessIDs == engines, "\(engines)")
+        }
+
         /// `window: packed` on a file: both utterances go to the engine as one request, and each still gets its own
         /// final result, its words timed inside its own utterance.
         @Test func aPackedWindowGivesEachUtteranceItsOwnFinal() throws {
