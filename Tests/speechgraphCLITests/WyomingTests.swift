@@ -572,6 +572,53 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
         #expect(wyomingFast <= base + 5)
     }
 
+    @Test("graphs/wyoming-whisper.graph: 8 clients at once get what each got alone, from one engine process")
+    func whisperGraphServesEightClientsFromOneEngine() async throws {
+        let graph = TestPaths.packageRoot.appendingPathComponent("graphs/wyoming-whisper.graph").path
+        let server = try WyomingServerProcess(["--model", "whisper=\(graph)"])
+        defer { server.stop() }
+        let all = try realSet().map(\.file)
+        let files = stride(from: 0, to: all.count, by: 4).map { all[$0] }
+        let aloneResults = try Peer.transcribe(server.uri, files, options: ["--name", "whisper"])
+        let spreadResults = try Peer.transcribe(server.uri, files, options: ["--clients", "8", "--name", "whisper"])
+        for r in aloneResults + spreadResults { #expect(r["error"] is NSNull, "\(r)") }
+        let (alone, spread) = (texts(aloneResults), texts(spreadResults))
+        #expect(alone.count == files.count)
+        #expect(spread == alone, "\(spread) vs \(alone)")
+        // Whisper's writing (capitals, punctuation), and its accuracy: beside transcribe --engine whisper's.
+        #expect(alone.values.contains { $0.first?.isUppercase == true && $0.last?.isPunctuation == true }, "\(alone)")
+        let names = Set(files.map { URL(fileURLWithPath: $0).lastPathComponent })
+        let transcribed = try Run.speechgraph(["transcribe", "--engine", "whisper", "--format", "tsv"] + files)
+        #expect(transcribed.status == 0, "\(transcribed.stderr)")
+        var offline: [String: String] = [:]
+        for line in transcribed.stdout.split(separator: "\n") {
+            let f = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            offline[URL(fileURLWithPath: String(f[0])).lastPathComponent] = f.count > 1 ? String(f[1]) : ""
+        }
+        let served = try sharedWER(alone, dir: dir, only: names)
+        let base = try sharedWER(offline, dir: dir, only: names)
+        print("wyoming-whisper.graph WER on \(names.count) files: \(served)%, transcribe --engine whisper \(base)%")
+        #expect(served <= base + 5)
+        // One engine's process for every transcription the server ran (one model in memory): the server's children.
+        let pid = server.process.processIdentifier
+        let engines = Self.children(of: pid).filter { $0.command.hasPrefix("python") }
+        #expect(engines.count == 1, "\(Self.children(of: pid))")
+    }
+
+    /// The processes whose parent is `pid` (from /proc), with their command names.
+    static func children(of pid: Int32) -> [(pid: Int32, command: String)] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> (pid: Int32, command: String)? in
+            guard let child = Int32(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 2, Int32(fields[1]) == pid else { return nil }
+            return (child, String(stat[stat.index(after: open)..<close]))
+        }
+    }
+
     @Test("the built-in default graph is graphs/wyoming.graph")
     func defaultGraphIsTheFile() throws {
         let file = try String(contentsOf: TestPaths.packageRoot.appendingPathComponent("graphs/wyoming.graph"))
