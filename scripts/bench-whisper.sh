@@ -83,3 +83,26 @@ python3 scripts/reliability.py "$CORPUS/manifest.tsv" "$work/real-calibrated.jso
   --spoken "$SHARED/tools/wer.py" | grep -E "expected_calibration_error|at_least"
 python3 scripts/reliability.py "$CORPUS/manifest.tsv" "$work/real-posterior.jsonl" --name whisper_probability_real \
   --spoken "$SHARED/tools/wer.py" | grep -E "expected_calibration_error|at_least"
+
+# One model in memory: graphs/wyoming-whisper.graph served to 8 clients at once over the real set; the server's
+# peak RSS and its engine's (one process, whatever the clients), beside faster-whisper's own peak for the set.
+echo "bench: whisper served to 8 clients (graphs/wyoming-whisper.graph): memory" >&2
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$BIN" serve --wyoming "tcp://127.0.0.1:$port" --model whisper=graphs/wyoming-whisper.graph 2> "$work/serve.err" &
+server=$!
+for _ in $(seq 600); do
+  "$PY" Tests/Peers/wyoming_client.py "tcp://127.0.0.1:$port" describe > /dev/null 2>&1 && break
+  kill -0 "$server" 2> /dev/null || { cat "$work/serve.err" >&2; exit 1; }
+  sleep 0.1
+done
+"$PY" Tests/Peers/wyoming_client.py "tcp://127.0.0.1:$port" transcribe --clients 8 --name whisper "${real[@]}" \
+  > "$work/serve-whisper.jsonl"
+engines=$(ps -o pid=,comm= --ppid "$server" | awk '$2 ~ /^python/ { print $1 }')
+hwm() { awk '/^VmHWM/ { printf "%.1f\n", $2 / 1024 }' "/proc/$1/status"; }
+echo "whisper_serve_8_clients_engine_processes $(echo "$engines" | grep -c .) processes"
+echo "whisper_serve_8_clients_server_rss_mib $(hwm "$server") MiB"
+for e in $engines; do echo "whisper_serve_8_clients_engine_rss_mib $(hwm "$e") MiB"; done
+kill -TERM "$server"
+wait "$server" || true
+"$PY" "$SHARED/peers/faster_whisper_peer.py" --model "$MODEL" "${real[@]}" 2>&1 > /dev/null |
+  sed -nE 's/.*rss_mib=([0-9.]+).*/faster_whisper_real_rss_mib \1 MiB/p'
