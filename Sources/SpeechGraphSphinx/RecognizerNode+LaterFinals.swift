@@ -66,6 +66,9 @@ extension RecognizerNode {
         var options = whisper.options
         // Each utterance's words are found in the pack by their times.
         if members.count > 1 { options.words = true }
+        // Each pack read after what Whisper wrote for the stream's packs before it, as faster-whisper reads a
+        // recording's windows: the same writing (of digits, spelled words) throughout.
+        options.context = packContext
         whisper.worker.submit(taken.samples, options: options) { result in
             switch result {
             case .success(let transcript):

@@ -38,6 +38,9 @@ public final class RecognizerNode: GraphNode {
     /// holds before it goes (0: each utterance goes alone, when it ends).
     var pack = WhisperPack()
     let packSamples: Int
+    /// With `window: packed`: this stream's name at the engine, which reads each pack after what it wrote for the
+    /// packs before (`WhisperOptions.context`); the node's own, so no other stream's text is read.
+    let packContext: String?
     let wakeup: NodeWakeup
     /// Decides each final result from what the decoders read (`FinalResultComposer`).
     var composer: FinalResultComposer {
@@ -131,6 +134,7 @@ public final class RecognizerNode: GraphNode {
         // PocketSphinx's posteriors and Whisper's word probabilities each have a calibration of their own.
         calibration = c.string(of: "confidence") == "calibrated" ? (whisperSetup == nil ? .standard : .whisper) : nil
         packSamples = c.string(of: "window") == "packed" ? WhisperPack.windowSamples : 0
+        packContext = packSamples > 0 ? UUID().uuidString : nil
         wakeup = context.wakeup
         let results = Results(rawValue: c.string(of: "results")) ?? .progressive
         models = try Models(c, controlConnected: controlConnected)

@@ -14,6 +14,10 @@ public struct WhisperOptions: Sendable, Hashable {
     public var hotwords: String?
     /// The language spoken (ISO code); `nil` for an English-only model, or to let a multilingual one detect it.
     public var language: String?
+    /// A stream's name: Whisper reads what it wrote for the stream's earlier requests (the engine keeps their text)
+    /// as what came before, as faster-whisper does from one 30 s window of a recording to the next; `nil`: each
+    /// request on its own.
+    public var context: String?
 
     public init(
         beam: Int = 5, words: Bool = true, prompt: String? = nil, hotwords: String? = nil, language: String? = nil
@@ -44,6 +48,8 @@ public struct WhisperTranscript: Sendable {
     public var segments: [Segment]
     /// CPU seconds the engine's process spent on it.
     public var cpuSeconds: Double
+    /// How much of its context's earlier text (characters) Whisper read before it (`WhisperOptions.context`).
+    public var contextCharacters = 0
 
     /// The segments' text, each trimmed, joined by spaces.
     public var text: String {
@@ -302,7 +308,9 @@ public final class WhisperWorker: @unchecked Sendable {
                         text: w["word"] as? String ?? "", probability: w["probability"] as? Double ?? 0)
                 })
         }
-        return WhisperTranscript(segments: segments, cpuSeconds: object["cpu_s"] as? Double ?? 0)
+        var transcript = WhisperTranscript(segments: segments, cpuSeconds: object["cpu_s"] as? Double ?? 0)
+        transcript.contextCharacters = object["context_chars"] as? Int ?? 0
+        return transcript
     }
 
     /// Queues `samples` (16-bit, 16 kHz) for decoding; `completion` is called on the engine's reader thread with
@@ -324,6 +332,7 @@ public final class WhisperWorker: @unchecked Sendable {
         if let prompt = options.prompt { header["prompt"] = prompt }
         if let hotwords = options.hotwords { header["hotwords"] = hotwords }
         if let language = options.language { header["language"] = language }
+        if let context = options.context { header["context"] = context }
         var data = (try? JSONSerialization.data(withJSONObject: header)) ?? Data()
         data.append(10)
         samples.withUnsafeBytes { data.append(contentsOf: $0) }  // little-endian, as Linux's machines are

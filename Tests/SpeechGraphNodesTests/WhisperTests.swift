@@ -210,6 +210,30 @@ extension Decoding {
             #expect(engines.count == 1 && WhisperWorker.sharedProcessIDs == engines, "\(engines)")
         }
 
+        /// A context (`window: packed`'s stream at the engine): each request is read after what Whisper wrote for
+        /// the context's requests before it, and a request of another context, or of none, reads nothing of it.
+        @Test func aContextReadsWhatItsEarlierRequestsWrote() throws {
+            let python = try WhisperLocations.python()
+            let worker = try WhisperWorker.shared(
+                model: try WhisperLocations.model("tiny.en", python: python), python: python)
+            let wav = dir.path("call.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            let samples = try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) }
+            var options = WhisperOptions()
+            options.context = "stream-\(UUID().uuidString)"
+            let first = try worker.transcribe(samples, options: options)
+            let second = try worker.transcribe(samples, options: options)
+            var other = options
+            other.context = "stream-\(UUID().uuidString)"
+            let elsewhere = try worker.transcribe(samples, options: other)
+            let alone = try worker.transcribe(samples, options: WhisperOptions())
+            #expect(first.contextCharacters == 0 && elsewhere.contextCharacters == 0 && alone.contextCharacters == 0)
+            // The second read the first's text before it.
+            #expect(second.contextCharacters == first.segments.map(\.text).joined().count, "\(first.text)")
+            #expect(second.contextCharacters > 20)
+            #expect(wordErrorRate(reference: Sentences.call, hypothesis: second.text) <= 0.25, "\(second.text)")
+        }
+
         /// `window: packed` on a file: both utterances go to the engine as one request, and each still gets its own
         /// final result, its words timed inside its own utterance.
         @Test func aPackedWindowGivesEachUtteranceItsOwnFinal() throws {
