@@ -14,7 +14,8 @@
 # priority 0 whatever its own.)
 # The rest (the fast and model tiers) runs in two processes, for the same reason: the CLI's tests (speechgraphCLITests),
 # most of which wait for a speechgraph process they started (each such test holds one of its process's threads while
-# the child computes), and the in-process tests of the other targets. One process ran them with a core idle
+# the child computes), and the in-process tests of the other targets, with the Wyoming server's suites (the CLI
+# target's, beside them so that the two processes end together). One process ran them with a core idle
 # for long stretches. The two skip what the other two tiers run, by the same expressions, so every test runs once.
 # Exit status: non-zero when any process fails. Ctrl-C or SIGTERM stops the four test processes at once (each in
 # a session of its own) and what they started (a browser, a speechgraph run: in the same session).
@@ -58,11 +59,15 @@ jack_pid=$!
 setsid "$bundle" --testing-library swift-testing --filter "$waiting" >"$waiting_log" 2>&1 &
 waiting_pid=$!
 cli='^speechgraphCLITests\.'
-setsid "$bundle" --testing-library swift-testing --skip "$cli|$jack|$waiting" >"$inprocess_log" 2>&1 &
+# The Wyoming server's suites (the CLI target's, a third of its CPU) run beside the in-process tests, which ended
+# two minutes before the CLI's: the two processes then end together.
+served='^speechgraphCLITests\.(Wyoming|ClientErrorLog)'
+setsid "$bundle" --testing-library swift-testing --skip "$cli(?!Wyoming|ClientErrorLog)|$jack|$waiting" \
+  >"$inprocess_log" 2>&1 &
 inprocess_pid=$!
 # The CLI's tests in the background too, so that a signal to this script is handled at once (bash runs a trap only
 # between commands, and `wait` is one it interrupts); their output is the progress shown.
-setsid "$bundle" --testing-library swift-testing --filter "$cli" --skip "$jack|$waiting" > >(cat) 2>&1 &
+setsid "$bundle" --testing-library swift-testing --filter "$cli" --skip "$served|$jack|$waiting" > >(cat) 2>&1 &
 main_pid=$!
 # The live processes of the four sessions: the test processes and what their tests started, in process groups of
 # their own (Foundation's Process makes one per child) but still in the session setsid made (ps: procps).
@@ -96,7 +101,7 @@ wait "$waiting_pid"
 waiting_status=$?
 wait  # the main run's output, still being copied
 trap - INT TERM
-echo "── the in-process tests (every target's but the CLI's), run in a process of their own beside the others:"
+echo "── the in-process tests (every target's but the CLI's) and the Wyoming server's, run in a process of their own beside the others:"
 cat "$inprocess_log"
 echo "── the jack tier (a private JACK server), run in a process of its own beside the others:"
 cat "$jack_log"
