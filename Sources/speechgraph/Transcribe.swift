@@ -38,8 +38,9 @@ extension SpeechgraphCommand {
         var engine: Engine = .pocketsphinx
         @Option(
             help: ArgumentHelp(
-                "With --engine whisper: packed (the default: utterances read together, up to Whisper's 30 s window, "
-                    + "each after what Whisper wrote before it) or utterance (each on its own); docs/whisper.md.",
+                "With --engine whisper: utterance (the default: each utterance on its own) or packed (utterances read "
+                    + "together, up to Whisper's 30 s window, each pack after what Whisper wrote before it: more "
+                    + "accurate on long speech, but it can invent words on music-like noise); docs/whisper.md.",
                 valueName: "window"))
         var window: Window?
         @Option(
@@ -283,8 +284,7 @@ extension SpeechgraphCommand {
             // Only JSON Lines and subtitles use word timings; the other formats skip their cost.
             if ![.jsonl, .srt, .vtt].contains(format) { asr.append(("words", .word("false"))) }
             if engine != .pocketsphinx { asr.append(("engine", .word(engine.rawValue))) }
-            // Files are read as Whisper reads a recording: utterances packed, each pack after the text before it.
-            if engine == .whisper { asr.append(("window", .word((window ?? .packed).rawValue))) }
+            if engine == .whisper, let window { asr.append(("window", .word(window.rawValue))) }
             if let model { asr.append(("model", .string(model))) }
             if let hmm { asr.append(("hmm", .string(hmm))) }
             if let lm { asr.append(("lm", .string(lm))) }
