@@ -139,6 +139,11 @@ public final class WhisperWorker: @unchecked Sendable {
     /// Closes the engine's input (it exits at its end) and waits for the process, killing it after `seconds`.
     public func stop(waiting seconds: Double = 5) {
         shutdown(socket, Int32(SHUT_WR))
+        reap(within: seconds)
+    }
+
+    /// Waits for the process to exit, killing it after `seconds`.
+    private func reap(within seconds: Double) {
         let deadline = monotonicSeconds() + seconds
         while process.isRunning && monotonicSeconds() < deadline { usleep(10_000) }
         if process.isRunning { kill(pid, SIGKILL) }
@@ -271,10 +276,7 @@ public final class WhisperWorker: @unchecked Sendable {
             }
         }
         // The process closed its end: it exited, or was killed (one that lives on without its socket is stopped).
-        let deadline = monotonicSeconds() + 5
-        while process.isRunning && monotonicSeconds() < deadline { usleep(10_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
+        reap(within: 5)
         fail(SpeechGraphError("the whisper engine (pid \(pid)) ended: " + Self.ended(process, log: logLines)))
     }
 

@@ -108,7 +108,7 @@ extension SpeechgraphCommand {
         enum Engine: String, ExpressibleByArgument, CaseIterable { case pocketsphinx, whisper }
 
         enum Mode: String, ExpressibleByArgument, CaseIterable { case utterance, streaming }
-        enum Window: String, ExpressibleByArgument, CaseIterable { case packed, utterance }
+        enum Window: String, ExpressibleByArgument, CaseIterable { case utterance, packed }
         enum VADUse: String, ExpressibleByArgument, CaseIterable { case auto, on, off }
 
         /// Whether `file` is read as a stream, once, as it comes (not by libsndfile): '-', a FIFO, a device,
