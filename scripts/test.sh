@@ -107,6 +107,17 @@ echo "── the jack tier (a private JACK server), run in a process of its own 
 cat "$jack_log"
 echo "── the realtime tier (tests that wait on the clock), run in a process of its own beside the others:"
 cat "$waiting_log"
+# A process that failed: what it printed last, again at the end (a CI log shown in part keeps its end), and the
+# crash report, which a crashed test process writes in place of the name of the test it was running.
+recap() {
+  [ "$2" -eq 0 ] && return
+  echo "── $1 ended with exit $2; the tests it had started and not finished, and its last lines:"
+  python3 scripts/unfinished-tests.py <"$3"
+  if grep -q '^\*\*\* ' "$3"; then sed -n '/^\*\*\* /,$p' "$3" | head -n 80; else tail -n 25 "$3"; fi
+}
+recap "the in-process tests' process" "$inprocess" "$inprocess_log"
+recap "the jack tier's process" "$jack_status" "$jack_log"
+recap "the realtime tier's process" "$waiting_status" "$waiting_log"
 rm -f "$jack_log" "$waiting_log" "$inprocess_log"
 if [ "$main" -ne 0 ] || [ "$inprocess" -ne 0 ] || [ "$jack_status" -ne 0 ] || [ "$waiting_status" -ne 0 ]; then
   echo "scripts/test.sh: tests failed (the CLI's: exit $main; the in-process ones: exit $inprocess;" \
