@@ -61,7 +61,7 @@ extension JackSession {
             }
         } else if !isAvailable, started, Date().timeIntervalSince(lastAttempt) >= 0.25 {
             lastAttempt = Date()
-            try? open(initial: false)
+            if Self.serverListens(serverName) { try? open(initial: false) }
             if let (from, to) = planningRateMismatch {
                 planningRateMismatch = nil
                 // Said once per rate: the attempts go on every 250 ms until a server at our rate is back.
@@ -85,6 +85,19 @@ extension JackSession {
             }
             bufferSize = notifications.pointee.bufferSize.load(ordering: .relaxed)
         }
+    }
+
+    /// Whether the server may be tried: with JACK2's libjack (its registry in /dev/shm), only once the server's
+    /// socket is there (/dev/shm/jack_NAME_UID_0), which jackd makes when it is ready, after its metadata database,
+    /// and removes when it stops. Every jack_client_open opens that database (and makes it when it is not there),
+    /// even when no server answers: tried while a server is going or coming (every 250 ms after a loss), it meets
+    /// the files half made or half removed, and crashes the process (SIGSEGV, SIGBUS). Another libjack (PipeWire's)
+    /// is always tried.
+    static func serverListens(_ server: String?) -> Bool {
+        guard FileManager.default.fileExists(atPath: "/dev/shm/jack-shm-registry") else { return true }
+        let name = server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] ?? "default"
+        var info = stat()
+        return stat("/dev/shm/jack_\(name)_\(geteuid())_0", &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
     }
 
     /// The next recorded input gap this subscriber has not had, if any: the gap ring's records are handed to every

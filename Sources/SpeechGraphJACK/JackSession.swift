@@ -455,10 +455,11 @@ public final class JackSession: @unchecked Sendable {
         return line
     }
 
-    /// The thread JACK runs the process callback on, while the client is active.
+    /// The thread JACK runs the process callback on, while the client is active (`nil` before: libjack gives 0).
     public var processThread: pthread_t? {
         guard let client else { return nil }
-        return jack_client_thread_id(client)
+        let thread = jack_client_thread_id(client)
+        return thread == 0 ? nil : thread
     }
 
     /// Input frames dropped because the rings were full (overruns) since the session started.

@@ -65,7 +65,9 @@ final class JackServer: @unchecked Sendable {
     var isRunning: Bool { process?.isRunning ?? false }
 
     /// SIGTERM to the server this object started, SIGKILL if it has not exited after 10 s; waits for it.
-    /// Then the machine lock goes, unless the test is about to start this server again.
+    /// Then the machine lock goes, unless the test is about to start this server again (`keepingLock`: its registry
+    /// entry is then left for that start, which takes it back, with no server of the same name started and
+    /// stopped in between under a client that reconnects).
     func stop(keepingLock: Bool = false) {
         if let p = process {
             process = nil
@@ -76,7 +78,7 @@ final class JackServer: @unchecked Sendable {
                 if p.isRunning { kill(p.processIdentifier, SIGKILL) }
             }
             p.waitUntilExit()
-            reclaimRegistryEntry()
+            if !keepingLock { reclaimRegistryEntry() }
         }
         if holdsLock && !keepingLock {
             MachineLock.release()

@@ -632,9 +632,6 @@ import Testing
         #expect(gate.isHostedInRealtime, "the gate runs in the process callback")
         runner.start()
         let session = try #require(resources.optional(JackSession.self))
-        let ready = Date().addingTimeInterval(60)
-        while session.processThread == nil && Date() < ready { usleep(10_000) }
-        let thread = try #require(session.processThread)
         // Watched past start-up (half a second of callbacks) for 10 s of callbacks, counted by the session itself;
         // the deadlines only bound a server that stops calling.
         let period = 256.0 / 48000  // the test server's period and rate (JackServer.start)
@@ -644,6 +641,8 @@ import Testing
         }
         let startUp = Int(0.5 / period)
         waitForCallbacks(startUp)
+        // The process thread, once it calls back (an inactive client has none).
+        let thread = try #require(session.processThread)
         sg_malloc_counter_watch(thread)
         let watched = session.callbackDurations().count
         waitForCallbacks(watched + Int(10 / period))
@@ -759,7 +758,7 @@ import Testing
             while try server.lsp().contains("\(client):play_1") != present && Date() < deadline { usleep(20_000) }
         }
         try waitForPort(true)
-        server.stop()
+        server.stop(keepingLock: true)
         try server.start()
         // The session sees the server gone and reconnects: two changes (lost, restored) nobody takes.
         try waitForPort(true)
