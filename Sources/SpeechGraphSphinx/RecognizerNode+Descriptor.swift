@@ -147,7 +147,8 @@ extension RecognizerNode {
             doc: "Streaming mode: when an utterance ends, decode its audio again, whole, for the final "
                 + "result, with normalisation over the whole utterance as utterance mode does. Volatile results "
                 + "while speaking and final results as accurate as utterance mode, for about twice the CPU; the "
-                + "final result waits for the second decoding (about a tenth of the utterance's duration)."),
+                + "final result waits for the second decoding (about a tenth of the utterance's duration), which "
+                + "runs on a thread of its own: the next utterance's volatile results do not wait for it."),
         .boolean(
             "second-pass", default: false,
             doc: "Streaming mode: when an utterance ends, PocketSphinx's second pass searches again among the "

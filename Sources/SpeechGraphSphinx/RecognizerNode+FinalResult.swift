@@ -3,64 +3,42 @@ import SpeechGraphCore
 import Synchronization
 
 /// An utterance's end: its final result, from the engines' readings of it (`RecognitionEngine`), composed by
-/// `FinalResultComposer`; whole-utterance decoding (utterance mode, the final pass): the held utterance through
-/// several decoders at once, one a phase, on as many threads as the compute gate has slots.
+/// `FinalResultComposer`; whole-utterance decoding (utterance mode, the final pass: `WholeDecoding`): the held
+/// utterance through several decoders at once, one a phase, on as many threads as the compute gate has slots free.
 extension RecognizerNode {
     /// The rest of the utterance decoded, and its final result: the engines read the utterance (the strategy this
     /// node's mode and settings choose; whole utterances only through `RecognitionEngine`), `composer` decides
     /// what the result is.
-    func finalResult(_ streamed: SphinxDecoder) throws -> Transcription {
-        var decoder: any RecognitionEngine = streamed
+    /// (The final pass's: `finishOnQueue`.)
+    func finalResult(_ decoder: SphinxDecoder) throws -> Transcription {
         if !wholeUtterances { try decodePending() }
-        if finalPass, let whole = wholeDecoder {
-            try streamed.endUtterance()
-            decoder = whole
-        }
         let range = TimeRange(start: utteranceStart, end: utteranceEnd)
         func reading(_ d: any RecognitionEngine, from start: Double) -> Reading {
             d.reading(from: start, words: includeWords, alternatives: alternativeCount)
         }
-        guard wholeUtterances || finalPass else {
+        guard wholeUtterances else {
             try decoder.endUtterance()
             return composer.compose(
                 phases: [reading(decoder, from: utteranceStart)], peak: utterancePeak, utterance: utterance,
                 range: range)
         }
-        // Each phase decodes the utterance with its frames shifted by a fraction of a frame.
         let newStream = streamBegins
         streamBegins = false
-        // Phase k on engine k, all at once (each carries its own noise estimate from one utterance to the next, as
-        // one engine does): the final result waits for one decoding, not for `phases` of them.
-        let decoders = [decoder] + phaseDecoders.map { $0 as any RecognitionEngine }
-        let skips = decoders.indices.map { min($0 * (sampleRate / 100) / decoders.count, held.count) }
-        // As many at once as the gate has slots free (this one holds one): never more than the cores.
-        let extra = gate.takeFreeSlots(upTo: decoders.count - 1)
-        defer { gate.returnSlots(extra) }
-        try held.withUnsafeBufferPointer { samples in
-            try RecognizerNode.decodeAtOnce(decoders, samples, skips: skips, newStream: newStream, threads: 1 + extra)
-        }
-        let phases = zip(decoders, skips).map { d, skip in
-            reading(d, from: utteranceStart + Double(skip) / Double(sampleRate))
-        }
-        var general: Reading?
-        var domainScore: (score: Double, frames: Int)?
-        if let reference = referenceDecoder as (any RecognitionEngine)? {
-            // The same audio through the general model, as the first phase heard it; its words only when the
-            // mixture may choose its reading.
-            try decodeHeld(reference, newStream: newStream)
-            general =
-                models.mixtureWeight != nil
-                ? reading(reference, from: utteranceStart)
-                : reference.reading(from: utteranceStart, words: false, alternatives: 0)
-            if let spec = rejectionDecoder as (any RecognitionEngine)? {
-                try decodeHeld(spec, newStream: newStream)
-                domainScore = spec.reading(from: utteranceStart, words: false, alternatives: 0).score
-            }
+        let whole = try held.withUnsafeBufferPointer {
+            try wholeDecoding(first: decoder).decode($0, from: utteranceStart, newStream: newStream)
         }
         held.removeAll(keepingCapacity: true)
         return composer.compose(
-            phases: phases, general: general, domainScore: domainScore, peak: utterancePeak, utterance: utterance,
-            range: range)
+            phases: whole.phases, general: whole.general, domainScore: whole.domainScore, peak: utterancePeak,
+            utterance: utterance, range: range)
+    }
+
+    /// The decoders that read an utterance whole, `first` the first phase's.
+    func wholeDecoding(first: any RecognitionEngine) -> WholeDecoding {
+        WholeDecoding(
+            phases: [first] + phaseDecoders.map { $0 as any RecognitionEngine }, reference: referenceDecoder,
+            rejection: rejectionDecoder, mixes: models.mixtureWeight != nil, words: includeWords,
+            alternatives: alternativeCount, sampleRate: sampleRate, gate: gate)
     }
 
     /// Decodes `samples` whole with each decoder, the k-th from `skips[k]` samples on, on up to `threads`
@@ -104,9 +82,56 @@ extension RecognizerNode {
         // Unchecked: while `decodeAtOnce` runs, thread t alone uses engines t, t + threads, ...
         let engines: [any RecognitionEngine]
     }
+}
 
-    /// Decodes the held utterance whole with `d`.
-    func decodeHeld(_ d: any RecognitionEngine, newStream: Bool) throws {
-        try held.withUnsafeBufferPointer { try Self.decodeAtOnce([d], $0, skips: [0], newStream: newStream) }
+/// An utterance read whole: each phase's decoder, all at once (each carries its own noise estimate from one utterance
+/// to the next, as one engine does: the final result waits for one decoding, not for `phases` of them); with a
+/// domain model, the general one beside it, and the rejection spec.
+struct WholeDecoding: @unchecked Sendable {
+    // Unchecked: the decoders are used by one thread at a time: the node's, or (the final pass) the final-pass
+    // queue's, while its job runs; the node waits for the queue before it touches them again.
+    let phases: [any RecognitionEngine]
+    let reference: (any RecognitionEngine)?
+    let rejection: (any RecognitionEngine)?
+    /// The mixture may choose the general reading: its words are needed too.
+    let mixes: Bool
+    let words: Bool
+    let alternatives: Int
+    let sampleRate: Int
+    let gate: ComputeGate
+
+    struct Readings: Sendable {
+        var phases: [Reading]
+        var general: Reading?
+        var domainScore: (score: Double, frames: Int)?
+    }
+
+    /// What each decoder read of `held`, an utterance that starts at `start` s. Only inside a `gate.run` body:
+    /// the phases take the gate's free slots.
+    func decode(_ held: UnsafeBufferPointer<Int16>, from start: Double, newStream: Bool) throws -> Readings {
+        // Each phase decodes the utterance with its frames shifted by a fraction of a frame.
+        let skips = phases.indices.map { min($0 * (sampleRate / 100) / phases.count, held.count) }
+        // As many at once as the gate has slots free (this one holds one): never more than the cores.
+        let extra = gate.takeFreeSlots(upTo: phases.count - 1)
+        defer { gate.returnSlots(extra) }
+        try RecognizerNode.decodeAtOnce(phases, held, skips: skips, newStream: newStream, threads: 1 + extra)
+        var readings = Readings(
+            phases: zip(phases, skips).map { d, skip in
+                d.reading(from: start + Double(skip) / Double(sampleRate), words: words, alternatives: alternatives)
+            })
+        if let reference {
+            // The same audio through the general model, as the first phase heard it; its words only when the
+            // mixture may choose its reading.
+            try RecognizerNode.decodeAtOnce([reference], held, skips: [0], newStream: newStream)
+            readings.general =
+                mixes
+                ? reference.reading(from: start, words: words, alternatives: alternatives)
+                : reference.reading(from: start, words: false, alternatives: 0)
+            if let rejection {
+                try RecognizerNode.decodeAtOnce([rejection], held, skips: [0], newStream: newStream)
+                readings.domainScore = rejection.reading(from: start, words: false, alternatives: 0).score
+            }
+        }
+        return readings
     }
 }

@@ -3,31 +3,32 @@ import SpeechGraphCore
 import SpeechGraphWhisper
 import Synchronization
 
-/// Final results decoded on another thread: with the whisper engine on live input, an utterance's audio goes to the
-/// engine when it ends, and the recognizer goes on at once with the next utterance's audio (its volatile results go
-/// out meanwhile). Each final result goes out, in utterance order, as soon as it and those before it are decoded: the
-/// engine's answer posts the node's wakeup (the graph then calls `wake(output:)` on the node's thread), and every
-/// call into the node looks too. `finish` waits for them all.
+/// Final results decoded on another thread, on live input: the utterance's audio goes to the whisper engine, or to
+/// the final pass's queue (PocketSphinx's whole-utterance decoding), when it ends, and the recognizer goes on at once
+/// with the next utterance's audio (its volatile results go out meanwhile). Each final result goes out, in utterance
+/// order, as soon as it and those before it are decoded: the decoding's end posts the node's wakeup (the graph then
+/// calls `wake(output:)` on the node's thread), and every call into the node looks too. `finish` waits for them all.
 extension RecognizerNode {
     /// An utterance whose final result another thread decodes.
     final class LaterFinal: Sendable {
         let utterance: Int
         let range: TimeRange
         let peak: Float
-        private let outcome = Mutex<Result<WhisperTranscript, SpeechGraphError>?>(nil)
+        private let outcome = Mutex<Result<Transcription, any Error>?>(nil)
         private let done = DispatchSemaphore(value: 0)
 
         init(utterance: Int, range: TimeRange, peak: Float) {
             (self.utterance, self.range, self.peak) = (utterance, range, peak)
         }
 
-        func complete(_ result: Result<WhisperTranscript, SpeechGraphError>) {
+        func complete(_ result: Result<Transcription, any Error>) {
             outcome.withLock { $0 = result }
             done.signal()
         }
 
-        /// Its transcript or failure, once decoded; `waiting`: waits for it (the engine's own watchdog ends a hang).
-        func result(waiting: Bool) -> Result<WhisperTranscript, SpeechGraphError>? {
+        /// Its final result or failure, once decoded; `waiting`: waits for it (the whisper engine's own watchdog
+        /// ends a hang).
+        func result(waiting: Bool) -> Result<Transcription, any Error>? {
             if waiting, outcome.withLock({ $0 == nil }) {
                 done.wait()
                 done.signal()
@@ -35,6 +36,46 @@ extension RecognizerNode {
             return outcome.withLock { $0 }
         }
     }
+
+    /// The final pass of the utterance, on the final pass's queue (one job at a time, in order: the whole-utterance
+    /// decoders are its while a job runs); its streamed reading ends here.
+    func finishOnQueue(_ whole: SphinxDecoder, streamed: SphinxDecoder) throws {
+        try decodePending()
+        try streamed.endUtterance()
+        let later = LaterFinal(
+            utterance: utterance, range: TimeRange(start: utteranceStart, end: utteranceEnd), peak: utterancePeak)
+        laterFinals.append(later)
+        let (decoding, composer, gate, wakeup) = (wholeDecoding(first: whole), composer, gate, wakeup)
+        let (samples, newStream, running) = (held, streamBegins, finalPassesRunning)
+        streamBegins = false
+        held.removeAll(keepingCapacity: true)
+        running.count.add(1, ordering: .releasing)
+        finalPasses.async {
+            defer { running.count.subtract(1, ordering: .releasing) }
+            // Someone waits for this result: it goes ahead of other graphs' batches.
+            let result = Result {
+                let readings = try gate.run(urgent: true) {
+                    try samples.withUnsafeBufferPointer {
+                        try decoding.decode($0, from: later.range.start, newStream: newStream)
+                    }
+                }
+                return composer.compose(
+                    phases: readings.phases, general: readings.general, domainScore: readings.domainScore,
+                    peak: later.peak, utterance: later.utterance, range: later.range)
+            }
+            later.complete(result)
+            wakeup.post()
+        }
+    }
+
+    /// A count shared with other threads.
+    final class Counter: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    /// Waits for the final pass's jobs queued so far (their results wait in `laterFinals`): before the node
+    /// touches the whole-utterance decoders again.
+    func waitForFinalPasses() { finalPasses.sync {} }
 
     /// Hands the utterance to the engine without waiting for its final result; its streamed reading ends here.
     /// With `window: packed` it waits in the pack until the next would not fit (or the input ends: `submitPack`).
@@ -62,7 +103,7 @@ extension RecognizerNode {
         let members = taken.members
         let rate = Double(WhisperPack.sampleRate)
         let spans = members.map { (offset: Double($0.offset) / rate, length: Double($0.count) / rate) }
-        let wakeup = self.wakeup
+        let (wakeup, composer, includeWords) = (wakeup, composer, includeWords)
         var options = whisper.options
         // Each utterance's words are found in the pack by their times.
         if members.count > 1 { options.words = true }
@@ -73,7 +114,19 @@ extension RecognizerNode {
             switch result {
             case .success(let transcript):
                 let parts = members.count == 1 ? [transcript] : WhisperEngine.split(transcript, spans: spans)
-                for (member, part) in zip(members, parts) { member.later.complete(.success(part)) }
+                for (member, part) in zip(members, parts) {
+                    let later = member.later
+                    // Segments Whisper heard no speech in go no further (invented words on noise).
+                    let speech = WhisperEngine.speech(in: part)
+                    let reading = Reading(
+                        text: speech.text,
+                        words: includeWords ? WhisperEngine.words(of: speech, from: later.range.start) : [],
+                        nbest: [])
+                    later.complete(
+                        .success(
+                            composer.compose(
+                                phases: [reading], peak: later.peak, utterance: later.utterance, range: later.range)))
+                }
             case .failure(let error):
                 for member in members { member.later.complete(.failure(error)) }
             }
@@ -86,15 +139,7 @@ extension RecognizerNode {
     func emitLaterFinals(output: NodeOutput, waiting: Bool = false) throws {
         while let first = laterFinals.first, let result = first.result(waiting: waiting) {
             laterFinals.removeFirst()
-            // Segments Whisper heard no speech in go no further (invented words on noise).
-            let transcript = WhisperEngine.speech(in: try result.get())
-            let reading = Reading(
-                text: transcript.text,
-                words: includeWords ? WhisperEngine.words(of: transcript, from: first.range.start) : [], nbest: [])
-            try output.emit(
-                .result(
-                    composer.compose(
-                        phases: [reading], peak: first.peak, utterance: first.utterance, range: first.range)))
+            try output.emit(.result(result.get()))
         }
     }
 

@@ -58,6 +58,9 @@ extension RecognizerNode {
                         fields: ["ok": .boolean(false), "reason": .string(reason), "lm": .string(models.languageModel)])
                 ))
         case .success(let new):
+            // The final passes still running use the decoders that go now: their results go out first.
+            waitForFinalPasses()
+            try emitLaterFinals(output: output)
             let started = Date().timeIntervalSince1970
             var old = [decoder, wholeDecoder, referenceDecoder, rejectionDecoder].compactMap { $0 } + phaseDecoders
             var kept = 0

@@ -21,7 +21,9 @@ extension RecognizerNode {
             var start = 0
             while start < all.count {
                 // A batch whose end has come (before it started or meanwhile) is urgent itself: it keeps its slot.
-                if start > 0 && yielding && !backlog.hasEvents { gate.yieldToUrgentWork(deadline: batchArrival) }
+                if start > 0 && yielding && batchHoldsSlot && !backlog.hasEvents {
+                    gate.yieldToUrgentWork(deadline: batchArrival)
+                }
                 var end = yielding ? min(all.count, start + yieldSamples) : all.count
                 if lookaheadSamples > 0 {
                     end = min(end, start + meanUpdateSamples - decodedSamples % meanUpdateSamples)
@@ -57,7 +59,16 @@ extension RecognizerNode {
 
     /// Runs a batch of decoding at the gate: urgent when an utterance's end already waits behind its audio, or once
     /// an end comes behind it while it waits (on a worker thread: on the graph thread nothing comes behind it).
+    ///
+    /// While this node's own final pass decodes (holding a slot, and those it found free), the stream's batches go
+    /// on beside it without one: a batch is milliseconds of work, and the next utterance's volatile results must not
+    /// wait seconds for the phases of a long utterance before it.
     func runBatch<T>(deadline: Double, _ body: () throws -> T) throws -> T {
+        if finalPassesRunning.count.load(ordering: .acquiring) > 0 {
+            batchHoldsSlot = false
+            defer { batchHoldsSlot = true }
+            return try body()
+        }
         let endCame = backlog.isOnWorker ? { [backlog] in backlog.hasEvents } : nil
         return try gate.run(urgent: backlog.hasEvents, deadline: deadline, becomesUrgent: endCame, body)
     }

@@ -31,9 +31,15 @@ public final class RecognizerNode: GraphNode {
     /// ones), from its setup (the model and Python found, the options of its requests).
     var whisper: WhisperEngine?
     let whisperSetup: WhisperSetup?
-    /// With Whisper: final results are decoded on the engine's side while the recognizer goes on (live input: the
-    /// next utterance streams; `RecognizerNode+LaterFinals`); `laterFinals` waits for them, in order.
+    /// With Whisper, and with the final pass: final results are decoded on another thread while the recognizer goes
+    /// on (live input: the next utterance streams; `RecognizerNode+LaterFinals`); `laterFinals` waits for them, in
+    /// order.
     var laterFinals: [LaterFinal] = []
+    /// The final pass's jobs, one at a time, in order, and how many are queued or running.
+    let finalPasses = DispatchQueue(label: "speechgraph.recognizer.final-pass")
+    let finalPassesRunning = Counter()
+    /// The batch being decoded holds a slot at the gate (see `runBatch`).
+    var batchHoldsSlot = true
     /// Utterances waiting to go to the whisper engine together (`window: packed`), and how much audio a pack
     /// holds before it goes (0: each utterance goes alone, when it ends).
     var pack = WhisperPack()
@@ -356,6 +362,11 @@ public final class RecognizerNode: GraphNode {
             try finishLater(whisper, streamed: decoder)
             return
         }
+        // So does the final pass, on a queue of its own: the next utterance's volatile results do not wait for it.
+        if finalPass, let wholeDecoder {
+            try finishOnQueue(wholeDecoder, streamed: decoder)
+            return
+        }
         // Someone waits for this result: it goes ahead of other graphs' batches.
         let result = try gate.run(urgent: true) { try finalResult(decoder) }
         try output.emit(.result(result))
@@ -363,6 +374,7 @@ public final class RecognizerNode: GraphNode {
 
     public func close() {
         guard let decoder else { return }
+        waitForFinalPasses()
         if inUtterance && !wholeUtterances && atPause == nil { try? decoder.endUtterance() }
         inUtterance = false
         atPause = nil

@@ -114,6 +114,60 @@ extension Decoding {
             }
         }
 
+        /// The final pass of one utterance never holds back the next one's volatile results: it decodes on a queue
+        /// of its own while the stream goes on. Here the queue waits (suspended) until the second utterance has
+        /// shown a volatile result (or, at the latest, has ended): the first utterance's final result then comes
+        /// after it, and both finals, in order, are what they are when nothing waits.
+        @Test func theFinalPassDoesNotHoldBackTheNextUtterance() throws {
+            let wav = try Sentences.both(in: dir, gap: 1.5, trailing: 1.0)
+            var registry = Harness.registry
+            try registry.register(EventHook.type)
+            func run(holding: Bool) throws -> [GraphEvent] {
+                let spec = try GraphParser.parse(
+                    """
+                    node src = file.input { path: "\(wav)" }
+                    node vad = vad
+                    node asr = recognizer { mode: streaming, final-pass: true, phases: 3 }
+                    node out = collect
+                    node hook = hook
+                    src -> vad -> asr -> out
+                    vad.events -> asr.control
+                    asr -> hook
+                    vad.events -> hook
+                    """, file: "test.graph", environment: [:])
+                let graph = try InlineGraph(plan: GraphPlanner(registry: registry).plan(spec), registry: registry)
+                let asr = try #require(graph.node(named: "asr") as? RecognizerNode)
+                let hook = try #require(graph.node(named: "hook") as? EventHook)
+                if holding {
+                    asr.finalPasses.suspend()
+                    var held = true
+                    var ends = 0
+                    hook.when = { event in
+                        guard held else { return }
+                        if case .speechEnded = event { ends += 1 }
+                        if case .result(let t) = event, !t.isFinal, t.utterance == 2 { ends = 2 }
+                        if ends == 2 {
+                            held = false
+                            asr.finalPasses.resume()
+                        }
+                    }
+                }
+                _ = try graph.run()
+                return try #require(graph.node(named: "out") as? EventCollector).events
+            }
+            let held = try run(holding: true)
+            let results = held.compactMap { if case .result(let t) = $0 { t } else { nil } }
+            let finals = results.filter(\.isFinal)
+            #expect(finals.map(\.utterance) == [1, 2], "\(results)")
+            let firstFinal = try #require(results.firstIndex { $0.isFinal })
+            #expect(
+                results[..<firstFinal].contains { $0.utterance == 2 },
+                "the second utterance's volatile results waited for the first one's final pass: \(results)")
+            let free = try run(holding: false).compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            #expect(finals.map(\.text) == free.map(\.text))
+            #expect(finals.map(\.range) == free.map(\.range))
+        }
+
         /// A synthesised file's samples as the recognizer hands them to PocketSphinx.
         private func pcm(_ wav: String) throws -> [Int16] {
             let f = try AudioFile(path: wav)
@@ -598,4 +652,14 @@ extension Decoding {
             return Double(f.frameCount) / Double(f.sampleRate)
         }
     }
+}
+
+/// Calls a test's closure with each event it receives (on the inline executor: the graph's one thread).
+final class EventHook: GraphNode {
+    static let descriptor = NodeDescriptor(
+        typeName: "hook", summary: "Calls a test's closure with each event.", category: .sink,
+        ports: [.eventInput("in", accepts: .any, doc: "Any events.")], parameters: [])
+    static let type = NodeType(descriptor, make: { _ in EventHook() })
+    var when: ((GraphEvent) -> Void)?
+    func handle(_ event: GraphEvent, port: Int, output: NodeOutput) throws { when?(event) }
 }
