@@ -45,7 +45,10 @@ extension RecognizerNode {
         let later = LaterFinal(
             utterance: utterance, range: TimeRange(start: utteranceStart, end: utteranceEnd), peak: utterancePeak)
         laterFinals.append(later)
-        let (decoding, composer, gate, wakeup) = (wholeDecoding(first: whole), composer, gate, wakeup)
+        var whole = wholeDecoding(first: whole)
+        // Below the stream's decoding, which the next utterance's volatile results wait for.
+        whole.background = true
+        let (decoding, composer, gate, wakeup) = (whole, composer, gate, wakeup)
         let (samples, newStream, running) = (held, streamBegins, finalPassesRunning)
         streamBegins = false
         held.removeAll(keepingCapacity: true)
