@@ -114,14 +114,19 @@ final class AbandonedClients: Sendable {
     let pending = Atomic<Int>(0)
 
     /// The client's pointer handed to the closing thread: the session forgets it first and never uses it again,
-    /// so only that thread touches it.
-    private struct Handle: @unchecked Sendable { let client: OpaquePointer }
+    /// so only that thread touches it; and the objects its callbacks reach (through the session's raw state, which
+    /// a session gone before the close returned leaves allocated), kept until the close returns.
+    private struct Handle: @unchecked Sendable {
+        let client: OpaquePointer
+        let reached: [AnyObject]
+    }
 
-    func close(_ client: OpaquePointer) {
+    func close(_ client: OpaquePointer, keeping reached: [AnyObject]) {
         pending.add(1, ordering: .relaxed)
-        let handle = Handle(client: client)
+        let handle = Handle(client: client, reached: reached)
         Thread.detachNewThread { [self] in
             jack_client_close(handle.client)
+            withExtendedLifetime(handle.reached) {}
             pending.subtract(1, ordering: .releasing)
         }
     }

@@ -49,7 +49,7 @@ extension JackSession {
             isAvailable = false
             lostAt = Date()
             let why = String(cString: reason)
-            if let c = client { abandoned.close(c) }
+            if let c = client { abandoned.close(c, keeping: reachedByCallbacks) }
             client = nil
             ports = []
             report(.lost(why.isEmpty ? "the JACK server stopped" : "the JACK server stopped: \(why)"))

@@ -157,6 +157,12 @@ public final class JackSession: @unchecked Sendable {
 
     let placeholderRing: AudioRing
 
+    /// The objects the callbacks reach through the raw state's endpoints, which do not retain them: a lost
+    /// client's close keeps them until it returns (`AbandonedClients`).
+    var reachedByCallbacks: [AnyObject] {
+        [inputWake, outputWake, inputRoom, outputData, gapRing, placeholderRing] + specs.map { $0.ring }
+    }
+
     deinit {
         close()
         // A lost client whose close never returned may still reach the callbacks' memory: it is left allocated.
