@@ -145,6 +145,45 @@ print(f"transcribe_long_clean_subframe_offsets_wer_max {max(offs):.2f} %")
 print(f"jack_live_graph_minus_offsets_mean_wer {live - mean:.2f} points")
 PY
 
+# The shipped graphs/live-whisper.graph (issue 54) through the same JACK server at period 1024: PocketSphinx's volatile
+# results, Whisper's final ones. Its own nodes, and a player (file.input in real time into a jack.output connected to
+# the graph's jack.input, so that the graph's clock is the file's, a prebuffer and a period later: the figures are
+# from the audio's arrival) and a jsonl sink with latencies beside its console. WER against transcribe --engine
+# whisper (offline) and the latency figures of bench-latency.sh (latency_jack_whisper_*; the targets: WER at most
+# offline + 1 point, first volatile within 300 ms of the onset, end to final p50 <= 700 ms, p95 <= 1200 ms).
+if [ "${BENCH_JACK_WHISPER:-1}" != 0 ]; then
+  start_server 1024
+  {
+    cat graphs/live-whisper.graph
+    echo "node player = file.input { path: \"$LONG\", realtime: true }"
+    echo "node speak = jack.output { port: \"play\", prebuffer: 500 ms }"
+    echo "node log = jsonl { path: \"$work/whisper.jsonl\", latency: true }"
+    echo "player -> speak"
+    echo "asr -> log"
+    echo "vad.events -> log"
+  } > "$work/whisper.graph"
+  echo "bench: graphs/live-whisper.graph on long_clean.wav through JACK, in real time (148 s)" >&2
+  # Stopped a few seconds after the file's end (its last final results are flushed at the stop).
+  SPEECHGRAPH_CAPTURE=speechgraph:play_1 "$BIN" run "$work/whisper.graph" \
+    --duration "$(soxi -D "$LONG" | awk '{ print int($1 + 6) }')" > "$work/whisper.out" 2> "$work/whisper.err" ||
+    cat "$work/whisper.err" >&2
+  stop_server
+  python3 - "$work/whisper.jsonl" > "$work/jack-whisper.tsv" <<'PY'
+import json, sys
+finals = [e["text"] for e in map(json.loads, open(sys.argv[1])) if e["type"] == "result" and e["isFinal"]]
+print("long_clean\t" + " ".join(t for t in finals if t))
+PY
+  "$BIN" transcribe --engine whisper --format tsv "$LONG" | sed 's/^[^\t]*\t/long_clean\t/' > "$work/whisper-offline.tsv"
+  jww=$(score "$work/jack-whisper.tsv")
+  oww=$(score "$work/whisper-offline.tsv")
+  echo "jack_whisper_live_graph_long_clean_wer $jww %"
+  echo "transcribe_whisper_long_clean_wer $oww %"
+  python3 -c "print(f'jack_whisper_live_graph_minus_transcribe_wer {$jww - $oww:.2f} points')"
+  # The graph's clock is later than the file's by the player's prebuffer and one period of the server's.
+  python3 scripts/latency-figures.py "$work/whisper.jsonl" "$SHARED/corpus/long/long_clean.segments.tsv" \
+    "$SHARED/corpus/long/long.vad-labels.tsv" jack_whisper_ "$(python3 -c 'print(0.5 + 1024 / 48000)')"
+fi
+
 for period in 64 256; do
   for chains in 1 4; do
     run_live "$chains" "$period" "$SHORT_SECONDS" "$LONG" "jack_p${period}_${chains}chain"
