@@ -42,11 +42,10 @@ extension RecognizerNode {
     }
 
     /// Decodes `samples` whole with each decoder, the k-th from `skips[k]` samples on, on up to `threads`
-    /// threads (this one alone when it is 1): thread t decodes phases t, t + threads, ... `background`: on threads
-    /// of their own at a lower priority (nice + 10), this one waiting: work that others' should go before.
+    /// threads (this one alone when it is 1): thread t decodes phases t, t + threads, ...
     static func decodeAtOnce(
         _ decoders: [any RecognitionEngine], _ samples: UnsafeBufferPointer<Int16>, skips: [Int], newStream: Bool,
-        threads: Int? = nil, background: Bool = false
+        threads: Int? = nil
     ) throws {
         let shared = SharedSamples(samples: samples)
         let engines = Engines(engines: decoders)
@@ -58,32 +57,15 @@ extension RecognizerNode {
         }
         let count = decoders.count
         let width = min(max(threads ?? count, 1), count)
-        guard width > 1 || background else {
+        guard width > 1 else {
             for k in 0..<count { try decode(k) }
             return
         }
         let outcomes = Mutex<[Int: any Error]>([:])
-        @Sendable func share(_ t: Int) {
+        DispatchQueue.concurrentPerform(iterations: width) { t in
             for k in stride(from: t, to: count, by: width) {
                 do { try decode(k) } catch { outcomes.withLock { $0[k] = error } }
             }
-        }
-        if background {
-            let done = DispatchGroup()
-            for t in 0..<width {
-                done.enter()
-                Thread.detachNewThread {
-                    // The calling thread's nice value (Linux: each thread has its own).
-                    errno = 0
-                    let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-                    if errno == 0 { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, min(nice + 10, 19)) }
-                    share(t)
-                    done.leave()
-                }
-            }
-            done.wait()
-        } else {
-            DispatchQueue.concurrentPerform(iterations: width, execute: share)
         }
         if let first = outcomes.withLock({ $0.min { $0.key < $1.key }?.value }) { throw first }
     }
@@ -117,8 +99,6 @@ struct WholeDecoding: @unchecked Sendable {
     let alternatives: Int
     let sampleRate: Int
     let gate: ComputeGate
-    /// At a lower priority than the stream's decoding (the final pass on live input: `decodeAtOnce`'s `background`).
-    var background = false
 
     struct Readings: Sendable {
         var phases: [Reading]
@@ -134,8 +114,7 @@ struct WholeDecoding: @unchecked Sendable {
         // As many at once as the gate has slots free (this one holds one): never more than the cores.
         let extra = gate.takeFreeSlots(upTo: phases.count - 1)
         defer { gate.returnSlots(extra) }
-        try RecognizerNode.decodeAtOnce(
-            phases, held, skips: skips, newStream: newStream, threads: 1 + extra, background: background)
+        try RecognizerNode.decodeAtOnce(phases, held, skips: skips, newStream: newStream, threads: 1 + extra)
         var readings = Readings(
             phases: zip(phases, skips).map { d, skip in
                 d.reading(from: start + Double(skip) / Double(sampleRate), words: words, alternatives: alternatives)
@@ -143,14 +122,13 @@ struct WholeDecoding: @unchecked Sendable {
         if let reference {
             // The same audio through the general model, as the first phase heard it; its words only when the
             // mixture may choose its reading.
-            try RecognizerNode.decodeAtOnce([reference], held, skips: [0], newStream: newStream, background: background)
+            try RecognizerNode.decodeAtOnce([reference], held, skips: [0], newStream: newStream)
             readings.general =
                 mixes
                 ? reference.reading(from: start, words: words, alternatives: alternatives)
                 : reference.reading(from: start, words: false, alternatives: 0)
             if let rejection {
-                try RecognizerNode.decodeAtOnce(
-                    [rejection], held, skips: [0], newStream: newStream, background: background)
+                try RecognizerNode.decodeAtOnce([rejection], held, skips: [0], newStream: newStream)
                 readings.domainScore = rejection.reading(from: start, words: false, alternatives: 0).score
             }
         }

@@ -45,10 +45,7 @@ extension RecognizerNode {
         let later = LaterFinal(
             utterance: utterance, range: TimeRange(start: utteranceStart, end: utteranceEnd), peak: utterancePeak)
         laterFinals.append(later)
-        var whole = wholeDecoding(first: whole)
-        // Below the stream's decoding, which the next utterance's volatile results wait for.
-        whole.background = true
-        let (decoding, composer, gate, wakeup) = (whole, composer, gate, wakeup)
+        let (decoding, composer, gate, wakeup) = (wholeDecoding(first: whole), composer, gate, wakeup)
         let (samples, newStream, running) = (held, streamBegins, finalPassesRunning)
         streamBegins = false
         held.removeAll(keepingCapacity: true)
