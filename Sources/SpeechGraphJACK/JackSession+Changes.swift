@@ -95,7 +95,7 @@ extension JackSession {
     /// is always tried.
     static func serverListens(_ server: String?) -> Bool {
         guard FileManager.default.fileExists(atPath: "/dev/shm/jack-shm-registry") else { return true }
-        let name = server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] ?? "default"
+        let name = server ?? JackSettings.server ?? "default"
         var info = stat()
         return stat("/dev/shm/jack_\(name)_\(geteuid())_0", &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK
     }

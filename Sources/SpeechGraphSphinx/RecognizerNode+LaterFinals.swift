@@ -46,12 +46,10 @@ extension RecognizerNode {
             utterance: utterance, range: TimeRange(start: utteranceStart, end: utteranceEnd), peak: utterancePeak)
         laterFinals.append(later)
         let (decoding, composer, gate, wakeup) = (wholeDecoding(first: whole), composer, gate, wakeup)
-        let (samples, newStream, running) = (held, streamBegins, finalPassesRunning)
+        let (samples, newStream) = (held, streamBegins)
         streamBegins = false
         held.removeAll(keepingCapacity: true)
-        running.count.add(1, ordering: .releasing)
         finalPasses.async {
-            defer { running.count.subtract(1, ordering: .releasing) }
             // Someone waits for this result: it goes ahead of other graphs' batches.
             let result = Result {
                 let readings = try gate.run(urgent: true) {
@@ -68,9 +66,10 @@ extension RecognizerNode {
         }
     }
 
-    /// A count shared with other threads.
-    final class Counter: Sendable {
-        let count = Atomic<Int>(0)
+    /// A final pass is queued or decoding (they decode in order: the last one is the last to end).
+    var finalPassDecoding: Bool {
+        guard finalPass, whisper == nil, let last = laterFinals.last else { return false }
+        return last.result(waiting: false) == nil
     }
 
     /// Waits for the final pass's jobs queued so far (their results wait in `laterFinals`): before the node

@@ -64,7 +64,7 @@ extension RecognizerNode {
     /// on beside it without one: a batch is milliseconds of work, and the next utterance's volatile results must not
     /// wait seconds for the phases of a long utterance before it.
     func runBatch<T>(deadline: Double, _ body: () throws -> T) throws -> T {
-        if finalPassesRunning.count.load(ordering: .acquiring) > 0 {
+        if finalPassDecoding {
             batchHoldsSlot = false
             defer { batchHoldsSlot = true }
             return try body()

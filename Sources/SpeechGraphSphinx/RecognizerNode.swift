@@ -35,9 +35,8 @@ public final class RecognizerNode: GraphNode {
     /// on (live input: the next utterance streams; `RecognizerNode+LaterFinals`); `laterFinals` waits for them, in
     /// order.
     var laterFinals: [LaterFinal] = []
-    /// The final pass's jobs, one at a time, in order, and how many are queued or running.
+    /// The final pass's jobs, one at a time, in order.
     let finalPasses = DispatchQueue(label: "speechgraph.recognizer.final-pass")
-    let finalPassesRunning = Counter()
     /// The batch being decoded holds a slot at the gate (see `runBatch`).
     var batchHoldsSlot = true
     /// Utterances waiting to go to the whisper engine together (`window: packed`), and how much audio a pack
