@@ -13,6 +13,12 @@ struct Notifications: ~Copyable {
     let registered = Mutex<[jack_port_id_t]>([])
     static let registeredLimit = 4096
     let bufferSize = Atomic<Int>(0)
+    /// The client's shutdown was counted process-wide (`JackLibrary.noteShutdown`), and its close has not taken it
+    /// back yet.
+    let shutDown = Atomic<Bool>(false)
+    /// Shutdown callbacks running: a lost client is closed once they returned (libjack's close cancels its threads,
+    /// this one among them).
+    let shutdownsRunning = Atomic<Int>(0)
 }
 
 /// JACK's metadata keys (the C globals are not concurrency-safe to read from Swift 6).
@@ -26,6 +32,11 @@ enum Metadata {
 func onShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
     guard let argument else { return }
     let session = argument.assumingMemoryBound(to: SessionCallbacks.self)
+    let notifications = session.pointee.notifications
+    notifications.pointee.shutdownsRunning.add(1, ordering: .acquiring)
+    defer { notifications.pointee.shutdownsRunning.subtract(1, ordering: .releasing) }
+    // Counted before the session can see it: no client opens in this process until this one is closed.
+    JackLibrary.noteShutdown(notifications.pointee.shutDown)
     if let reason {
         let n = min(strlen(reason), SessionCallbacks.reasonCapacity - 1)
         session.pointee.reason.update(from: reason, count: n)
@@ -108,27 +119,61 @@ func onBufferSize(_ frames: jack_nframes_t, _ argument: UnsafeMutableRawPointer?
 /// Clients whose server went away, each closed on a thread of its own. After a server restart libjack's
 /// `jack_client_close` can block for good inside libjack (jackaudio/jack2#395: seen here after two or three
 /// restarts of a dummy server), and neither the graph thread nor Ctrl-C may wait for it. While a close is
-/// under way no client is opened (libjack's open takes the lock the close waits for).
+/// under way no client of the process opens (`JackLibrary`).
 final class AbandonedClients: Sendable {
     /// Closes not yet returned.
     let pending = Atomic<Int>(0)
+    /// What waits for the pending closes (the session's plugin instances and their scratch memory, which the
+    /// callbacks of a closing client may still reach), done by the last close to return.
+    private let afterCloses = Mutex<[@Sendable () -> Void]>([])
 
     /// The client's pointer handed to the closing thread: the session forgets it first and never uses it again,
-    /// so only that thread touches it; and the objects its callbacks reach (through the session's raw state, which
-    /// a session gone before the close returned leaves allocated), kept until the close returns.
+    /// so only that thread touches it; the objects its callbacks reach (through the session's raw state, which
+    /// a session gone before the close returned leaves allocated), kept until the close returns; and the
+    /// session's notifications (in that raw state), for its shutdown flags.
     private struct Handle: @unchecked Sendable {
         let client: OpaquePointer
         let reached: [AnyObject]
+        let notifications: UnsafeMutablePointer<Notifications>
     }
 
-    func close(_ client: OpaquePointer, keeping reached: [AnyObject]) {
+    func close(
+        _ client: OpaquePointer, keeping reached: [AnyObject], notifications: UnsafeMutablePointer<Notifications>
+    ) {
         pending.add(1, ordering: .relaxed)
-        let handle = Handle(client: client, reached: reached)
+        let handle = Handle(client: client, reached: reached, notifications: notifications)
         Thread.detachNewThread { [self] in
-            jack_client_close(handle.client)
+            // The shutdown callback that told of the loss returns first (bounded: it only stores and posts).
+            for _ in 0..<1000 where handle.notifications.pointee.shutdownsRunning.load(ordering: .acquiring) > 0 {
+                usleep(1000)
+            }
+            JackLibrary.close(handle.client, shutDown: handle.notifications.pointee.shutDown)
             withExtendedLifetime(handle.reached) {}
-            pending.subtract(1, ordering: .releasing)
+            // The last pending close does what waited, then stops pending (so the session's memory, which that
+            // work reaches, stays while it runs: see `JackSession.deinit`).
+            while true {
+                let work = afterCloses.withLock { queued -> [@Sendable () -> Void]? in
+                    guard pending.load(ordering: .acquiring) == 1, !queued.isEmpty else {
+                        pending.subtract(1, ordering: .releasing)
+                        return nil
+                    }
+                    defer { queued = [] }
+                    return queued
+                }
+                guard let work else { break }
+                for w in work { w() }
+            }
         }
+    }
+
+    /// Runs `work` once no close is pending: now, or when the last one returns.
+    func afterPendingCloses(_ work: @escaping @Sendable () -> Void) {
+        let now = afterCloses.withLock { queued in
+            guard pending.load(ordering: .acquiring) > 0 else { return true }
+            queued.append(work)
+            return false
+        }
+        if now { work() }
     }
 
     var closing: Bool { pending.load(ordering: .acquiring) > 0 }

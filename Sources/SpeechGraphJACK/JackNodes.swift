@@ -236,6 +236,8 @@ public final class JackInputNode: SourceNode, RealtimeProcessorHosting {
                     "libjack has not released the client of the JACK server that stopped (a libjack bug, "
                         + "jackaudio/jack2#395): this client cannot connect again until it does; restart speechgraph "
                         + "to reconnect", output)
+            case .openWaits(let why):
+                try warn(why, output)
             case .renamed(let from, let to):
                 try warn(
                     "another JACK client is called '\(from)': this graph's client is '\(to)' (its ports are \(to):...)",

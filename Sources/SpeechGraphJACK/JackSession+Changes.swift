@@ -26,7 +26,7 @@ extension JackSession {
         case .unmatched:
             let owner = subscribers.firstIndex { $0.group == group } ?? 0
             subscribers[owner].changes.append(change)
-        case .closeStuck, .renamed:
+        case .closeStuck, .renamed, .openWaits:
             subscribers[0].changes.append(change)
         }
     }
@@ -49,7 +49,7 @@ extension JackSession {
             isAvailable = false
             lostAt = Date()
             let why = String(cString: reason)
-            if let c = client { abandoned.close(c, keeping: reachedByCallbacks) }
+            if let c = client { abandoned.close(c, keeping: reachedByCallbacks, notifications: notifications) }
             client = nil
             ports = []
             report(.lost(why.isEmpty ? "the JACK server stopped" : "the JACK server stopped: \(why)"))
@@ -71,6 +71,7 @@ extension JackSession {
             if isAvailable {
                 reportedMismatch = nil
                 reportedStuck = false
+                reportedOpenWait = false
                 report(.restored(Date().timeIntervalSince(lostAt ?? Date())))
             }
         }

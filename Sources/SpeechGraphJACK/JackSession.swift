@@ -19,6 +19,8 @@ public final class JackSession: @unchecked Sendable {
         /// libjack has not finished closing the client of the server that went away (it can hang there): no
         /// new client can open until it does.
         case closeStuck
+        /// No client of this process can open yet (`JackLibrary.Wait`): why, said once it has lasted 5 s.
+        case openWaits(String)
         /// The server came back at another rate than the graph was planned for.
         case rateChanged(from: Int, to: Int)
         /// A `connect` pattern of our port matched no port when the client opened (said once per pattern).
@@ -81,9 +83,13 @@ public final class JackSession: @unchecked Sendable {
     let timingBuckets: UnsafeMutablePointer<Int>
     let groups: UnsafeMutablePointer<RealtimeGroup>
     let abandoned = AbandonedClients()
+    let openWait: Double
     /// Said once, when a lost client's close has taken this long (libjack hung: no reconnection).
     static let closeStuckAfter = 5.0
     var reportedStuck = false
+    /// Since when a reconnection waits for libjack (`JackLibrary.Wait`), and whether that was said.
+    var openWaitingSince: Date?
+    var reportedOpenWait = false
     /// Real-time processors by the name of the jack.input node (its ports' group) whose audio they process.
     var processors: [(group: String, processor: RealtimeProcessor)] = []
 
@@ -105,11 +111,14 @@ public final class JackSession: @unchecked Sendable {
     var unmatchedReported = Set<String>()
 
     /// Makes the session; nothing talks to JACK until `openClient` (planning for a run) or `start`.
+    /// `openWait`: how long `start` waits for libjack to be ready for another client of this process
+    /// (`JackLibrary`).
     public init(
         name: String, server: String? = nil, measureCallback: Bool = false,
-        inputWake: WakeSignal = WakeSignal()
+        inputWake: WakeSignal = WakeSignal(), openWait: Double = 10
     ) {
         self.inputWake = inputWake
+        self.openWait = openWait
         requestedName = name
         clientName = name
         serverName = server
@@ -283,7 +292,26 @@ public final class JackSession: @unchecked Sendable {
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
         if initial, let problem = Self.clientNameProblem(requestedName) { throw SpeechGraphError(problem) }
-        guard let c = speechgraph_jack_client_open(requestedName, options, &status, serverName) else {
+        let opened: OpaquePointer?
+        if initial {
+            opened = try JackLibrary.open(
+                requestedName, options, &status, serverName, waitingUpTo: openWait)
+        } else {
+            do {
+                opened = try JackLibrary.open(requestedName, options, &status, serverName)
+                openWaitingSince = nil
+            } catch {
+                // Tried again at the next poll; said once when it lasts.
+                let since = openWaitingSince ?? Date()
+                openWaitingSince = since
+                if !reportedOpenWait, Date().timeIntervalSince(since) >= Self.closeStuckAfter {
+                    reportedOpenWait = true
+                    report(.openWaits(error.message(timeout: Self.closeStuckAfter)))
+                }
+                return
+            }
+        }
+        guard let c = opened else {
             if initial {
                 let failed = JackServerFailed.rawValue | JackServerError.rawValue
                 if status.rawValue & failed != 0 || status.rawValue == 0 {
@@ -308,7 +336,7 @@ public final class JackSession: @unchecked Sendable {
         let rate = Int(jack_get_sample_rate(c))
         if sampleRate == 0 { sampleRate = rate }
         if rate != sampleRate {
-            jack_client_close(c)
+            JackLibrary.close(c, shutDown: notifications.pointee.shutDown)
             client = nil
             if initial {
                 throw SpeechGraphError(
@@ -406,9 +434,12 @@ public final class JackSession: @unchecked Sendable {
     static func serverAnswers(_ server: String?) -> Bool {
         var status = jack_status_t(0)
         let options = jack_options_t(JackNoStartServer.rawValue)
-        guard let probe = speechgraph_jack_client_open("speechgraph-probe-\(getpid())", options, &status, server)
+        guard
+            let probe = try? JackLibrary.open(
+                "speechgraph-probe-\(getpid())", options, &status, server, waitingUpTo: 0)
         else { return false }
-        jack_client_close(probe)
+        let shutDown = Atomic<Bool>(false)  // the probe registers no shutdown callback
+        JackLibrary.close(probe, shutDown: shutDown)
         return true
     }
 
@@ -501,7 +532,7 @@ public final class JackSession: @unchecked Sendable {
         // A freewheeling callback waiting for the graph stops waiting.
         inputRoom.post()
         outputData.post()
-        if let c = client { jack_client_close(c) }
+        if let c = client { JackLibrary.close(c, shutDown: notifications.pointee.shutDown) }
         client = nil
         ports = []
     }
@@ -509,15 +540,30 @@ public final class JackSession: @unchecked Sendable {
     public func close() {
         closeClient()
         isAvailable = false
-        // The callback can no longer run: the processors' instances may go.
-        for (_, processor) in processors { processor.release() }
+        // The callback can no longer run (nor a lost client's, once its close returned): the processors' instances
+        // and their scratch memory may go.
+        let released = Released(
+            processors: processors.map { $0.processor }, realtime: realtime, groups: groups)
         processors = []
-        for g in 0..<realtime.pointee.groupCount {
-            groups[g].interleaved.deallocate()
-            groups[g].processed.deallocate()
-            groups[g].planar.deallocate()
+        abandoned.afterPendingCloses { released.free() }
+    }
+
+    /// The processors of a session that closed, and their scratch memory, freed once no callback can reach them.
+    private struct Released: @unchecked Sendable {
+        // Unchecked: touched by one thread, the one that frees them (the graph's, or the last lost client's closer).
+        let processors: [RealtimeProcessor]
+        let realtime: UnsafeMutablePointer<RealtimeState>
+        let groups: UnsafeMutablePointer<RealtimeGroup>
+
+        func free() {
+            for processor in processors { processor.release() }
+            for g in 0..<realtime.pointee.groupCount {
+                groups[g].interleaved.deallocate()
+                groups[g].processed.deallocate()
+                groups[g].planar.deallocate()
+            }
+            realtime.pointee.groupCount = 0
         }
-        realtime.pointee.groupCount = 0
     }
 
     /// libjack prints its own complaints ("Cannot connect to server socket ...") on stderr; speechgraph

@@ -631,6 +631,12 @@ import Testing
         let gate = try #require(runner.node(named: "g") as? PluginAudioNode)
         #expect(gate.isHostedInRealtime, "the gate runs in the process callback")
         runner.start()
+        // A test that throws before it stops the runner stops it here, before the server goes (a client left open on
+        // a stopped server is one libjack frees at the next open).
+        defer {
+            runner.stop()
+            try? runner.wait()
+        }
         let session = try #require(resources.optional(JackSession.self))
         // Watched past start-up (half a second of callbacks) for 10 s of callbacks, counted by the session itself;
         // the deadlines only bound a server that stops calling.
@@ -736,6 +742,54 @@ import Testing
         }
     }
 
+    /// libjack's state is the process's: once a client's server has gone away, its next open of any client frees
+    /// every client of the process (JACK2), here a live one of another server, whose session would then crash on
+    /// it. A client of another server is not opened while that lasts: it is refused with a clear error, the live
+    /// client stays the server's, and the next open once it has closed succeeds.
+    @Test func aServerThatGoesDoesNotTakeAnotherServersClientWithIt() throws {
+        let other = JackServer()
+        defer { other.stop() }
+        try server.start()
+        try other.start()
+        func session(_ name: String, on server: JackServer, openWait: Double = 10) throws -> JackSession {
+            let s = JackSession(
+                name: "\(name)-\(getpid())", server: server.name, measureCallback: true, openWait: openWait)
+            try s.addPort(
+                name: "in_1", prettyName: "in", group: "in", order: 0, isInput: true, connect: [],
+                ring: AudioRing(minimumCapacity: 48000))
+            try s.start()
+            return s
+        }
+        let lost = try session("sg-lost", on: server)
+        let live = try session("sg-live", on: other)
+        defer { live.close() }
+        server.stop()
+        // The lost client is seen and closed (on a thread of its own); deadlines only bound a hang.
+        let deadline = Date().addingTimeInterval(60)
+        while (lost.isAvailable || lost.abandoned.closing) && Date() < deadline {
+            lost.poll()
+            usleep(10_000)
+        }
+        #expect(!lost.isAvailable && !lost.abandoned.closing)
+        lost.close()
+        // A third client, of the server that is still there: refused, and said why.
+        let refused = JackSession(name: "sg-third-\(getpid())", server: other.name, openWait: 0.5)
+        #expect {
+            try refused.start()
+        } throws: { error in
+            "\(error)".contains("1 client of another JACK server stays open")
+        }
+        // The live client is still the server's (libjack's cleanup would have closed it: its ports gone). (Its process
+        // callback is another matter: libjack keeps one table of wait objects for the process, by client number, and
+        // the two servers' clients share a number; the server that went took the live client's with it.)
+        #expect(try other.lsp().contains("sg-live-\(getpid()):in_1"))
+        // Once it has closed, a client of that server opens.
+        live.close()
+        let next = try session("sg-next", on: other)
+        #expect(next.isAvailable)
+        next.close()
+    }
+
     /// A graph with only jack.output has nobody to take the session's changes (its server lost and back): the
     /// session keeps none of them, where it once kept every one for as long as the graph ran.
     @Test func aGraphWithOnlyOutputsKeepsNoChanges() throws {
@@ -753,6 +807,11 @@ import Testing
         let plan = try GraphPlanner(registry: registry).plan(spec, resources: resources)
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         runner.start()
+        // Stopped before the server goes, when the test throws first (as in every test here).
+        defer {
+            runner.stop()
+            try? runner.wait()
+        }
         func waitForPort(_ present: Bool) throws {
             let deadline = Date().addingTimeInterval(120)
             while try server.lsp().contains("\(client):play_1") != present && Date() < deadline { usleep(20_000) }
@@ -783,6 +842,11 @@ import Testing
         let (runner, slow) = try micGraph(
             into: SlowWhenTold.self, buffer: "2 s", client: "sg-freewheel-\(getpid())")
         runner.start()
+        // Stopped before the server goes, when the test throws first (as in every test here).
+        defer {
+            runner.stop()
+            try? runner.wait()
+        }
         // Once audio flows, freewheel, and only then make the node slower than the audio (half its pace): in real
         // time that loses periods at once (fallingBehindBecomesGapEvents). A deadline only bounds a hang.
         let deadline = Date().addingTimeInterval(120)
@@ -971,6 +1035,11 @@ import Testing
         let runner = try RunningGraph(plan: plan, registry: registry, resources: resources)
         let results = runner.events(of: "asr")
         runner.start()
+        // Stopped before the server goes, when the test throws first (as in every test here).
+        defer {
+            runner.stop()
+            try? runner.wait()
+        }
         // A deadline only bounds a hang: the run stops once a final result shows the sentence's last word.
         DispatchQueue.global().asyncAfter(deadline: .now() + 120) { runner.stop() }
         var finals: [String] = []
