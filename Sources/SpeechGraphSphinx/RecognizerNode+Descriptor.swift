@@ -133,6 +133,11 @@ extension RecognizerNode {
                 + "batch is always decoded at once when an utterance ends, so final results do not wait for "
                 + "it. Volatile results come at most this much later."),
         .quantity(
+            "first-batch", default: 20, .milliseconds, range: 0...1000,
+            doc: "Streaming mode: the batch until the utterance's first volatile result (at most its first "
+                + "second): the first words show as soon as the decoder has them, at the CPU of small batches "
+                + "for a fraction of a second an utterance. 0: 'batch' throughout."),
+        .quantity(
             "lookahead", default: 0, .milliseconds, range: 0...10_000,
             doc: """
                 Streaming mode: hold the first part of each utterance, this long, and start normalising the \

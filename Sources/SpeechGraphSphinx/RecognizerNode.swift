@@ -73,6 +73,16 @@ public final class RecognizerNode: GraphNode {
     /// When the first block of `pending` arrived: its deadline at the gate.
     var batchArrival = 0.0
     let batchSamples: Int
+    /// `first-batch`: the batch until the utterance's first volatile result, within its first second.
+    let firstBatchSamples: Int
+    /// The batch gathered before the decoder is woken now: the lookahead, the first batch, or the batch.
+    var nextBatchSamples: Int {
+        if lookingAhead { return lookaheadSamples }
+        guard firstBatchSamples > 0, volatileFrames > 0, lastVolatile.isEmpty, utteranceSamples < sampleRate else {
+            return batchSamples
+        }
+        return min(firstBatchSamples, batchSamples)
+    }
     /// Streaming mode with `lookahead`: samples held at the start of each utterance to learn its cepstral mean.
     let lookaheadSamples: Int
     /// The decoder has not started the utterance yet: its first `lookaheadSamples` are gathering in `pending`.
@@ -174,6 +184,7 @@ public final class RecognizerNode: GraphNode {
         secondPassAtPause = c.bool(of: "second-pass-at-pause") && controlConnected && !endsAtPauses
         sampleRate = rate
         batchSamples = Int(c.number(of: "batch") * Double(rate))
+        firstBatchSamples = Int(c.number(of: "first-batch") * Double(rate))
         lookaheadSamples = models.wholeUtterances ? 0 : Int(c.number(of: "lookahead") * Double(rate))
         meanUpdateSamples = rate / 10
         yieldSamples = rate / 50
@@ -200,7 +211,7 @@ public final class RecognizerNode: GraphNode {
     public var framesBeforeNextStep: Int {
         let split = inUtterance ? max(0, maxSamples - lookbackSamples - utteranceSamples) : maxSamples
         guard !paused, !wholeUtterances, atPause == nil else { return split }
-        return min(split, max(0, (lookingAhead ? lookaheadSamples : batchSamples) - pending.count))
+        return min(split, max(0, nextBatchSamples - pending.count))
     }
 
     public func prepare() throws {
@@ -261,7 +272,7 @@ public final class RecognizerNode: GraphNode {
             if !wholeUtterances && atPause == nil {
                 if pending.isEmpty { batchArrival = backlog.arrival }
                 pending.append(contentsOf: UnsafeBufferPointer(rebasing: pcm[0..<n]))
-                if pending.count >= (lookingAhead ? lookaheadSamples : batchSamples) {
+                if pending.count >= nextBatchSamples {
                     try runBatch(deadline: batchArrival) { try decodePending(yielding: true) }
                 }
             }

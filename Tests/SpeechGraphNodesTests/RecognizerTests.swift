@@ -237,6 +237,41 @@ extension Decoding {
         /// its utterance. Either way every result, volatile and final, is the one it is without: with a lookahead
         /// or without one (the live mean carried from before), whatever the blocks, and when the stream ends inside
         /// the last pause (0.3 s after the speech: the vad ends speech where the pause began).
+        /// `first-batch`: until an utterance's first volatile result, the decoder is woken every 20 ms of audio, not
+        /// every 100 ms: the first words show within 20 ms of the audio the decoder needs for them (as with 10 ms
+        /// batches throughout), and the results are those of 100 ms batches.
+        @Test func theFirstVolatileResultComesAtTheFirstSmallBatchThatHasAWord() throws {
+            let wav = dir.path("call.wav")
+            let padded = dir.path("padded.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            try TestSpeech.sox([wav, padded, "pad", "1", "0.5"])
+            func run(_ batches: String) throws -> [Transcription] {
+                let (events, _) = try Harness.run(
+                    """
+                    node src = file.input { path: "\(padded)", block: 160 }
+                    node vad = vad
+                    node asr = recognizer { mode: streaming, \(batches) }
+                    node out = collect
+                    src -> vad -> asr -> out
+                    vad.events -> asr.control
+                    """)
+                return results(events)
+            }
+            let first = try run("batch: 100 ms")
+            let without = try run("batch: 100 ms, first-batch: 0 ms")
+            let finest = try run("batch: 10 ms, first-batch: 0 ms")
+            func firstVolatileEnd(_ r: [Transcription]) throws -> Double {
+                try #require(r.first { !$0.isFinal && !$0.text.isEmpty }).range.end
+            }
+            let (a, b, c) = (try firstVolatileEnd(first), try firstVolatileEnd(without), try firstVolatileEnd(finest))
+            print("first volatile result's audio ends at \(a) s (first-batch 20 ms), \(b) s (100 ms), \(c) s (10 ms)")
+            #expect(a <= c + 0.02 + 0.0001, "\(a) against \(c)")
+            #expect(a < b, "\(a) against \(b)")
+            // The same final results, words and all.
+            #expect(first.filter(\.isFinal) == without.filter(\.isFinal))
+            #expect(!first.filter(\.isFinal).isEmpty)
+        }
+
         @Test(arguments: [
             (1.5, "lookahead: 1000 ms", 1024), (0.3, "lookahead: 1000 ms", 333), (1.5, "lookahead: 0 ms", 777),
         ])
