@@ -155,7 +155,10 @@ if [ "${BENCH_JACK_WHISPER:-1}" != 0 ]; then
   start_server 1024
   {
     cat graphs/live-whisper.graph
-    echo "node player = file.input { path: \"$LONG\", realtime: true }"
+    # The player paces the graph's thread by sleeping until each block is due: in 10 ms blocks (as bench-latency.sh's
+    # file graph), not the default 64 ms ones, which held the jack.input's audio back up to 64 ms a block (measured:
+    # end to final p50 955 -> 899 ms, first volatile 404 -> 359 ms, release, one run each).
+    echo "node player = file.input { path: \"$LONG\", realtime: true, block: 160 }"
     echo "node speak = jack.output { port: \"play\", prebuffer: 500 ms }"
     echo "node log = jsonl { path: \"$work/whisper.jsonl\", latency: true }"
     echo "player -> speak"
