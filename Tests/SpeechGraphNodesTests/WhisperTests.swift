@@ -275,6 +275,22 @@ extension Decoding {
             #expect(finals.first?.text == "")
         }
 
+        /// The engine's process keeps its buffers on the heap (glibc's tunables in its environment, the user's own
+        /// after them), and decodes with them.
+        @Test func theEngineRunsWithItsMallocTunables() throws {
+            let python = try WhisperLocations.python()
+            let model = try WhisperLocations.model("tiny.en", python: python)
+            let worker = try WhisperWorker.unshared(model: model, python: python)
+            defer { worker.stop() }
+            _ = try worker.transcribe([Int16](repeating: 0, count: 16000), options: WhisperOptions())
+            let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(worker.pid)/environ"))
+            let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            let tunables = try #require(variables.first { $0.hasPrefix("GLIBC_TUNABLES=") })
+            #expect(tunables.contains("glibc.malloc.mmap_threshold=33554432"), "\(tunables)")
+            #expect(WhisperWorker.tunables(after: "glibc.malloc.arena_max=2").hasSuffix(":glibc.malloc.arena_max=2"))
+            #expect(WhisperWorker.tunables(after: nil) == WhisperWorker.tunables(after: ""))
+        }
+
         /// The engine's process killed while it decodes: the request fails with one error that says so, and so does
         /// every later one.
         @Test func aKilledEngineIsOneClearError() throws {
