@@ -42,9 +42,8 @@ enum JackLibrary {
         case otherClientsOpen(Int)
     }
 
-    /// Whether an open may be tried now, and the shutdowns seen then: nil when it may.
-    private static func hold(_ s: inout State) -> Wait? {
-        let seen = shutdowns.load(ordering: .acquiring)
+    /// Why an open may not be tried now, `seen` shutdowns having been counted: nil when it may.
+    private static func hold(_ s: inout State, seen: Int) -> Wait? {
         if s.open == 0 { s.shutdownsSeen = seen }
         guard s.open > 0, seen > s.shutdownsSeen else { return nil }
         return lost.load(ordering: .acquiring) > 0 ? .lostClientClosing : .otherClientsOpen(s.open)
@@ -56,8 +55,8 @@ enum JackLibrary {
         _ name: String, _ options: jack_options_t, _ status: inout jack_status_t, _ server: String?
     ) throws(Wait) -> OpaquePointer? {
         try state.withLock { (s: inout State) throws(Wait) -> OpaquePointer? in
-            if let wait = hold(&s) { throw wait }
             let seen = shutdowns.load(ordering: .acquiring)
+            if let wait = hold(&s, seen: seen) { throw wait }
             guard let client = speechgraph_jack_client_open(name, options, &status, server) else { return nil }
             s.open += 1
             s.shutdownsSeen = seen

@@ -47,13 +47,19 @@ extension Decoding {
             }
         }
 
-        /// Word times are on the audio clock: silence before the speech moves every word by as much.
-        @Test(arguments: ["streaming", "utterance"])
-        func wordTimesFollowTheAudio(mode: String) throws {
+        /// The call sentence synthesised, and a copy with `before` seconds of silence before it and 0.5 s after.
+        func paddedCall(before: Double) throws -> (wav: String, padded: String) {
             let wav = dir.path("call.wav")
             let padded = dir.path("padded.wav")
             try TestSpeech.synthesize(Sentences.call, to: wav)
-            try TestSpeech.sox([wav, padded, "pad", "1.5", "0.5"])
+            try TestSpeech.sox([wav, padded, "pad", "\(before)", "0.5"])
+            return (wav, padded)
+        }
+
+        /// Word times are on the audio clock: silence before the speech moves every word by as much.
+        @Test(arguments: ["streaming", "utterance"])
+        func wordTimesFollowTheAudio(mode: String) throws {
+            let (wav, padded) = try paddedCall(before: 1.5)
             func words(_ path: String) throws -> [Word] {
                 let (events, _) = try Harness.run(
                     """
@@ -232,19 +238,11 @@ extension Decoding {
             for case .result(let t) in events where !t.isFinal { #expect(t.alternatives.isEmpty) }
         }
 
-        /// With the second pass, the final result is worked out at the vad's speechPaused: the pause that ends
-        /// speech finds it ready, and speech that resumes after a shorter pause is decoded again from the start of
-        /// its utterance. Either way every result, volatile and final, is the one it is without: with a lookahead
-        /// or without one (the live mean carried from before), whatever the blocks, and when the stream ends inside
-        /// the last pause (0.3 s after the speech: the vad ends speech where the pause began).
         /// `first-batch`: until an utterance's first volatile result, the decoder is woken every 20 ms of audio, not
         /// every 100 ms: the first words show within 20 ms of the audio the decoder needs for them (as with 10 ms
         /// batches throughout), and the results are those of 100 ms batches.
         @Test func theFirstVolatileResultComesAtTheFirstSmallBatchThatHasAWord() throws {
-            let wav = dir.path("call.wav")
-            let padded = dir.path("padded.wav")
-            try TestSpeech.synthesize(Sentences.call, to: wav)
-            try TestSpeech.sox([wav, padded, "pad", "1", "0.5"])
+            let (_, padded) = try paddedCall(before: 1)
             func run(_ batches: String) throws -> [Transcription] {
                 let (events, _) = try Harness.run(
                     """
@@ -272,6 +270,11 @@ extension Decoding {
             #expect(!first.filter(\.isFinal).isEmpty)
         }
 
+        /// With the second pass, the final result is worked out at the vad's speechPaused: the pause that ends
+        /// speech finds it ready, and speech that resumes after a shorter pause is decoded again from the start of
+        /// its utterance. Either way every result, volatile and final, is the one it is without: with a lookahead
+        /// or without one (the live mean carried from before), whatever the blocks, and when the stream ends inside
+        /// the last pause (0.3 s after the speech: the vad ends speech where the pause began).
         @Test(arguments: [
             (1.5, "lookahead: 1000 ms", 1024), (0.3, "lookahead: 1000 ms", 333), (1.5, "lookahead: 0 ms", 777),
         ])
