@@ -198,6 +198,15 @@ extension RecognizerNode {
                 waits until the window is full or the input ends (docs/whisper.md: on the shared long file it was \
                 not more accurate yet).
                 """),
+        .quantity(
+            "encoder-window", default: 20, .seconds, range: 10...30,
+            doc: """
+                The whisper engine's encoder window for an utterance at least 10 s shorter than it: Whisper reads \
+                30 s at once, however short the utterance, and a shorter window makes its encoder and decoder do \
+                less (a 20 s window: about a third less CPU an utterance, and final results sooner). A reading \
+                that may have gone wrong (Whisper loops on a short window of noise) is read again in the 30 s \
+                window. 30: Whisper's own window always (docs/whisper.md).
+                """),
         .integer(
             "alternatives", default: 0, range: 0...20,
             doc: "Give each final result the n-best list of this many readings, each with a score, and each "

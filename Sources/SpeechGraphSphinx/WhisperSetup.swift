@@ -15,6 +15,7 @@ struct WhisperSetup {
         python = try WhisperLocations.python()
         model = try WhisperLocations.model(c.string("model") ?? Self.defaultModel, python: python)
         var options = WhisperOptions(beam: c.integer(of: "beam"), words: c.bool(of: "words"))
+        options.encoderWindow = c.number(of: "encoder-window")
         // Contextual strings: the words Whisper should favour (its hotwords).
         let phrases = SphinxModel.phraseItems(c).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
@@ -31,7 +32,7 @@ struct WhisperSetup {
     /// graph puts a grammar recognizer in front of a whisper one instead.
     static func validate(_ c: NodeConfig) throws {
         guard c.string(of: "engine") == "whisper" else {
-            for parameter in ["beam", "window"] where c.locations[parameter] != nil {
+            for parameter in ["beam", "window", "encoder-window"] where c.locations[parameter] != nil {
                 throw SpeechGraphError(
                     "'\(parameter)' is the whisper engine's (engine: whisper)", parameter: parameter)
             }

@@ -18,6 +18,9 @@ public struct WhisperOptions: Sendable, Hashable {
     /// as what came before, as faster-whisper does from one 30 s window of a recording to the next; `nil`: each
     /// request on its own.
     public var context: String?
+    /// The encoder's window (seconds) for audio at least 10 s shorter: below Whisper's own 30 s, its work shrinks
+    /// with it; a doubtful reading is read again in the 30 s window (`WhisperWorkerScript`). 30: always Whisper's.
+    public var encoderWindow = 30.0
 
     public init(
         beam: Int = 5, words: Bool = true, prompt: String? = nil, hotwords: String? = nil, language: String? = nil
@@ -50,6 +53,10 @@ public struct WhisperTranscript: Sendable {
     public var cpuSeconds: Double
     /// How much of its context's earlier text (characters) Whisper read before it (`WhisperOptions.context`).
     public var contextCharacters = 0
+    /// The encoder window (seconds) its text was read in, and whether a shorter one's reading was read again in
+    /// the 30 s window (`WhisperOptions.encoderWindow`).
+    public var window = 30.0
+    public var redecoded = false
 
     /// The segments' text, each trimmed, joined by spaces.
     public var text: String {
@@ -326,6 +333,8 @@ public final class WhisperWorker: @unchecked Sendable {
         }
         var transcript = WhisperTranscript(segments: segments, cpuSeconds: object["cpu_s"] as? Double ?? 0)
         transcript.contextCharacters = object["context_chars"] as? Int ?? 0
+        transcript.window = object["window"] as? Double ?? 30
+        transcript.redecoded = object["redecoded"] as? Bool ?? false
         return transcript
     }
 
@@ -349,6 +358,7 @@ public final class WhisperWorker: @unchecked Sendable {
         if let hotwords = options.hotwords { header["hotwords"] = hotwords }
         if let language = options.language { header["language"] = language }
         if let context = options.context { header["context"] = context }
+        if options.encoderWindow < 30 { header["window"] = options.encoderWindow }
         var data = (try? JSONSerialization.data(withJSONObject: header)) ?? Data()
         data.append(10)
         samples.withUnsafeBytes { data.append(contentsOf: $0) }  // little-endian, as Linux's machines are

@@ -234,6 +234,31 @@ extension Decoding {
             #expect(wordErrorRate(reference: Sentences.call, hypothesis: second.text) <= 0.25, "\(second.text)")
         }
 
+        /// `encoder-window`: audio at least 10 s shorter than the window is read in it (the same words), longer
+        /// audio in Whisper's 30 s, and a doubtful reading (nothing read, on silence) is read again in
+        /// the 30 s window.
+        @Test func aShortUtteranceIsReadInAShorterWindowAndADoubtfulOneAgain() throws {
+            let python = try WhisperLocations.python()
+            let worker = try WhisperWorker.shared(
+                model: try WhisperLocations.model("tiny.en", python: python), python: python)
+            let wav = dir.path("call.wav")
+            try TestSpeech.synthesize(Sentences.call, to: wav)
+            let speech = try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) }
+            var options = WhisperOptions()
+            options.encoderWindow = 20
+            let short = try worker.transcribe(speech, options: options)
+            #expect(short.window == 20 && !short.redecoded)
+            #expect(wordErrorRate(reference: Sentences.call, hypothesis: short.text) <= 0.25, "\(short.text)")
+            let whole = try worker.transcribe(speech, options: WhisperOptions())
+            #expect(whole.window == 30 && !whole.redecoded)
+            // 12 s: not 10 s shorter than the window.
+            let long = speech + [Int16](repeating: 0, count: max(0, 12 * 16000 - speech.count))
+            let longReading = try worker.transcribe(long, options: options)
+            #expect(longReading.window == 30 && !longReading.redecoded)
+            let silence = try worker.transcribe([Int16](repeating: 0, count: 3 * 16000), options: options)
+            #expect(silence.window == 30 && silence.redecoded, "\(silence.segments)")
+        }
+
         /// `window: packed` on a file: both utterances go to the engine as one request, and each still gets its own
         /// final result, its words timed inside its own utterance.
         @Test func aPackedWindowGivesEachUtteranceItsOwnFinal() throws {
