@@ -106,7 +106,10 @@ enum WhisperWorkerScript {
                     redecoded = False
                     if pad is not None and window < 30 and seconds <= window - 10:
                         cap = int(24 + 12 * seconds)
-                        segments = read(audio, request, prompt, window, cap)
+                        try:
+                            segments = read(audio, request, prompt, window, cap)
+                        except ValueError:
+                            segments = []  # a prompt too long for the cap: read again, in the 30 s window
                         if doubtful(segments, seconds, cap):
                             segments, window, redecoded = read(audio, request, prompt, 30, None), 30.0, True
                     else:
