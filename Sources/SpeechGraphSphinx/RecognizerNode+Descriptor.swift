@@ -173,7 +173,10 @@ extension RecognizerNode {
                 + "CPU (about a tenth of the utterance so far; a pause works out the result only while what was "
                 + "decoded again is at most half the utterance, so the first pass over an utterance costs at most "
                 + "2.5 times what it costs without). Audio that does not come through the vad (only its events on "
-                + "'control') turns it off at the first pause."),
+                + "'control') turns it off at the first pause. With the whisper engine (window: utterance), "
+                + "Whisper begins decoding the utterance at the pause, for a final result sooner after "
+                + "speechEnded; if the speech resumes, that decoding is dropped (its CPU spent) and the "
+                + "utterance goes to Whisper when it ends."),
         .integer(
             "phases", default: 1, range: 1...5,
             doc: "Whole-utterance decoding (mode utterance, final-pass): decode each utterance this many "

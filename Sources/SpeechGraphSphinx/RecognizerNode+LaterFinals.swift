@@ -94,11 +94,52 @@ extension RecognizerNode {
         if pack.samples.count >= packSamples { submitPack(whisper) }
     }
 
+    /// Whether the whisper engine begins an utterance's final result at speechPaused (`second-pass-at-pause`, one
+    /// utterance at a time: not with `window: packed`, whose packs wait anyway).
+    var whispersAtPauses: Bool { secondPassAtPause && !audioDuringPauses && whisper != nil && packSamples == 0 }
+
+    /// The utterance so far to the engine, at a pause: its final result if the speech ends there.
+    func beginWhisperAtPause(at time: Double) {
+        guard let whisper else { return }
+        let later = LaterFinal(
+            utterance: utterance, range: TimeRange(start: utteranceStart, end: max(utteranceEnd, time)),
+            peak: utterancePeak)
+        var one = WhisperPack()
+        one.add(later, held)
+        submit(one, to: whisper)
+        whisperAtPause = (later, held.count)
+    }
+
+    /// The speech went on after the pause: what the engine began there is not this utterance's final result (its
+    /// answer goes nowhere), and the utterance goes to the engine when it ends.
+    func dropWhisperAtPause() {
+        guard whisperAtPause != nil else { return }
+        whisperAtPause = nil
+        whisperPausesDropped += 1
+    }
+
+    /// The speech ended at the pause: the decoding begun there is the utterance's final result; its streamed
+    /// reading ends here.
+    func finishBegunAtPause(_ later: LaterFinal, streamed: SphinxDecoder) throws {
+        if !wholeUtterances {
+            try decodePending()
+            try streamed.endUtterance()
+        }
+        laterFinals.append(later)
+        held.removeAll(keepingCapacity: true)
+        whisperPausesTaken += 1
+    }
+
     /// The utterances packed so far, to the engine as one request; each gets its own part of the transcript.
     func submitPack(_ whisper: WhisperEngine) {
         guard !pack.members.isEmpty else { return }
         var taken = WhisperPack()
         swap(&taken, &pack)
+        submit(taken, to: whisper)
+    }
+
+    /// Utterances to the engine as one request; each gets its own part of the transcript.
+    func submit(_ taken: WhisperPack, to whisper: WhisperEngine) {
         let members = taken.members
         let rate = Double(WhisperPack.sampleRate)
         let spans = members.map { (offset: Double($0.offset) / rate, length: Double($0.count) / rate) }

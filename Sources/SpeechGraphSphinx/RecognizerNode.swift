@@ -124,6 +124,12 @@ public final class RecognizerNode: GraphNode {
     /// Final results worked out at a pause, and utterances decoded again because the speech resumed.
     var resultsAtPauses = 0
     var decodedAgain = 0
+    /// With the whisper engine and `second-pass-at-pause`: the engine's decoding of the utterance begun at
+    /// speechPaused (its final result if the speech ends there), and the samples it was given; `nil` when none.
+    var whisperAtPause: (later: LaterFinal, samples: Int)?
+    /// Whisper decodings begun at pauses: taken at the end of speech, and dropped (the speech went on).
+    var whisperPausesTaken = 0
+    var whisperPausesDropped = 0
     /// The next utterance begins a new stream (the first one, and the first after a discontinuity).
     var streamBegins = true
     var utterance = 0
@@ -228,6 +234,11 @@ public final class RecognizerNode: GraphNode {
         guard !paused else { return }
         if !inUtterance { try takeNewModels(output: output) }
         guard let decoder else { return }
+        if whisperAtPause != nil {
+            // Audio during a pause: it does not come through the vad; what the engine began is not the end.
+            audioDuringPauses = true
+            dropWhisperAtPause()
+        }
         if atPause != nil {
             // Audio while a result waits at a pause: it does not come through the vad. Decoded as if the utterance
             // had not ended, and no more results at pauses.
@@ -336,6 +347,12 @@ public final class RecognizerNode: GraphNode {
             }
         case .speechResumed where atPause != nil:
             try resumeAfterPause()
+        case .speechPaused(_, let time) where inUtterance && whisperAtPause == nil && whispersAtPauses:
+            // Most pauses this long end speech: Whisper begins the utterance's final result now, from the audio
+            // the end of speech would give it; the end of speech takes it.
+            beginWhisperAtPause(at: time)
+        case .speechResumed where whisperAtPause != nil:
+            dropWhisperAtPause()
         default:
             break
         }
@@ -369,6 +386,15 @@ public final class RecognizerNode: GraphNode {
         // Whisper decodes on its own process's thread: the recognizer goes on meanwhile (live input: the next
         // utterance streams), and each final result goes out when it is decoded, in order.
         if let whisper {
+            if let begun = whisperAtPause {
+                whisperAtPause = nil
+                // Begun at the pause, with the audio the end of speech gives it, and ending where the speech did.
+                if begun.samples == held.count && begun.later.range.end == utteranceEnd {
+                    try finishBegunAtPause(begun.later, streamed: decoder)
+                    return
+                }
+                whisperPausesDropped += 1
+            }
             try finishLater(whisper, streamed: decoder)
             return
         }
@@ -388,6 +414,7 @@ public final class RecognizerNode: GraphNode {
         if inUtterance && !wholeUtterances && atPause == nil { try? decoder.endUtterance() }
         inUtterance = false
         atPause = nil
+        whisperAtPause = nil
         held.removeAll()
         pack = WhisperPack()
         pending.removeAll()

@@ -4,6 +4,7 @@ import SpeechGraphTestSupport
 import Synchronization
 import Testing
 
+@testable import SpeechGraphSphinx
 @testable import SpeechGraphWhisper
 
 /// Where a Whisper model is found by name: the Hugging Face hub cache, as faster-whisper keeps it, or a venv's
@@ -257,6 +258,39 @@ extension Decoding {
             #expect(longReading.window == 30 && !longReading.redecoded)
             let silence = try worker.transcribe([Int16](repeating: 0, count: 3 * 16000), options: options)
             #expect(silence.window == 30 && silence.redecoded, "\(silence.segments)")
+        }
+
+        /// `second-pass-at-pause` with the whisper engine: Whisper begins each utterance's final result at the vad's
+        /// speechPaused; the pause that ends speech takes it, a pause the speech goes on after drops it. Every result,
+        /// volatile and final, is the one it is without.
+        @Test func whisperBeginsAtAPauseAndTheResultsAreTheSame() throws {
+            let both = try Sentences.both(in: dir, gap: 0.4, trailing: 1.5)
+            func run(_ atPause: Bool) throws -> (events: [GraphEvent], node: RecognizerNode) {
+                let (events, runner) = try Harness.run(
+                    """
+                    node src = file.input { path: "\(both)" }
+                    node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
+                    node asr = recognizer { engine: whisper, mode: streaming, second-pass-at-pause: \(atPause) }
+                    node out = collect
+                    src -> vad -> asr -> out
+                    vad.events -> asr.control, out
+                    """)
+                return (events, try #require(runner.node(named: "asr") as? RecognizerNode))
+            }
+            let on = try run(true)
+            let off = try run(false)
+            let pauses = on.events.filter { if case .speechPaused = $0 { true } else { false } }
+            #expect(pauses.count == 2, "\(pauses.count) pauses")
+            #expect(on.node.whisperPausesTaken == 1 && on.node.whisperPausesDropped == 1)
+            #expect(off.node.whisperPausesTaken == 0 && off.node.whisperPausesDropped == 0)
+            let results = { (events: [GraphEvent]) in
+                events.compactMap { if case .result(let t) = $0 { t } else { nil } }
+            }
+            let finals = results(on.events).filter(\.isFinal)
+            try #require(finals.count == 1)
+            let said = Sentences.call + " " + Sentences.weather
+            #expect(wordErrorRate(reference: said, hypothesis: finals[0].text) <= 0.25, "\(finals[0].text)")
+            #expect(results(on.events) == results(off.events))
         }
 
         /// `window: packed` on a file: both utterances go to the engine as one request, and each still gets its own
