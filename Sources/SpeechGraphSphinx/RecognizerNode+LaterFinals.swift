@@ -107,7 +107,7 @@ extension RecognizerNode {
         var one = WhisperPack()
         one.add(later, held)
         submit(one, to: whisper)
-        whisperAtPause = (later, held.count)
+        whisperAtPause = later
     }
 
     /// The speech went on after the pause: what the engine began there is not this utterance's final result (its

@@ -125,8 +125,9 @@ public final class RecognizerNode: GraphNode {
     var resultsAtPauses = 0
     var decodedAgain = 0
     /// With the whisper engine and `second-pass-at-pause`: the engine's decoding of the utterance begun at
-    /// speechPaused (its final result if the speech ends there), and the samples it was given; `nil` when none.
-    var whisperAtPause: (later: LaterFinal, samples: Int)?
+    /// speechPaused (its final result if the speech ends there); `nil` when none. Audio after the pause drops it,
+    /// so while it is set the utterance's audio is what the engine was given.
+    var whisperAtPause: LaterFinal?
     /// Whisper decodings begun at pauses: taken at the end of speech, and dropped (the speech went on).
     var whisperPausesTaken = 0
     var whisperPausesDropped = 0
@@ -389,8 +390,8 @@ public final class RecognizerNode: GraphNode {
             if let begun = whisperAtPause {
                 whisperAtPause = nil
                 // Begun at the pause, with the audio the end of speech gives it, and ending where the speech did.
-                if begun.samples == held.count && begun.later.range.end == utteranceEnd {
-                    try finishBegunAtPause(begun.later, streamed: decoder)
+                if begun.range.end == utteranceEnd {
+                    try finishBegunAtPause(begun, streamed: decoder)
                     return
                 }
                 whisperPausesDropped += 1

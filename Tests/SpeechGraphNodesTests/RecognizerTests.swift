@@ -8,7 +8,25 @@ import Testing
 /// The tests that decode with the real model. Each graph has decoders of its own, so their results do not
 /// depend on the order, and they run side by side with the rest of the suite (run one at a time, they were the
 /// last tests of `make test` to finish, with one core idle).
-@Suite(.tags(.model)) enum Decoding {}
+@Suite(.tags(.model)) enum Decoding {
+    /// `path` through a vad that ends speech after 1 s of silence and reports pauses of 150 ms (its events collected
+    /// beside the results), into a streaming recognizer with `settings`: the events, and the recognizer node.
+    static func throughPauses(_ path: String, block: Int? = nil, recognizer settings: String) throws -> (
+        events: [GraphEvent], node: RecognizerNode
+    ) {
+        let blocks = block.map { ", block: \($0)" } ?? ""
+        let (events, runner) = try Harness.run(
+            """
+            node src = file.input { path: "\(path)"\(blocks) }
+            node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
+            node asr = recognizer { mode: streaming, \(settings) }
+            node out = collect
+            src -> vad -> asr -> out
+            vad.events -> asr.control, out
+            """)
+        return (events, try #require(runner.node(named: "asr") as? RecognizerNode))
+    }
+}
 
 /// The real PocketSphinx with Debian's en-us model, on speech synthesised by the test.
 extension Decoding {
@@ -281,18 +299,9 @@ extension Decoding {
         func theSecondPassAtAPauseChangesNoResult(trailingSilence: Double, lookahead: String, block: Int) throws {
             let both = try pausedSpeech(trailingSilence: trailingSilence)
             func run(_ atPause: Bool) throws -> (events: [GraphEvent], node: RecognizerNode) {
-                let (events, runner) = try Harness.run(
-                    """
-                    node src = file.input { path: "\(both)", block: \(block) }
-                    node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
-                    node asr = recognizer {
-                        mode: streaming, \(lookahead), second-pass: true, second-pass-at-pause: \(atPause)
-                    }
-                    node out = collect
-                    src -> vad -> asr -> out
-                    vad.events -> asr.control, out
-                    """)
-                return (events, try #require(runner.node(named: "asr") as? RecognizerNode))
+                try Decoding.throughPauses(
+                    both, block: block,
+                    recognizer: "\(lookahead), second-pass: true, second-pass-at-pause: \(atPause)")
             }
             let on = try run(true)
             let off = try run(false)

@@ -211,15 +211,20 @@ extension Decoding {
             #expect(engines.count == 1 && WhisperWorker.sharedProcessIDs == engines, "\(engines)")
         }
 
-        /// A context (`window: packed`'s stream at the engine): each request is read after what Whisper wrote for
-        /// the context's requests before it, and a request of another context, or of none, reads nothing of it.
-        @Test func aContextReadsWhatItsEarlierRequestsWrote() throws {
+        /// The process's shared engine with tiny.en, and the call sentence synthesised, as the engine reads samples.
+        func sharedWorkerAndCall() throws -> (WhisperWorker, [Int16]) {
             let python = try WhisperLocations.python()
             let worker = try WhisperWorker.shared(
                 model: try WhisperLocations.model("tiny.en", python: python), python: python)
             let wav = dir.path("call.wav")
             try TestSpeech.synthesize(Sentences.call, to: wav)
-            let samples = try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) }
+            return (worker, try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) })
+        }
+
+        /// A context (`window: packed`'s stream at the engine): each request is read after what Whisper wrote for
+        /// the context's requests before it, and a request of another context, or of none, reads nothing of it.
+        @Test func aContextReadsWhatItsEarlierRequestsWrote() throws {
+            let (worker, samples) = try sharedWorkerAndCall()
             var options = WhisperOptions()
             options.context = "stream-\(UUID().uuidString)"
             let first = try worker.transcribe(samples, options: options)
@@ -239,12 +244,7 @@ extension Decoding {
         /// audio in Whisper's 30 s, and a doubtful reading (nothing read, on silence) is read again in
         /// the 30 s window.
         @Test func aShortUtteranceIsReadInAShorterWindowAndADoubtfulOneAgain() throws {
-            let python = try WhisperLocations.python()
-            let worker = try WhisperWorker.shared(
-                model: try WhisperLocations.model("tiny.en", python: python), python: python)
-            let wav = dir.path("call.wav")
-            try TestSpeech.synthesize(Sentences.call, to: wav)
-            let speech = try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) }
+            let (worker, speech) = try sharedWorkerAndCall()
             var options = WhisperOptions()
             options.encoderWindow = 20
             let short = try worker.transcribe(speech, options: options)
@@ -266,16 +266,7 @@ extension Decoding {
         @Test func whisperBeginsAtAPauseAndTheResultsAreTheSame() throws {
             let both = try Sentences.both(in: dir, gap: 0.4, trailing: 1.5)
             func run(_ atPause: Bool) throws -> (events: [GraphEvent], node: RecognizerNode) {
-                let (events, runner) = try Harness.run(
-                    """
-                    node src = file.input { path: "\(both)" }
-                    node vad = vad { min-silence: 1 s, hangover: 1 s, pause: 150 ms }
-                    node asr = recognizer { engine: whisper, mode: streaming, second-pass-at-pause: \(atPause) }
-                    node out = collect
-                    src -> vad -> asr -> out
-                    vad.events -> asr.control, out
-                    """)
-                return (events, try #require(runner.node(named: "asr") as? RecognizerNode))
+                try Decoding.throughPauses(both, recognizer: "engine: whisper, second-pass-at-pause: \(atPause)")
             }
             let on = try run(true)
             let off = try run(false)
