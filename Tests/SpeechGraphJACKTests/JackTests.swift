@@ -975,7 +975,7 @@ import Testing
     }
 
     /// A stall of the graph (3 s; with 500 ms of buffer, more periods lost than the 256 gap records the callback
-    /// could queue at this period) is one gap event as long as the stall less the buffer, and the audio after it
+    /// could queue at this period) is one gap event, at most the stall less the buffer, and the audio after it
     /// is placed after it on the stream's clock. The buffer keeps a loaded machine's slow start from overrunning.
     @Test func aStallIsOneGapOfItsLength() throws {
         try server.start()
@@ -988,7 +988,10 @@ import Testing
             return nil
         }
         #expect(gaps.count == 1, "\(gaps.count) gaps")
-        #expect((gaps.first?.duration ?? 0) >= 2, "\(gaps)")
+        // At most the stall less the buffer (2.5 s of the server's audio). The dummy server's clock is the
+        // machine's sleeps, and a loaded machine slows it: a fresh clone's run under the other tiers counted 1.46 s
+        // of its audio in the 3 s stall, where a quiet one counts 2.5 s. So at least twice the buffer, not 2 s.
+        #expect((1...2.6).contains(gaps.first?.duration ?? 0), "\(gaps)")
         // Audio and the gap tile the timeline.
         var expected: Int64 = 0
         for (start, count) in stall.blocks {
