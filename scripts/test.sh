@@ -31,6 +31,10 @@ waiting=$(python3 scripts/tests-by-tag.py "$bundle" realtime) || exit 1
 jack_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-jack.XXXXXX")
 waiting_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-waiting.XXXXXX")
 inprocess_log=$(mktemp "${TMPDIR:-/tmp}/speechgraph-tests-inprocess.XXXXXX")
+# Fixtures that tests in two of the processes read (one decoding of the real set), made once for all four
+# (ComputedOnce(sharedAs:), Tests/SpeechGraphTestSupport/TestSupport.swift).
+SPEECHGRAPH_TEST_SHARED_DIR=$(mktemp -d "${TMPDIR:-/tmp}/speechgraph-tests-shared.XXXXXX")
+export SPEECHGRAPH_TEST_SHARED_DIR
 # The jack tier runs in a mount namespace of its own, on a new, empty /dev/shm (a tmpfs), when it may (as root, as
 # make test runs, or in a user namespace where the kernel allows one). JACK keeps there, per user and shared by every
 # server on the machine, its server registry, its shared memory and its metadata database. The registry holds 8
@@ -88,6 +92,7 @@ stop() {
   for child in $(started); do kill -KILL "$child" 2>/dev/null; done
   wait 2>/dev/null
   rm -f "$jack_log" "$waiting_log" "$inprocess_log"
+  rm -rf "$SPEECHGRAPH_TEST_SHARED_DIR"
 }
 trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
@@ -119,6 +124,7 @@ recap "the in-process tests' process" "$inprocess" "$inprocess_log"
 recap "the jack tier's process" "$jack_status" "$jack_log"
 recap "the realtime tier's process" "$waiting_status" "$waiting_log"
 rm -f "$jack_log" "$waiting_log" "$inprocess_log"
+rm -rf "$SPEECHGRAPH_TEST_SHARED_DIR"
 if [ "$main" -ne 0 ] || [ "$inprocess" -ne 0 ] || [ "$jack_status" -ne 0 ] || [ "$waiting_status" -ne 0 ]; then
   echo "scripts/test.sh: tests failed (the CLI's: exit $main; the in-process ones: exit $inprocess;" \
     "the JACK tests: exit $jack_status; the tests that wait: exit $waiting_status)" >&2

@@ -409,34 +409,56 @@ import Testing
             }
             if port == nil { usleep(50_000) }
         }
-        let player = Process()
-        player.executableURL = URL(fileURLWithPath: "/usr/bin/jack-play")
-        player.arguments = [wav]
-        player.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        player.standardOutput = FileHandle.nullDevice
-        player.standardError = FileHandle.nullDevice
-        try player.run()
-        // The page's transcript (read as a browser would, over HTTP) until it has the sentence's last word.
-        var transcript = ""
-        let deadline = Date().addingTimeInterval(120)
-        while let port, p.isRunning && !transcript.contains("evening") && Date() < deadline {
-            transcript =
-                (try? Run.process(
-                    "/usr/bin/python3",
-                    [
-                        "-c",
-                        "import urllib.request; print(urllib.request.urlopen("
-                            + "'http://127.0.0.1:\(port)/transcript.txt').read().decode())",
-                    ],
-                    timeout: 10
-                ).stdout) ?? ""
-            usleep(200_000)
+        // The page's transcript, read as a browser would (over HTTP).
+        func transcript(_ port: String) -> String {
+            (try? Run.process(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import urllib.request; print(urllib.request.urlopen("
+                        + "'http://127.0.0.1:\(port)/transcript.txt').read().decode())",
+                ],
+                timeout: 10
+            ).stdout) ?? ""
         }
-        for q in [p, player] where q.isRunning { kill(q.processIdentifier, SIGTERM) }
-        for q in [p, player] { q.waitUntilExit() }
+        // The console's final results and the xruns it reported (the dummy server's, which lose audio when a loaded
+        // machine does not run its thread in time: not ours, and said so).
+        func finals() -> Int { contents(out).matches(of: #/(?m)^\[\d\d:\d\d\.\d{3} - /#).count }
+        func xruns() -> Int { contents(out).matches(of: #/(?m)^-- (\d+ )?JACK xruns? at /#).count }
+        // The sentence played once, and again (at most three times in all) only when the server reported xruns
+        // while it played and the page has no sentence's last word: every play but the last one lost audio to JACK.
+        var text = ""
+        var plays = 0
+        while let port, p.isRunning && plays < 3 && !text.contains("evening") {
+            plays += 1
+            let (finalsBefore, xrunsBefore) = (finals(), xruns())
+            let player = Process()
+            player.executableURL = URL(fileURLWithPath: "/usr/bin/jack-play")
+            player.arguments = [wav]
+            player.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+            player.standardOutput = FileHandle.nullDevice
+            player.standardError = FileHandle.nullDevice
+            try player.run()
+            player.waitUntilExit()
+            // The final result of what it played (the vad ends the utterance in the silence after it), then the
+            // page's transcript until it has it.
+            let deadline = Date().addingTimeInterval(60)
+            while p.isRunning && finals() == finalsBefore && Date() < deadline { usleep(50_000) }
+            repeat {
+                text = transcript(port)
+                if !text.contains("evening") { usleep(200_000) }
+            } while p.isRunning && !text.contains("evening") && contents(out).contains("evening") && Date() < deadline
+            if xruns() == xrunsBefore { break }
+        }
+        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        p.waitUntilExit()
+        // The last utterance on the page: the last play's.
+        let last = text.split(separator: "\n").last { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        let heard = last.map(String.init) ?? ""
         #expect(port != nil, "\(contents(out + ".err"))")
         // The console's lines beside it: they say when JACK lost audio (xruns, gaps).
-        #expect(wordErrorRate(reference: sentence, hypothesis: transcript) <= 0.25, "\(transcript) \(contents(out))")
+        #expect(
+            wordErrorRate(reference: sentence, hypothesis: heard) <= 0.25, "\(plays) plays: \(text) \(contents(out))")
         #expect(contents(out).contains("evening"), "the console shows it too: \(contents(out))")
         #expect(p.terminationStatus == 0, "\(contents(out + ".err"))")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SpeechGraphNodes
+import SpeechGraphSphinx
 import SpeechGraphTestSupport
 import Testing
 
@@ -16,13 +17,21 @@ enum Harness {
         return try GraphPlanner(registry: registry).plan(spec)
     }
 
+    /// The decoder pool of the graphs `run` runs, as `transcribe` hands one to the graph of each file: a decoder
+    /// loaded for one test is reset and handed to the next (the pool's tests, RecognizerTests, show that it then
+    /// decodes as a newly loaded one), not loaded again (0.3 s of CPU each). At most 2 idle decoders per model and
+    /// use, 6 in all.
+    static let decoders = SphinxDecoderPool(maxIdle: 2, maxIdleInAll: 6)
+
     /// Runs the graph on the inline executor (this thread, deterministic: `InlineGraph`); returns the events the
     /// node named `collector` received. A run that leaves audio unconsumed is a failure of the test.
     static func run(
         _ text: String, collector: String = "out", environment: [String: String] = [:],
         sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) throws -> (events: [GraphEvent], runner: InlineGraph) {
-        let graph = try InlineGraph(plan: plan(text, environment: environment), registry: registry)
+        let graph = try InlineGraph(
+            plan: plan(text, environment: environment), registry: registry,
+            resources: GraphResources(providing: [decoders]))
         let report = try graph.run()
         #expect(report.leftUnconsumed.isEmpty, "\(report.leftUnconsumed)", sourceLocation: sourceLocation)
         let c = try #require(graph.node(named: collector) as? EventCollector, sourceLocation: sourceLocation)

@@ -65,7 +65,7 @@ public final class TemporaryDirectory: @unchecked Sendable {
 }
 
 /// What a finished process printed and returned.
-public struct ProcessResult: Sendable {
+public struct ProcessResult: Sendable, Codable {
     public var status: Int32
     public var stdout: String
     public var stderr: String
@@ -222,9 +222,47 @@ public func wordErrorRate(reference: String, hypothesis: String) -> Double {
     return Double(d[h.count]) / Double(r.count)
 }
 
+/// A value in a directory that several test processes share: made by the one that holds the lock file
+/// (`NAME.lock`, flock) and finds no value yet, written as JSON (`NAME.json`, renamed into place when whole).
+enum SharedFixture {
+    static func value<Value: Codable>(named name: String, in dir: String, make: () throws -> Value) async throws
+        -> Value
+    {
+        let valuePath = "\(dir)/\(name).json"
+        func written() throws -> Value? {
+            guard let data = FileManager.default.contents(atPath: valuePath) else { return nil }
+            return try JSONDecoder().decode(Value.self, from: data)
+        }
+        let lock = open("\(dir)/\(name).lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw TestSpeech.Failure(description: "\(dir)/\(name).lock: \(errno)") }
+        defer { close(lock) }
+        while true {
+            if let value = try written() { return value }
+            if flock(lock, LOCK_EX | LOCK_NB) == 0 {
+                defer { flock(lock, LOCK_UN) }
+                if let value = try written() { return value }
+                let value = try make()
+                let partial = "\(valuePath).\(getpid())"
+                try JSONEncoder().encode(value).write(to: URL(fileURLWithPath: partial))
+                guard rename(partial, valuePath) == 0 else {
+                    throw TestSpeech.Failure(description: "rename to \(valuePath): \(errno)")
+                }
+                return value
+            }
+            // Another process is making it: look again in a while (the file appears, or the lock is let go).
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+}
+
 /// A test fixture computed once per test process, by the first test that asks; the others await it without
 /// holding a thread of the test runner (which has one per core). For an expensive result several tests read, such
 /// as one decoding of a corpus file, never for anything a test changes. A failure is every asker's.
+///
+/// One made with a name (`sharedAs`) is computed once per test run when `SPEECHGRAPH_TEST_SHARED_DIR` names a
+/// directory (scripts/test.sh makes one for its four test processes): the first process to ask makes it, under a
+/// lock file there, and writes it there; the others read it (waiting, without a thread, until it is written). A
+/// failure is not shared: each process that finds no value tries for itself.
 public final class ComputedOnce<Value: Sendable>: Sendable {
     private enum State {
         case notAsked
@@ -232,9 +270,19 @@ public final class ComputedOnce<Value: Sendable>: Sendable {
         case made(Result<Value, Error>)
     }
     private let state = Mutex<State>(.notAsked)
-    private let make: @Sendable () throws -> Value
+    private let make: @Sendable () async throws -> Value
 
-    public init(_ make: @escaping @Sendable () throws -> Value) { self.make = make }
+    public init(_ make: @escaping @Sendable () throws -> Value) { self.make = { try make() } }
+
+    /// Made once per test run (as above) where the run shares a directory, else once per process.
+    public init(sharedAs name: String, _ make: @escaping @Sendable () throws -> Value) where Value: Codable {
+        self.make = {
+            guard let dir = ProcessInfo.processInfo.environment["SPEECHGRAPH_TEST_SHARED_DIR"], !dir.isEmpty else {
+                return try make()
+            }
+            return try await SharedFixture.value(named: name, in: dir, make: make)
+        }
+    }
 
     public func get() async throws -> Value {
         let first = state.withLock { state in
@@ -243,7 +291,8 @@ public final class ComputedOnce<Value: Sendable>: Sendable {
             return true
         }
         if first {
-            let result = Result { try make() }
+            let result: Result<Value, Error>
+            do { result = .success(try await make()) } catch { result = .failure(error) }
             let waiting = state.withLock { state in
                 guard case .making(let waiting) = state else { return [CheckedContinuation<Value, Error>]() }
                 state = .made(result)

@@ -922,11 +922,12 @@ struct WERScore {
     var oneWord: Double { 100 / Double(words) }
 }
 
-/// `speechgraph transcribe --format jsonl` of the 35 files of ../shared/corpus/real (manifest order), run once in
-/// the test process for the tests that need it (CorpusTests, and WyomingTests' comparison): 107 s of speech
-/// decoded once, not twice. The output of one process: nothing in it depends on which test asked first.
+/// `speechgraph transcribe --format jsonl` of the 35 files of ../shared/corpus/real (manifest order), run once for
+/// the tests that need it (CorpusTests, and WyomingTests' comparison), in make test once for its test processes
+/// (scripts/test.sh runs the two tests in two): 107 s of speech, 38 s of CPU, decoded once, not twice. The output of
+/// one process: nothing in it depends on which test asked first.
 enum RealSetTranscription {
-    static let jsonl = ComputedOnce {
+    static let jsonl = ComputedOnce(sharedAs: "real-set-transcription") {
         try Run.speechgraph(["transcribe", "--format", "jsonl"] + realSet().map(\.file), timeout: 900)
     }
 }
