@@ -9,10 +9,11 @@
 ///   little-endian at 16 kHz; with a `context`, the text of that context's earlier requests (the last 1,000
 ///   characters; not what a decoding that needed a temperature above 0.5, or that repeats itself, wrote: it starts
 ///   again from nothing then, as faster-whisper's prompt_reset_on_temperature does) goes before the prompt as what
-///   came before (at most 256 contexts kept, the oldest dropped); with a `window` W below 30 (seconds), audio at
-///   least 10 s shorter than W is read in an encoder window of W seconds instead of Whisper's 30 (the encoder's
-///   and the decoder's cross-attention's work shrink with it), its tokens capped at 24 + 12 a second, and read
-///   again in the 30 s window when that reading is doubtful (below: how Whisper loops on a short window of noise);
+///   came before, its digits as words (at most 256 contexts kept, the oldest dropped); with a `window` W below 30
+///   (seconds), audio at least 10 s shorter than W is read in an encoder window of W seconds instead of Whisper's 30
+///   (the encoder's and the decoder's cross-attention's work shrink with it), its tokens capped at 24 + 12 a
+///   second, and read again in the 30 s window when that reading is doubtful (below: how Whisper loops on a short
+///   window of noise);
 /// - each answer, in the order of the requests: a JSON line `{"id": N, "segments": [{"start", "end", "text",
 ///   "avg_logprob", "no_speech_prob", "compression_ratio", "tokens", "words": [{"start", "end", "word",
 ///   "probability"}]}], "cpu_s": S, "context_chars": C, "window": W, "redecoded": BOOL}` (C: the characters of the
@@ -82,6 +83,16 @@ enum WhisperWorkerScript {
                             or s.end > seconds + 0.5 for s in segments)
                         or words > 2 + 5 * seconds or tokens >= cap - 2)
 
+            # The earlier text as a prompt, with its digits as words: Whisper writes the way the text before reads,
+            # and a context that wrote digits said one by one as a number ("Enter 9169.", "90210.") writes the next
+            # such string so too, which a reader (and wer.py) reads as "nine thousand one hundred ...", not what was
+            # said; given "nine, one, six, nine" before, it writes "nine, one, six, nine".
+            digit_words = "zero one two three four five six seven eight nine".split()
+            digits = re.compile(r"\d+(?![A-Za-z])")
+
+            def spoken(text):
+                return digits.sub(lambda m: ", ".join(digit_words[int(c)] for c in m.group()), text)
+
             stdin = sys.stdin.buffer
             contexts = {}
             while True:
@@ -100,7 +111,7 @@ enum WhisperWorkerScript {
                     prompt = request.get("prompt")
                     before = contexts.get(context) if context is not None else None
                     if before:
-                        prompt = (prompt + " " + before) if prompt else before
+                        prompt = (prompt + " " + spoken(before)) if prompt else spoken(before)
                     seconds = count / 16000.0
                     window = min(30.0, float(request.get("window") or 30))
                     redecoded = False

@@ -240,6 +240,25 @@ extension Decoding {
             #expect(wordErrorRate(reference: Sentences.call, hypothesis: second.text) <= 0.25, "\(second.text)")
         }
 
+        /// A context's earlier text is read with its digits as words: a digit string said one digit at a time, which
+        /// Whisper alone writes as a number ("Enter 9169."), is written as said after it ("nine, one, six, nine"), not
+        /// as that number again (which a reader, and wer.py, reads as "nine thousand one hundred ...").
+        @Test func aContextsDigitsAreReadAsWords() throws {
+            let (worker, _) = try sharedWorkerAndCall()
+            let said = "enter nine one six nine"
+            let wav = dir.path("digits.wav")
+            try TestSpeech.synthesize(said, to: wav)
+            let samples = try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) }
+            var options = WhisperOptions()
+            options.context = "stream-\(UUID().uuidString)"
+            let first = try worker.transcribe(samples, options: options)
+            try #require(first.text.contains { $0.isNumber }, "alone, Whisper wrote it in words: \(first.text)")
+            let second = try worker.transcribe(samples, options: options)
+            #expect(second.contextCharacters > 0)
+            #expect(!second.text.contains { $0.isNumber }, "\(second.text)")
+            #expect(wordErrorRate(reference: said, hypothesis: second.text) <= 0.25, "\(second.text)")
+        }
+
         /// `encoder-window`: audio at least 10 s shorter than the window is read in it (the same words), longer
         /// audio in Whisper's 30 s, and a doubtful reading (nothing read, on silence) is read again in
         /// the 30 s window.
