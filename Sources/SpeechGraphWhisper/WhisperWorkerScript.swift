@@ -88,7 +88,8 @@ enum WhisperWorkerScript {
             # such string so too, which a reader (and wer.py) reads as "nine thousand one hundred ...", not what was
             # said; given "nine, one, six, nine" before, it writes "nine, one, six, nine".
             digit_words = "zero one two three four five six seven eight nine".split()
-            digits = re.compile(r"\d+(?![A-Za-z])")
+            # Whole digit runs only: "2nd", "12th", "MP3" and "x86" stay as they are.
+            digits = re.compile(r"(?<![\dA-Za-z])\d+(?![\dA-Za-z])")
 
             def spoken(text):
                 return digits.sub(lambda m: ", ".join(digit_words[int(c)] for c in m.group()), text)

@@ -280,13 +280,13 @@ import Testing
     func chessDevelopmentSet() throws {
         let (chess, general) = try developmentSet()
         #expect(chess.count >= 40 && general.count >= 20)
-        // Every third move, the 9 openings and 12 general sentences: make bench (scripts/bench-lm.sh) decodes the
+        // Every fourth move, the 9 openings and 8 general sentences: make bench (scripts/bench-lm.sh) decodes the
         // whole set. (Synthesised speech decoded by one model: the same figures every run, wherever it runs.)
         let openings = chess.filter { $0.text.hasPrefix("play the") }
         #expect(openings.count == 9)
         let moves = chess.filter { !$0.text.hasPrefix("play the") }
-        let tested = stride(from: 0, to: moves.count, by: 3).map { moves[$0] } + openings
-        let fewer = Array(general.prefix(12))
+        let tested = stride(from: 0, to: moves.count, by: 4).map { moves[$0] } + openings
+        let fewer = Array(general.prefix(8))
         // The general model alone on those general sentences and the first 5 moves (it is not the one tested).
         let some = Array(chess.prefix(5))
         let plain = try transcribe(some.map(\.file) + fewer.map(\.file), [])
@@ -357,9 +357,9 @@ import Testing
     @Test("Rejection: with chess.lmspec alone and with the chess grammar, general sentences rejected, moves accepted")
     func rejection() throws {
         let (chess, general) = try developmentSet()
-        let some = Array(chess.prefix(6))
-        let fewer = Array(general.prefix(10))
-        // The domain model alone (weight 1): general sentences are rejected, moves accepted (the first 6, 10).
+        let some = Array(chess.prefix(4))
+        let fewer = Array(general.prefix(6))
+        // The domain model alone (weight 1): general sentences are rejected, moves accepted (the first 4, 6).
         let run = try Run.speechgraph(
             ["transcribe", "--format", "jsonl", "--lm", chessSpec] + some.map(\.file) + fewer.map(\.file),
             environment: environment)
