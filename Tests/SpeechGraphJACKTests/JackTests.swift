@@ -439,6 +439,9 @@ import Testing
             player.standardOutput = FileHandle.nullDevice
             player.standardError = FileHandle.nullDevice
             try player.run()
+            // A player that does not end (the sentence is 4 s) is stopped: a deadline only bounds a hang.
+            Run.wait(for: player, seconds: 60) { false }
+            if player.isRunning { kill(player.processIdentifier, SIGTERM) }
             player.waitUntilExit()
             // The final result of what it played (the vad ends the utterance in the silence after it), then the
             // page's transcript until it has it.
