@@ -216,9 +216,14 @@ extension Decoding {
             let python = try WhisperLocations.python()
             let worker = try WhisperWorker.shared(
                 model: try WhisperLocations.model("tiny.en", python: python), python: python)
-            let wav = dir.path("call.wav")
-            try TestSpeech.synthesize(Sentences.call, to: wav)
-            return (worker, try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) })
+            return (worker, try synthesized(Sentences.call, as: "call.wav"))
+        }
+
+        /// `text` synthesised into this test's directory, as the engine reads samples.
+        func synthesized(_ text: String, as name: String) throws -> [Int16] {
+            let wav = dir.path(name)
+            try TestSpeech.synthesize(text, to: wav)
+            return try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) }
         }
 
         /// A context (`window: packed`'s stream at the engine): each request is read after what Whisper wrote for
@@ -246,9 +251,7 @@ extension Decoding {
         @Test func aContextsDigitsAreReadAsWords() throws {
             let (worker, _) = try sharedWorkerAndCall()
             let said = "enter nine one six nine"
-            let wav = dir.path("digits.wav")
-            try TestSpeech.synthesize(said, to: wav)
-            let samples = try AudioFile(path: wav).readAll().map { Int16(max(-1, min(1, $0)) * 32767) }
+            let samples = try synthesized(said, as: "digits.wav")
             var options = WhisperOptions()
             options.context = "stream-\(UUID().uuidString)"
             let first = try worker.transcribe(samples, options: options)
