@@ -244,6 +244,13 @@ public final class RunningGraph: @unchecked Sendable {
         return (engine.nodes[index] as? WorkerNode)?.wakeUps
     }
 
+    /// How often the worker thread of the node called `name` slept out its timeout while the graph thread waited for
+    /// room in its rings (nil: the node is not on one); after the end, for tests.
+    func workerMissedWakes(of name: String) -> Int? {
+        guard phase.withLock({ $0 == .ended }), let index = plan.index(of: name) else { return nil }
+        return (engine.nodes[index] as? WorkerNode)?.missedWakes
+    }
+
     /// The node called `name`, for tests and tools that look inside; only before `start` or after the end.
     public func node(named name: String) -> (any GraphNode)? {
         guard phase.withLock({ $0 != .running }) else { return nil }

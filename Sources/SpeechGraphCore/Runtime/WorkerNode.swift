@@ -85,6 +85,12 @@ final class WorkerNode: GraphNode {
     private var started = false
     /// How often the worker woke to a post of `work` (the worker thread's until `finished`; for tests after that).
     private(set) var wakeUps = 0
+    /// Set by the graph thread while it waits for room in a full ring (it posts `work` then), cleared by the worker
+    /// when it wakes to a post.
+    private let waitsForRoom = Atomic<Bool>(false)
+    /// How often the worker's wait ran out its timeout while the graph thread was waiting for room: a wake missed
+    /// (the worker thread's until `finished`; for tests after that).
+    private(set) var missedWakes = 0
 
     private let backlog: WorkerBacklog
     /// The inner node's wakeup: a post wakes this worker, which calls the node's `wake(output:)`.
@@ -130,7 +136,12 @@ final class WorkerNode: GraphNode {
                 do { try inner.wake(output: output) } catch { failure.withLock { if $0 == nil { $0 = error } } }
             }
             guard commands.endpoint.read(into: &command, maxCount: 1) == 1 else {
-                if work.wait(timeout: 1) { wakeUps += 1 }
+                if work.wait(timeout: 1) {
+                    wakeUps += 1
+                    waitsForRoom.store(false, ordering: .relaxed)
+                } else if waitsForRoom.load(ordering: .relaxed) {
+                    missedWakes += 1
+                }
                 continue
             }
             if command.kind != .audio { backlog.taken() }
@@ -185,6 +196,7 @@ final class WorkerNode: GraphNode {
             }
             // Full: the worker has work, wake it whatever it asked for.
             unwoken.reset()
+            waitsForRoom.store(true, ordering: .relaxed)
             work.post()
             _ = room.wait(timeout: 0.05)
         }
