@@ -667,7 +667,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
     static func configuration(port: Int, servers: [Int]) -> String {
         let describe = Array(#"{"type":"describe"}"#.utf8).map { String(format: "%02x", $0) }.joined() + "0a"
         let serverLines = servers.enumerated().map {
-            "    server s\($0.offset) 127.0.0.1:\($0.element) check inter 500ms fall 1 rise 2"
+            "    server s\($0.offset) 127.0.0.1:\($0.element) check inter 1s fall 2 rise 1"
         }.joined(separator: "\n")
         return """
             global
@@ -677,6 +677,7 @@ func texts(_ results: [[String: Any]]) -> [String: String] {
                 timeout connect 2s
                 timeout client 60s
                 timeout server 60s
+                timeout check 10s
                 retries 3
                 option redispatch
             frontend wyoming
