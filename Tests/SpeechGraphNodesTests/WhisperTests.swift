@@ -439,4 +439,23 @@ extension Decoding {
         #expect(kept.segments.map(\.text) == [" J-E-F-F.", " Start.", " Yes."])
         #expect(kept.cpuSeconds == 1)
     }
+
+    @Test("words with no audio under them go: a doubted segment squeezed into less than 0.1 s a word")
+    func squeezedSegmentsAreLeftOut() {
+        func timed(_ text: String, noSpeech: Double, _ words: [(Double, Double)]) -> WhisperTranscript.Segment {
+            WhisperTranscript.Segment(
+                start: words.first?.0 ?? 0, end: words.last?.1 ?? 0, text: text, averageLogProbability: -1,
+                noSpeechProbability: noSpeech, compressionRatio: 0.6, tokens: 4,
+                words: words.map { .init(start: $0.0, end: $0.1, text: " w", probability: 0.5) })
+        }
+        // What Whisper wrote after a pack's speech ended (long_white15db: no-speech 0.72, in 0.12 s).
+        let thanks = timed(" Thank you.", noSpeech: 0.72, [(27.80, 27.80), (27.80, 27.92)])
+        // The same timings with no doubt that it held speech, and a real word Whisper timed in no time.
+        let sure = timed(" Thank you.", noSpeech: 0.2, [(27.80, 27.80), (27.80, 27.92)])
+        let short = timed(" 65.", noSpeech: 0.01, [(23.08, 23.08)])
+        // Doubted, but spoken at a pace people speak (two words in 0.5 s).
+        let spoken = timed(" Thank you.", noSpeech: 0.72, [(27.0, 27.2), (27.2, 27.5)])
+        let kept = WhisperEngine.speech(in: WhisperTranscript(segments: [thanks, sure, short, spoken], cpuSeconds: 0))
+        #expect(kept.segments.map(\.noSpeechProbability) == [0.2, 0.01, 0.72])
+    }
 }
