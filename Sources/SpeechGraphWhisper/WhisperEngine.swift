@@ -24,13 +24,13 @@ public final class WhisperEngine {
         }
     }
 
-    /// What Whisper heard with no speech in it, left out: words squeezed into no audio (``isSqueezed(_:)``), a
-    /// segment whose no-speech probability is above 0.6 and
-    /// whose words are unsure (their mean probability below 0.25; without words, its mean token log probability
-    /// below -0.95), and a segment still repeating itself after faster-whisper's retries (a compression ratio
-    /// above its own limit, 2.4). Whisper's own rule (no-speech above 0.6 and log probability below -1) keeps "You"
-    /// on noise the vad let through (log probability -0.99, a word probability of 0.02); on speech (AN4's training
-    /// part, clean and noisy) no segment with a no-speech probability above 0.6 had its words' mean below 0.46.
+    /// What Whisper heard with no speech in it, left out: words squeezed into no audio (``isSqueezed(_:)``), a segment
+    /// whose no-speech probability is above 0.6 and whose words are unsure (their mean probability below 0.25; without
+    /// words, its mean token log probability below -0.95), and a segment still repeating itself after faster-whisper's
+    /// retries (a compression ratio above its own limit, 2.4). Whisper's own rule (no-speech above 0.6 and log
+    /// probability below -1) keeps "You" on noise the vad let through (log probability -0.99, a word probability of
+    /// 0.02); on speech (AN4's training part, clean and noisy) no segment with a no-speech probability above 0.6 had
+    /// its words' mean below 0.46.
     public static func speech(in transcript: WhisperTranscript) -> WhisperTranscript {
         var kept = transcript
         kept.segments = transcript.segments.filter { !isNoSpeech($0) }

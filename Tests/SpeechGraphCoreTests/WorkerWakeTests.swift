@@ -115,7 +115,7 @@ final class StepperNode: GraphNode {
         #expect(results == ["\(16000 * 5 + 3) 0"])
         // Each full ring wakes it at once: it never sleeps out its own 1 s timeout while the graph thread waits for
         // room. (How often it sleeps at all depends on the machine: on a loaded one the worker may never catch up
-        // with the feeder, and never sleep; on a quiet one, without the full ring's wake, it would miss two.)
+        // with the feeder, and never sleep; on a quiet one, without the full ring's wake, it missed one.)
         #expect(missed == 0)
     }
 }
