@@ -409,17 +409,16 @@ extension Decoding {
 }
 
 @Suite(.tags(.fast)) struct WhisperNoSpeechTests {
+    /// A segment whose words have these probabilities, word n at n s for 0.5 s unless `times` gives each word's.
     func segment(
-        _ text: String, logProbability: Double, noSpeech: Double, compression: Double = 1.2, words: [Double]
+        _ text: String, logProbability: Double, noSpeech: Double, compression: Double = 1.2, words: [Double],
+        times: [(Double, Double)]? = nil
     ) -> WhisperTranscript.Segment {
-        WhisperTranscript.Segment(
-            start: 0, end: 1, text: text, averageLogProbability: logProbability, noSpeechProbability: noSpeech,
-            compressionRatio: compression, tokens: 3,
-            words: words.enumerated().map {
-                .init(
-                    start: Double($0.offset), end: Double($0.offset) + 0.5, text: " w",
-                    probability: $0.element)
-            })
+        let times = times ?? words.indices.map { (Double($0), Double($0) + 0.5) }
+        return WhisperTranscript.Segment(
+            start: times.first?.0 ?? 0, end: times.last?.1 ?? 1, text: text, averageLogProbability: logProbability,
+            noSpeechProbability: noSpeech, compressionRatio: compression, tokens: 3,
+            words: zip(words, times).map { .init(start: $1.0, end: $1.1, text: " w", probability: $0) })
     }
 
     @Test("what Whisper hears in noise goes; short, unsure or spelled speech stays")
@@ -442,11 +441,10 @@ extension Decoding {
 
     @Test("words with no audio under them go: a doubted segment squeezed into less than 0.1 s a word")
     func squeezedSegmentsAreLeftOut() {
-        func timed(_ text: String, noSpeech: Double, _ words: [(Double, Double)]) -> WhisperTranscript.Segment {
-            WhisperTranscript.Segment(
-                start: words.first?.0 ?? 0, end: words.last?.1 ?? 0, text: text, averageLogProbability: -1,
-                noSpeechProbability: noSpeech, compressionRatio: 0.6, tokens: 4,
-                words: words.map { .init(start: $0.0, end: $0.1, text: " w", probability: 0.5) })
+        func timed(_ text: String, noSpeech: Double, _ times: [(Double, Double)]) -> WhisperTranscript.Segment {
+            segment(
+                text, logProbability: -1, noSpeech: noSpeech, compression: 0.6, words: times.map { _ in 0.5 },
+                times: times)
         }
         // What Whisper wrote after a pack's speech ended (long_white15db: no-speech 0.72, in 0.12 s).
         let thanks = timed(" Thank you.", noSpeech: 0.72, [(27.80, 27.80), (27.80, 27.92)])
