@@ -50,9 +50,9 @@ run_set real "$CORPUS/manifest.tsv" "${real[@]}"
 for f in long_clean long_white15db long_pink15db; do
   printf "%s\t%s\n" "$f" "$(cat "$SHARED/corpus/long/$f.txt")" > "$work/ref-$f.tsv"
   run_set "$f" "$work/ref-$f.tsv" "$SHARED/corpus/long/$f.wav"
-  # Utterances packed, each pack after the text before it (docs/whisper.md), for comparison.
-  "$BIN" transcribe --engine whisper --window packed --format tsv "$SHARED/corpus/long/$f.wav" > "$work/p-$f.tsv"
-  echo "whisper_${f}_window_packed_wer $(wer "$work/ref-$f.tsv" "$work/p-$f.tsv") %"
+  # One utterance at a time (a stream's default, docs/whisper.md), for comparison with the files' packs.
+  "$BIN" transcribe --engine whisper --window utterance --format tsv "$SHARED/corpus/long/$f.wav" > "$work/u-$f.tsv"
+  echo "whisper_${f}_window_utterance_wer $(wer "$work/ref-$f.tsv" "$work/u-$f.tsv") %"
 done
 
 # Words invented on no speech at all (scripts/make-noise-set.sh: near-silence, room tone, white and pink noise,

@@ -198,8 +198,9 @@ extension RecognizerNode {
                 final result follows its end by one decoding). packed: utterances one after another, up to \
                 Whisper's 30 s window, read together, as Whisper reads a recording: more accurate (each gives \
                 the others context) and less CPU (one encoder pass a window), but an utterance's final result \
-                waits until the window is full or the input ends (docs/whisper.md: on the shared long file it was \
-                not more accurate yet).
+                waits until the window is full or the input ends ('speechgraph transcribe' packs files). An \
+                utterance of sustained tones (music the vad took for speech) is read alone, outside the packs, \
+                where Whisper writes nothing into it (docs/whisper.md).
                 """),
         .quantity(
             "encoder-window", default: 20, .seconds, range: 10...30,

@@ -86,6 +86,16 @@ extension RecognizerNode {
         let later = LaterFinal(
             utterance: utterance, range: TimeRange(start: utteranceStart, end: utteranceEnd), peak: utterancePeak)
         laterFinals.append(later)
+        if packSamples > 0 && SustainedTones.hold(held) {
+            // Tones the vad took for speech: read alone, outside the pack and its context, where Whisper keeps
+            // silent on them (in a pack, each the context of the next, it writes words).
+            var alone = WhisperPack()
+            alone.add(later, held)
+            submit(alone, to: whisper, inContext: false)
+            held.removeAll(keepingCapacity: true)
+            tonesReadAlone += 1
+            return
+        }
         if !pack.members.isEmpty && pack.samples.count + WhisperPack.gapSamples + held.count > packSamples {
             submitPack(whisper)
         }
@@ -138,8 +148,9 @@ extension RecognizerNode {
         submit(taken, to: whisper)
     }
 
-    /// Utterances to the engine as one request; each gets its own part of the transcript.
-    func submit(_ taken: WhisperPack, to whisper: WhisperEngine) {
+    /// Utterances to the engine as one request; each gets its own part of the transcript. `inContext`: read after
+    /// (and remembered as) what Whisper wrote for this stream's packs (`window: packed`).
+    func submit(_ taken: WhisperPack, to whisper: WhisperEngine, inContext: Bool = true) {
         let members = taken.members
         let rate = Double(WhisperPack.sampleRate)
         let spans = members.map { (offset: Double($0.offset) / rate, length: Double($0.count) / rate) }
@@ -149,7 +160,7 @@ extension RecognizerNode {
         if members.count > 1 { options.words = true }
         // Each pack read after what Whisper wrote for the stream's packs before it, as faster-whisper reads a
         // recording's windows: the same writing (of digits, spelled words) throughout.
-        options.context = packContext
+        options.context = inContext ? packContext : nil
         whisper.worker.submit(taken.samples, options: options) { result in
             switch result {
             case .success(let transcript):

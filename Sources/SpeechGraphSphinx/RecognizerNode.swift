@@ -131,6 +131,8 @@ public final class RecognizerNode: GraphNode {
     /// Whisper decodings begun at pauses: taken at the end of speech, and dropped (the speech went on).
     var whisperPausesTaken = 0
     var whisperPausesDropped = 0
+    /// With `window: packed`: utterances of sustained tones read alone, outside the packs (`SustainedTones`).
+    var tonesReadAlone = 0
     /// The next utterance begins a new stream (the first one, and the first after a discontinuity).
     var streamBegins = true
     var utterance = 0

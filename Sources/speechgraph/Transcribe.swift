@@ -38,9 +38,10 @@ extension SpeechgraphCommand {
         var engine: Engine = .pocketsphinx
         @Option(
             help: ArgumentHelp(
-                "With --engine whisper: utterance (the default: each utterance on its own) or packed (utterances read "
-                    + "together, up to Whisper's 30 s window, each pack after what Whisper wrote before it: more "
-                    + "accurate on long speech, but it can invent words on music-like noise); docs/whisper.md.",
+                "With --engine whisper: packed (the default for files: utterances read together, up to Whisper's "
+                    + "30 s window, each pack after what Whisper wrote before it, as Whisper reads a recording: more "
+                    + "accurate on long speech, and less CPU) or utterance (the default for streams such as '-': "
+                    + "each utterance on its own, its text as soon as it ends); docs/whisper.md.",
                 valueName: "window"))
         var window: Window?
         @Option(
@@ -284,7 +285,11 @@ extension SpeechgraphCommand {
             // Only JSON Lines and subtitles use word timings; the other formats skip their cost.
             if ![.jsonl, .srt, .vtt].contains(format) { asr.append(("words", .word("false"))) }
             if engine != .pocketsphinx { asr.append(("engine", .word(engine.rawValue))) }
-            if engine == .whisper, let window { asr.append(("window", .word(window.rawValue))) }
+            if engine == .whisper {
+                // Files are read as Whisper reads a recording; a stream's text comes as each utterance ends.
+                let window = window ?? (readsAsStream(file) ? .utterance : .packed)
+                asr.append(("window", .word(window.rawValue)))
+            }
             if let model { asr.append(("model", .string(model))) }
             if let hmm { asr.append(("hmm", .string(hmm))) }
             if let lm { asr.append(("lm", .string(lm))) }
