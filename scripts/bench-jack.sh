@@ -149,7 +149,7 @@ PY
 # results, Whisper's final ones. Its own nodes, and a player (file.input in real time into a jack.output connected to
 # the graph's jack.input, so that the graph's clock is the file's, a prebuffer and a period later: the figures are
 # from the audio's arrival) and a jsonl sink with latencies beside its console. WER against transcribe --engine
-# whisper (offline) and the latency figures of bench-latency.sh (latency_jack_whisper_*; the targets: WER at most
+# whisper --window utterance (offline, the same reading) and the latency figures of bench-latency.sh (latency_jack_whisper_*; the targets: WER at most
 # offline + 1 point, first volatile within 300 ms of the onset, end to final p50 <= 700 ms, p95 <= 1200 ms).
 if [ "${BENCH_JACK_WHISPER:-1}" != 0 ]; then
   start_server 1024
@@ -176,7 +176,9 @@ import json, sys
 finals = [e["text"] for e in map(json.loads, open(sys.argv[1])) if e["type"] == "result" and e["isFinal"]]
 print("long_clean\t" + " ".join(t for t in finals if t))
 PY
-  "$BIN" transcribe --engine whisper --format tsv "$LONG" | sed 's/^[^\t]*\t/long_clean\t/' > "$work/whisper-offline.tsv"
+  # The same reading offline: one utterance at a time, as a live graph reads them (transcribe packs files).
+  "$BIN" transcribe --engine whisper --window utterance --format tsv "$LONG" | sed 's/^[^\t]*\t/long_clean\t/' \
+    > "$work/whisper-offline.tsv"
   jww=$(score "$work/jack-whisper.tsv")
   oww=$(score "$work/whisper-offline.tsv")
   echo "jack_whisper_live_graph_long_clean_wer $jww %"
