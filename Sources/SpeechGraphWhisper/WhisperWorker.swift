@@ -346,7 +346,7 @@ public final class WhisperWorker: @unchecked Sendable {
             defer { s.next += 1 }
             if s.waiting.isEmpty { s.progress = monotonicSeconds() }
             s.waiting[s.next] = completion
-            s.allowance[s.next] = 60 + 10 * Double(samples.count) / 16000
+            s.allowance[s.next] = Self.patience ?? 60 + 10 * Double(samples.count) / 16000
             return s.next
         }
         guard let id else {
@@ -378,6 +378,12 @@ public final class WhisperWorker: @unchecked Sendable {
             }
         }
     }
+
+    /// How long a request may wait for its answer, in seconds, whatever its audio: `$SPEECHGRAPH_WHISPER_PATIENCE`
+    /// (read once; for a slow machine, or a test that hangs the engine on purpose); nil: a minute plus ten times the
+    /// audio's duration.
+    static let patience = ProcessInfo.processInfo.environment["SPEECHGRAPH_WHISPER_PATIENCE"].flatMap(Double.init)
+        .flatMap { $0 > 0 ? $0 : nil }
 
     /// Decodes `samples` and waits for the transcript. A process that takes longer than a minute plus ten times the
     /// audio's duration since it last answered hangs: it is stopped, and every request it holds fails.

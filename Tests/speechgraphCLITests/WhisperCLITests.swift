@@ -102,9 +102,8 @@ import Testing
         #expect(g.stderr.contains("\(graph):2:") && g.stderr.contains("without a grammar"), "\(g.stderr)")
     }
 
-    /// The engine's process killed mid-run: one error, exit status 1, and every final result made before it in the
-    /// JSON Lines file.
-    @Test func aKilledEngineEndsTheRunWithOneError() throws {
+    /// Three sentences with silence between, as one WAV, and a graph that writes their results to a JSON Lines file.
+    func threeSentences() throws -> (graph: String, jsonl: String, count: Int) {
         let sentences = [
             "please call my mother at seven in the evening", "the weather today is cold and windy",
             "open the door to the garden",
@@ -120,7 +119,7 @@ import Testing
         let audio = dir.path("three.wav")
         try TestSpeech.sox(parts + [audio])
         let jsonl = dir.path("out.jsonl")
-        let graph = dir.path("kill.graph")
+        let graph = dir.path("engine.graph")
         try """
         node src = file.input { path: "\(audio)" }
         node vad = vad
@@ -129,28 +128,42 @@ import Testing
         src -> vad -> asr -> out
         vad.events -> asr.control
         """.write(toFile: graph, atomically: true, encoding: .utf8)
-        func finals() -> [String] {
-            ((try? String(contentsOfFile: jsonl, encoding: .utf8)) ?? "").split(separator: "\n").filter {
-                $0.contains("\"isFinal\":true")
-            }.map(String.init)
+        return (graph, jsonl, sentences.count)
+    }
+
+    /// The final results in a JSON Lines file so far.
+    func finals(in jsonl: String) -> [String] {
+        ((try? String(contentsOfFile: jsonl, encoding: .utf8)) ?? "").split(separator: "\n").filter {
+            $0.contains("\"isFinal\":true")
+        }.map(String.init)
+    }
+
+    /// Once the first final result is written, `signal` to the engine's process (speechgraph's faster_whisper child,
+    /// started by whichever of its threads first needed it); returns its pid, 0 when none was found.
+    func signalEngine(of process: Process, jsonl: String, _ signal: Int32) -> Int32 {
+        let deadline = Date().addingTimeInterval(120)
+        while finals(in: jsonl).isEmpty && process.isRunning && Date() < deadline { usleep(20_000) }
+        let tasks = "/proc/\(process.processIdentifier)/task"
+        let children = ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).flatMap {
+            ((try? String(contentsOfFile: "\(tasks)/\($0)/children", encoding: .utf8)) ?? "").split(separator: " ")
         }
+        for child in children.compactMap({ Int32($0) }) {
+            let command = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
+            if command.contains("faster_whisper") {
+                kill(child, signal)
+                return child
+            }
+        }
+        return 0
+    }
+
+    /// The engine's process killed mid-run: one error, exit status 1, and every final result made before it in the
+    /// JSON Lines file.
+    @Test func aKilledEngineEndsTheRunWithOneError() throws {
+        let (graph, jsonl, count) = try threeSentences()
         var killed: Int32 = 0
         let r = try Run.speechgraph(["run", "--realtime", graph]) { process in
-            // The first final result written, the engine's process (speechgraph's python3 child) is killed.
-            let deadline = Date().addingTimeInterval(120)
-            while finals().isEmpty && process.isRunning && Date() < deadline { usleep(20_000) }
-            // Children of any of its threads (the engine is started by the thread that first needs it).
-            let tasks = "/proc/\(process.processIdentifier)/task"
-            let children = ((try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []).flatMap {
-                ((try? String(contentsOfFile: "\(tasks)/\($0)/children", encoding: .utf8)) ?? "").split(separator: " ")
-            }
-            for child in children.compactMap({ Int32($0) }) {
-                let command = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
-                if command.contains("faster_whisper") {
-                    killed = child
-                    kill(child, SIGKILL)
-                }
-            }
+            killed = signalEngine(of: process, jsonl: jsonl, SIGKILL)
         }
         #expect(killed != 0, "no engine process was found to kill")
         #expect(r.status == 1, "\(r.stderr)")
@@ -159,8 +172,34 @@ import Testing
         #expect(
             errors.first?.contains("whisper engine (pid \(killed)) ended: it was killed by signal 9") == true,
             "\(r.stderr)")
-        let written = finals()
-        #expect(!written.isEmpty && written.count < sentences.count, "\(written)")
+        let written = finals(in: jsonl)
+        #expect(!written.isEmpty && written.count < count, "\(written)")
+        #expect(written.first?.contains("mother") == true, "\(written)")
+    }
+
+    /// The engine's process hung mid-run (stopped with SIGSTOP): past its patience (here 5 s, from
+    /// $SPEECHGRAPH_WHISPER_PATIENCE) it is stopped for good; one error, exit status 1, and every final result made
+    /// before it in the JSON Lines file.
+    @Test(.tags(.realtime)) func aHungEngineEndsTheRunWithOneError() throws {
+        let (graph, jsonl, count) = try threeSentences()
+        var hung: Int32 = 0
+        let environment = ProcessInfo.processInfo.environment.merging(["SPEECHGRAPH_WHISPER_PATIENCE": "5"]) { $1 }
+        let r = try Run.speechgraph(["run", "--realtime", graph], environment: environment) { process in
+            hung = signalEngine(of: process, jsonl: jsonl, SIGSTOP)
+        }
+        // Gone, not left stopped (one that outlived the run is killed here; a zombie waits for init to reap it).
+        let stat = (try? String(contentsOfFile: "/proc/\(hung)/stat", encoding: .utf8)) ?? ""
+        if hung != 0, let state = stat.split(separator: ")").last?.split(separator: " ").first, state != "Z" {
+            kill(hung, SIGKILL)
+            Issue.record("the hung engine (pid \(hung)) outlived the run, in state \(state)")
+        }
+        #expect(hung != 0, "no engine process was found to stop")
+        #expect(r.status == 1, "\(r.stderr)")
+        let errors = r.stderr.split(separator: "\n").filter { $0.contains("error:") }
+        #expect(errors.count == 1, "\(r.stderr)")
+        #expect(errors.first?.contains("whisper engine (pid \(hung)) did not answer in 5 s") == true, "\(r.stderr)")
+        let written = finals(in: jsonl)
+        #expect(!written.isEmpty && written.count < count, "\(written)")
         #expect(written.first?.contains("mother") == true, "\(written)")
     }
 }
