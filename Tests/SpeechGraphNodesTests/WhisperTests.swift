@@ -439,6 +439,16 @@ extension Decoding {
 
 /// A pack's transcript split back into its utterances: by where each word's middle falls, timed from its own start.
 @Suite(.tags(.fast)) struct WhisperPackSplitTests {
+    /// A pack's empty utterances are read again alone when more than half of it is empty, never one utterance alone.
+    @Test func mostlyEmptyPacksAreReadAgain() {
+        #expect(WhisperPack.readsAgainAlone(empty: [true, true, false]))
+        #expect(WhisperPack.readsAgainAlone(empty: [true, true]))
+        #expect(!WhisperPack.readsAgainAlone(empty: [true, false]))
+        #expect(!WhisperPack.readsAgainAlone(empty: [false, true, true, false]))
+        #expect(!WhisperPack.readsAgainAlone(empty: [true]))
+        #expect(!WhisperPack.readsAgainAlone(empty: []))
+    }
+
     @Test func wordsGoToTheUtteranceTheyFallIn() {
         func word(_ text: String, _ start: Double, _ end: Double) -> WhisperTranscript.WordReading {
             .init(start: start, end: end, text: text, probability: 0.9)
