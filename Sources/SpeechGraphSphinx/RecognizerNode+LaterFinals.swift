@@ -247,6 +247,7 @@ struct WhisperPack {
     static let windowSamples = 28 * sampleRate
 
     var members: [(later: RecognizerNode.LaterFinal, offset: Int, count: Int)] = []
+    var samples: [Int16] = []
 
     /// Whether a pack's utterances that got no words are read again, each alone: when more than half of them got
     /// none. Whisper now and then reads (almost) nothing into a whole window of speech: read again, dev0_pink5's 50
@@ -256,7 +257,6 @@ struct WhisperPack {
     static func readsAgainAlone(empty: [Bool]) -> Bool {
         empty.count > 1 && 2 * empty.filter { $0 }.count > empty.count
     }
-    var samples: [Int16] = []
 
     mutating func add(_ later: RecognizerNode.LaterFinal, _ audio: [Int16]) {
         if !members.isEmpty { samples.append(contentsOf: repeatElement(0, count: Self.gapSamples)) }
