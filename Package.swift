@@ -46,7 +46,9 @@ let package = Package(
         // The recognizer node: PocketSphinx, and Whisper for final results (`engine: whisper`).
         .target(
             name: "SpeechGraphSphinx",
-            dependencies: ["SpeechGraphCore", "SpeechGraphLM", "SpeechGraphWhisper", "CPocketSphinx"]),
+            dependencies: [
+                "SpeechGraphCore", "SpeechGraphLM", "SpeechGraphWhisper", "SpeechGraphVAD", "CPocketSphinx",
+            ]),
         // Sinks: console, jsonl, tsv, srt and vtt subtitles, the Wyoming transcript.
         .target(name: "SpeechGraphSinks", dependencies: ["SpeechGraphCore"]),
         // Live audio: the JACK client, jack.input, jack.output, taps.

@@ -1,5 +1,6 @@
 import Foundation
 import SpeechGraphCore
+import SpeechGraphVAD
 import SpeechGraphWhisper
 import Synchronization
 
@@ -24,6 +25,14 @@ extension RecognizerNode {
         func complete(_ result: Result<Transcription, any Error>) {
             outcome.withLock { $0 = result }
             done.signal()
+        }
+
+        /// Completes it with what Whisper heard as speech in its audio (its words timed from the utterance's start).
+        func complete(_ speech: WhisperTranscript, composer: FinalResultComposer, includeWords: Bool) {
+            let reading = Reading(
+                text: speech.text, words: includeWords ? WhisperEngine.words(of: speech, from: range.start) : [],
+                nbest: [])
+            complete(.success(composer.compose(phases: [reading], peak: peak, utterance: utterance, range: range)))
         }
 
         /// Its final result or failure, once decoded; `waiting`: waits for it (the whisper engine's own watchdog
@@ -170,25 +179,15 @@ extension RecognizerNode {
                 let speeches = parts.map { WhisperEngine.speech(in: $0) }
                 let again = WhisperPack.readsAgainAlone(empty: speeches.map(\.segments.isEmpty))
                 for (member, speech) in zip(members, speeches) {
-                    let later = member.later
                     if again && speech.segments.isEmpty {
-                        var alone = WhisperPack()
-                        alone.add(later, Array(taken.samples[member.offset..<(member.offset + member.count)]))
-                        var one = aloneOptions
-                        one.context = nil
+                        // The engine's own options: no stream context.
+                        let audio = Array(taken.samples[member.offset..<(member.offset + member.count)])
                         RecognizerNode.readAlone(
-                            alone, worker: worker, options: one, composer: composer, includeWords: includeWords,
-                            wakeup: wakeup)
-                        continue
+                            audio, member.later, worker: worker, options: aloneOptions, composer: composer,
+                            includeWords: includeWords, wakeup: wakeup)
+                    } else {
+                        member.later.complete(speech, composer: composer, includeWords: includeWords)
                     }
-                    let reading = Reading(
-                        text: speech.text,
-                        words: includeWords ? WhisperEngine.words(of: speech, from: later.range.start) : [],
-                        nbest: [])
-                    later.complete(
-                        .success(
-                            composer.compose(
-                                phases: [reading], peak: later.peak, utterance: later.utterance, range: later.range)))
                 }
             case .failure(let error):
                 for member in members { member.later.complete(.failure(error)) }
@@ -200,22 +199,13 @@ extension RecognizerNode {
     /// One utterance of a pack read again alone, outside the stream's context (`WhisperPack.readsAgainAlone`): its
     /// final result is what that reading gives.
     static func readAlone(
-        _ alone: WhisperPack, worker: WhisperWorker, options: WhisperOptions, composer: FinalResultComposer,
-        includeWords: Bool, wakeup: NodeWakeup
+        _ audio: [Int16], _ later: LaterFinal, worker: WhisperWorker, options: WhisperOptions,
+        composer: FinalResultComposer, includeWords: Bool, wakeup: NodeWakeup
     ) {
-        let later = alone.members[0].later
-        worker.submit(alone.samples, options: options) { result in
+        worker.submit(audio, options: options) { result in
             switch result {
             case .success(let transcript):
-                let speech = WhisperEngine.speech(in: transcript)
-                let reading = Reading(
-                    text: speech.text,
-                    words: includeWords ? WhisperEngine.words(of: speech, from: later.range.start) : [],
-                    nbest: [])
-                later.complete(
-                    .success(
-                        composer.compose(
-                            phases: [reading], peak: later.peak, utterance: later.utterance, range: later.range)))
+                later.complete(WhisperEngine.speech(in: transcript), composer: composer, includeWords: includeWords)
             case .failure(let error):
                 later.complete(.failure(error))
             }

@@ -33,7 +33,7 @@ public struct VADFrame: Sendable, Equatable {
 }
 
 /// FFTW's planner is not thread-safe: plans are made and destroyed under this lock.
-private let fftwPlanner = Mutex<Void>(())
+let fftwPlanner = Mutex<Void>(())
 
 /// A voice activity detector for 16 kHz mono audio, usable without the graph: feed samples in blocks of any
 /// size with `process`, call `finish` at the end, and get region boundaries (and per-frame decisions) in
@@ -174,7 +174,7 @@ public final class VoiceActivityDetector {
         for b in [power, noise, previousSpeech, presence, rawScores, rawSNRs] { b.initialize(repeating: 0) }
     }
 
-    private static func makePlan(
+    static func makePlan(
         _ n: Int, _ input: UnsafeMutablePointer<Float>,
         _ output: UnsafeMutablePointer<fftwf_complex>
     ) -> fftwf_plan {

@@ -306,13 +306,11 @@ extension Decoding {
             #expect(results(on.events) == results(off.events))
         }
 
-        /// `window: packed` on a file: both utterances go to the engine as one request, and each still gets its own
-        /// final result, its words timed inside its own utterance.
-        @Test func aPackedWindowGivesEachUtteranceItsOwnFinal() throws {
-            let both = try Sentences.both(in: dir, gap: 2, trailing: 1.5)
-            let (events, _) = try Harness.run(
+        /// A file through a vad and a whisper recognizer with `window: packed`: its final results, and the recognizer.
+        func packed(_ path: String) throws -> (finals: [Transcription], node: RecognizerNode) {
+            let (events, runner) = try Harness.run(
                 """
-                node src = file.input { path: "\(both)" }
+                node src = file.input { path: "\(path)" }
                 node vad = vad
                 node asr = recognizer { engine: whisper, mode: utterance, window: packed }
                 node out = collect
@@ -320,6 +318,13 @@ extension Decoding {
                 vad.events -> asr.control
                 """)
             let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            return (finals, try #require(runner.node(named: "asr") as? RecognizerNode))
+        }
+
+        /// `window: packed` on a file: both utterances go to the engine as one request, and each still gets its own
+        /// final result, its words timed inside its own utterance.
+        @Test func aPackedWindowGivesEachUtteranceItsOwnFinal() throws {
+            let (finals, _) = try packed(try Sentences.both(in: dir, gap: 2, trailing: 1.5))
             #expect(finals.map(\.utterance) == [1, 2])
             for (result, reference) in zip(finals, [Sentences.call, Sentences.weather]) {
                 let wer = wordErrorRate(reference: reference, hypothesis: result.text)
@@ -340,33 +345,17 @@ extension Decoding {
             let weather = dir.path("weather.wav")
             try TestSpeech.synthesize(Sentences.call, to: call)
             try TestSpeech.synthesize(Sentences.weather, to: weather)
-            var parts = [call]
-            let chords = [
-                [220, 277, 330], [247, 311, 370], [262, 330, 392], [294, 370, 440], [330, 415, 494], [349, 440, 523],
-                [392, 494, 587], [440, 554, 659],
-            ]
-            for (i, chord) in chords.enumerated() {
-                let part = dir.path("chord\(i).wav")
-                let sines = chord.flatMap { ["sine", "\($0)"] }
-                try TestSpeech.sox(
-                    ["-n", "-r", "16000", "-b", "16", "-c", "1", part, "synth", "1"] + sines
-                        + ["channels", "1", "fade", "0.05", "1", "0.2", "norm", "-18"])
-                parts.append(part)
-            }
+            let tones = dir.path("tones.wav")
+            try TestSpeech.chords(
+                [
+                    [220, 277, 330], [247, 311, 370], [262, 330, 392], [294, 370, 440], [330, 415, 494],
+                    [349, 440, 523], [392, 494, 587], [440, 554, 659],
+                ], to: tones)
             let gap = dir.path("gap.wav")
             try TestSpeech.sox(["-n", "-r", "16000", "-b", "16", "-c", "1", gap, "trim", "0", "1.5"])
             let all = dir.path("speech-tones-speech.wav")
-            try TestSpeech.sox([gap, call, gap] + parts.dropFirst() + [gap, weather, gap, all])
-            let (events, runner) = try Harness.run(
-                """
-                node src = file.input { path: "\(all)" }
-                node vad = vad
-                node asr = recognizer { engine: whisper, mode: utterance, window: packed }
-                node out = collect
-                src -> vad -> asr -> out
-                vad.events -> asr.control
-                """)
-            let finals = events.compactMap { if case .result(let t) = $0, t.isFinal { t } else { nil } }
+            try TestSpeech.sox([gap, call, gap, tones, gap, weather, gap, all])
+            let (finals, node) = try packed(all)
             try #require(finals.count >= 3, "\(finals.map(\.text))")
             let first = try #require(finals.first)
             let last = try #require(finals.last)
@@ -376,7 +365,6 @@ extension Decoding {
                 #expect(tones.text == "", "tones at \(tones.range): '\(tones.text)'")
             }
             // Each of the tones' utterances was read alone, the speech in packs.
-            let node = try #require(runner.node(named: "asr") as? RecognizerNode)
             #expect(node.tonesReadAlone == finals.count - 2)
         }
 
@@ -514,53 +502,5 @@ extension Decoding {
         let spoken = timed(" Thank you.", noSpeech: 0.72, [(27.0, 27.2), (27.2, 27.5)])
         let kept = WhisperEngine.speech(in: WhisperTranscript(segments: [thanks, sure, short, spoken], cpuSeconds: 0))
         #expect(kept.segments.map(\.noSpeechProbability) == [0.2, 0.01, 0.72])
-    }
-}
-
-/// Sustained tones told from speech by how still their spectrum holds (what a packed window reads alone).
-@Suite(.tags(.fast)) struct SustainedTonesTests {
-    let dir = TemporaryDirectory()
-
-    func samples(_ path: String) throws -> [Int16] {
-        try AudioFile(path: path).readAll().map { Int16(max(-32768, min(32767, ($0 * 32768).rounded()))) }
-    }
-
-    /// Chords of three sines, one a second, each fading in and out (music a vad lets through).
-    @Test func chordsAreHeldTones() throws {
-        var parts: [String] = []
-        for (i, chord) in [[220, 277, 330], [262, 330, 392], [330, 415, 494]].enumerated() {
-            let part = dir.path("chord\(i).wav")
-            try TestSpeech.sox(
-                ["-n", "-r", "16000", "-b", "16", "-c", "1", part, "synth", "1"] + chord.flatMap { ["sine", "\($0)"] }
-                    + ["channels", "1", "fade", "0.05", "1", "0.2", "norm", "-18"])
-            parts.append(part)
-        }
-        let chords = dir.path("chords.wav")
-        try TestSpeech.sox(parts + [chords])
-        let share = try #require(SustainedTones.share(try samples(chords)))
-        #expect(share >= SustainedTones.heldShare, "\(share)")
-        #expect(SustainedTones.hold(try samples(chords)))
-    }
-
-    /// Speech, clean and in noise, and noise alone change their spectra too often to be held tones.
-    @Test func speechAndNoiseAreNot() throws {
-        let speech = dir.path("call.wav")
-        try TestSpeech.synthesize(Sentences.call, to: speech)
-        let noisy = dir.path("noisy.wav")
-        let noise = dir.path("noise.wav")
-        let seconds = try TestSpeech.duration(speech)
-        try TestSpeech.sox([
-            "-n", "-r", "16000", "-b", "16", "-c", "1", noise, "synth", "\(seconds)", "pinknoise",
-            "norm", "-30",
-        ])
-        try TestSpeech.sox(["-m", speech, noise, noisy])
-        for file in [speech, noisy, noise] {
-            let share = try #require(SustainedTones.share(try samples(file)))
-            #expect(share < 0.5, "\(file): \(share)")
-            #expect(!SustainedTones.hold(try samples(file)))
-        }
-        // Too short to compare: not tones.
-        #expect(SustainedTones.share([Int16](repeating: 100, count: 1000)) == nil)
-        #expect(!SustainedTones.hold([]))
     }
 }

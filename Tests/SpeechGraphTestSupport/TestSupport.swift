@@ -191,6 +191,20 @@ public enum TestSpeech {
         return d
     }
 
+    /// Music a vad lets through, into `path` (16 kHz mono): chords of three sines (Hz), one a second, each fading in
+    /// and out, as scripts/make-noise-set.sh makes its tones. Its parts go beside it.
+    public static func chords(_ chords: [[Int]], to path: String) throws {
+        var parts: [String] = []
+        for (i, chord) in chords.enumerated() {
+            let part = "\(path).chord\(i).wav"
+            try sox(
+                ["-n", "-r", "16000", "-b", "16", "-c", "1", part, "synth", "1"] + chord.flatMap { ["sine", "\($0)"] }
+                    + ["channels", "1", "fade", "0.05", "1", "0.2", "norm", "-18"])
+            parts.append(part)
+        }
+        try sox(parts + [path])
+    }
+
     /// Runs sox with these arguments (`sox in.wav -r 48000 -c 2 out.wav`).
     public static func sox(_ arguments: [String]) throws {
         let r = try Run.process("/usr/bin/sox", arguments, timeout: 60)

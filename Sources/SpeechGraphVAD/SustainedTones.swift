@@ -1,3 +1,4 @@
+import CFFTW
 import Foundation
 
 /// Sustained tones (music, a chord, a beep, a hum) that a vad took for speech, told from speech by how still their
@@ -12,8 +13,6 @@ import Foundation
 /// cut by the vad) no utterance's share was above 0.68 (the median 0.15); on the noise set's tones
 /// (scripts/make-noise-set.sh) none was below 0.94.
 public enum SustainedTones {
-    /// Whisper's rate.
-    static let sampleRate = 16000
     /// A frame (32 ms), the hop between frames (20 ms), and the frames between the two compared (60 ms).
     static let frame = 512
     static let hop = 320
@@ -38,14 +37,28 @@ public enum SustainedTones {
         let width = bins.count
         var spectra = [Float](repeating: 0, count: count * width)
         var energy = [Float](repeating: 0, count: count)
-        var fft = FFT512()
-        samples.withUnsafeBufferPointer { audio in
-            for f in 0..<count {
-                let e = fft.magnitudes(of: audio, from: f * hop, bins: bins) { bin, magnitude in
-                    spectra[f * width + bin] = magnitude
-                }
-                energy[f] = e
+        // FFTW, as the detector uses it (its plans made and destroyed under the same lock).
+        let input = fftwf_alloc_real(frame)!
+        let output = fftwf_alloc_complex(frame / 2 + 1)!
+        let plan = VoiceActivityDetector.makePlan(frame, input, output)
+        defer {
+            let address = UInt(bitPattern: plan)
+            fftwPlanner.withLock { _ in fftwf_destroy_plan(OpaquePointer(bitPattern: address)) }
+            fftwf_free(input)
+            fftwf_free(output)
+        }
+        let window = (0..<frame).map { 0.5 - 0.5 * Float(cos(2 * Double.pi * Double($0) / Double(frame))) }
+        for f in 0..<count {
+            for i in 0..<frame { input[i] = Float(samples[f * hop + i]) * window[i] / 32768 }
+            fftwf_execute(plan)
+            var e: Float = 0
+            for (b, bin) in bins.enumerated() {
+                let (re, im) = (output[bin].0, output[bin].1)
+                let power = re * re + im * im
+                e += power
+                spectra[f * width + b] = power.squareRoot()
             }
+            energy[f] = e
         }
         let loudest = energy.max() ?? 0
         guard loudest > 0 else { return nil }
@@ -63,68 +76,5 @@ public enum SustainedTones {
             if dot > similar { held += 1 }
         }
         return compared == 0 ? nil : Double(held) / Double(compared)
-    }
-}
-
-/// A 512-point FFT of Hann-windowed real frames (radix 2, in place), with its tables made once per measure.
-struct FFT512 {
-    static let size = 512
-    private var re = [Float](repeating: 0, count: size)
-    private var im = [Float](repeating: 0, count: size)
-    private let window: [Float]
-    private let cosines: [Float]
-    private let sines: [Float]
-    private let reversed: [Int]
-
-    init() {
-        let n = Self.size
-        window = (0..<n).map { 0.5 - 0.5 * Float(cos(2 * Double.pi * Double($0) / Double(n))) }
-        cosines = (0..<(n / 2)).map { Float(cos(-2 * Double.pi * Double($0) / Double(n))) }
-        sines = (0..<(n / 2)).map { Float(sin(-2 * Double.pi * Double($0) / Double(n))) }
-        let bits = n.trailingZeroBitCount
-        reversed = (0..<n).map { i in
-            var r = 0
-            for b in 0..<bits where i & (1 << b) != 0 { r |= 1 << (bits - 1 - b) }
-            return r
-        }
-    }
-
-    /// The magnitudes of `bins` of the frame at `start`, each to `store(bin - bins.lowerBound, magnitude)`; returns
-    /// the frame's energy in those bins (the sum of the squared magnitudes).
-    mutating func magnitudes(
-        of audio: UnsafeBufferPointer<Int16>, from start: Int, bins: Range<Int>, store: (Int, Float) -> Void
-    ) -> Float {
-        let n = Self.size
-        for i in 0..<n {
-            re[reversed[i]] = Float(audio[start + i]) * window[i] / 32768
-            im[reversed[i]] = 0
-        }
-        var length = 2
-        while length <= n {
-            let half = length / 2
-            let step = n / length
-            var base = 0
-            while base < n {
-                for k in 0..<half {
-                    let (c, s) = (cosines[k * step], sines[k * step])
-                    let (a, b) = (base + k, base + k + half)
-                    let tr = re[b] * c - im[b] * s
-                    let ti = re[b] * s + im[b] * c
-                    re[b] = re[a] - tr
-                    im[b] = im[a] - ti
-                    re[a] += tr
-                    im[a] += ti
-                }
-                base += length
-            }
-            length *= 2
-        }
-        var energy: Float = 0
-        for bin in bins {
-            let power = re[bin] * re[bin] + im[bin] * im[bin]
-            energy += power
-            store(bin - bins.lowerBound, power.squareRoot())
-        }
-        return energy
     }
 }
