@@ -259,7 +259,12 @@ extension Decoding {
             let second = try worker.transcribe(samples, options: options)
             #expect(second.contextCharacters > 0)
             #expect(!second.text.contains { $0.isNumber }, "\(second.text)")
-            #expect(wordErrorRate(reference: said, hypothesis: second.text) <= 0.25, "\(second.text)")
+            // Written as said, first to last. Whisper now and then says the end of it again after its context
+            // ("Enter nine, one, six, nine, six, nine.", once in five runs of make test), which is not this test's
+            // subject: the said words, in order, begin the text.
+            let written = second.text.lowercased().split { !$0.isLetter }.map(String.init)
+            let words = said.split(separator: " ").map(String.init)
+            #expect(Array(written.prefix(words.count)) == words, "\(second.text)")
         }
 
         /// `encoder-window`: audio at least 10 s shorter than the window is read in it (the same words), longer
