@@ -168,13 +168,81 @@ public struct SFCustomLanguageModelData: Sendable {
 /// a spec or a model directory, and its weight against the general model.
 public struct SFSpeechLanguageModel: Sendable {
     public struct Configuration: Sendable, Hashable {
+        /// The model: a directory `prepareCustomLanguageModel` (or `SFCustomLanguageModelData.build(into:)`)
+        /// builds, or a spec (`.lmspec`), built on first use.
         public var languageModel: URL
+        /// Where `prepareCustomLanguageModel` also writes the model's pronunciations (a dictionary file), if given.
+        public var vocabulary: URL?
         /// The domain model's weight (docs/lm.md): 1, the domain model alone; below 1, mixed with the general
-        /// model.
+        /// model, so that general speech is still recognised (0.4 by default).
         public var weight: Double
-        public init(languageModel: URL, weight: Double = 0.4) {
+        public init(languageModel: URL, vocabulary: URL? = nil, weight: Double = 0.4) {
             self.languageModel = languageModel
+            self.vocabulary = vocabulary
             self.weight = weight
+        }
+        public init(languageModel: URL, weight: Double) {
+            self.init(languageModel: languageModel, vocabulary: nil, weight: weight)
+        }
+    }
+
+    /// Builds the custom language model in `asset` (what `SFCustomLanguageModelData.export(to:)` wrote) into
+    /// `configuration.languageModel` (a model directory; `vocabulary`, if set, gets its dictionary), with the
+    /// installed model's dictionary. A directory already built from the same data is kept, unless `ignoresCache`.
+    /// `clientIdentifier` is not used. Throws what is wrong with the data (`file:line:col: error:` for a spec).
+    public static func prepareCustomLanguageModel(
+        for asset: URL, clientIdentifier: String, configuration: Configuration, ignoresCache: Bool = false
+    ) async throws {
+        try await Task.detached { try prepare(asset, configuration, ignoresCache: ignoresCache) }.value
+    }
+
+    /// As the `async` form, calling `completion` (on an arbitrary queue) with nil or the error.
+    public static func prepareCustomLanguageModel(
+        for asset: URL, clientIdentifier: String, configuration: Configuration,
+        completion: @escaping (Error?) -> Void
+    ) {
+        prepareCustomLanguageModel(
+            for: asset, clientIdentifier: clientIdentifier, configuration: configuration, ignoresCache: false,
+            completion: completion)
+    }
+
+    public static func prepareCustomLanguageModel(
+        for asset: URL, clientIdentifier: String, configuration: Configuration, ignoresCache: Bool,
+        completion: @escaping (Error?) -> Void
+    ) {
+        let completion = Unchecked(completion)
+        DispatchQueue.global().async {
+            do {
+                try prepare(asset, configuration, ignoresCache: ignoresCache)
+                completion.value(nil)
+            } catch {
+                completion.value(error)
+            }
+        }
+    }
+
+    static func prepare(_ asset: URL, _ configuration: Configuration, ignoresCache: Bool) throws {
+        let source: String
+        do { source = try String(contentsOf: asset, encoding: .utf8) } catch {
+            throw SpeechGraph.Error.unreadable("\(asset.path): \(PathNames.reason(error))")
+        }
+        let spec = try LMSpec(source: source, file: asset.path)
+        let directory = configuration.languageModel
+        // The build writes the spec it was built from: the same spec again is built already.
+        let cached =
+            !ignoresCache
+            && (try? String(contentsOf: directory.appendingPathComponent("spec.lmspec"), encoding: .utf8))
+                == spec.source
+            && FileManager.default.fileExists(atPath: directory.appendingPathComponent("lm.bin").path)
+        if !cached {
+            let general = try SphinxModel.resolve(
+                model: "en-us", hmm: nil, lm: nil, dict: nil, jsgf: nil, sampleRate: 16000)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            _ = try SphinxLanguageModels.build(spec, into: directory.path, dictionary: general.dict)
+        }
+        if let vocabulary = configuration.vocabulary {
+            let words = try Data(contentsOf: directory.appendingPathComponent("words.dict"))
+            try words.write(to: vocabulary, options: .atomic)
         }
     }
 }

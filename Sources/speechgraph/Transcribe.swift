@@ -121,9 +121,6 @@ extension SpeechgraphCommand {
             file == "-" || PathNames.isPipeOrDevice(file)
         }
 
-        /// Long files are cut into utterances by the vad node; short ones are one utterance each.
-        static let vadThresholdSeconds = 30.0
-
         private func usesVAD(_ file: String, stdin: AudioStreamReader?) -> Bool {
             switch vad {
             case .on: return true
@@ -132,9 +129,8 @@ extension SpeechgraphCommand {
                 // A preset asked for is a VAD asked for (it was ignored for a file of 30 s or less).
                 if vadPreset != nil { return true }
                 // Standard input of unknown length is a live stream: cut it into utterances.
-                if let stdin { return (stdin.duration ?? .infinity) > Self.vadThresholdSeconds }
-                guard let f = try? AudioFile(path: file) else { return false }
-                return Double(f.frameCount) / Double(f.sampleRate) > Self.vadThresholdSeconds
+                if let stdin { return FileTranscription.cutsIntoUtterances(seconds: stdin.duration ?? .infinity) }
+                return FileTranscription.cutsIntoUtterances(path: file)
             }
         }
 
