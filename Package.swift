@@ -111,6 +111,18 @@ let package = Package(
         .executableTarget(name: "SpeechGraphExampleSeven", dependencies: ["SpeechGraph"], path: "Examples/Seven"),
         .executableTarget(
             name: "SpeechGraphExampleDictation", dependencies: ["SpeechGraph"], path: "Examples/Dictation"),
+        .executableTarget(
+            name: "SpeechGraphExampleSpokenWord", dependencies: ["SpeechGraph"], path: "Examples/SpokenWord"),
+        .executableTarget(
+            name: "SpeechGraphExampleLiveTranscription", dependencies: ["SpeechGraph"],
+            path: "Examples/LiveTranscription"),
+        // The same two programs (their files linked), in the Swift 5 language mode: Apple's code builds in both.
+        .executableTarget(
+            name: "SpeechGraphExampleSpokenWord5", dependencies: ["SpeechGraph"], path: "Examples/Swift5/SpokenWord",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(
+            name: "SpeechGraphExampleLiveTranscription5", dependencies: ["SpeechGraph"],
+            path: "Examples/Swift5/LiveTranscription", swiftSettings: [.swiftLanguageMode(.v5)]),
 
         .testTarget(
             name: "SpeechGraphCoreTests", dependencies: ["SpeechGraphCore", "SpeechGraphTestSupport"],
@@ -120,7 +132,8 @@ let package = Package(
         .testTarget(
             name: "SpeechGraphJACKTests",
             dependencies: [
-                "SpeechGraphNodes", "SpeechGraphJACK", "SpeechGraphPlugins", "SpeechGraphTestSupport", "CMallocCounter",
+                "SpeechGraph", "SpeechGraphNodes", "SpeechGraphJACK", "SpeechGraphPlugins", "SpeechGraphTestSupport",
+                "CMallocCounter",
             ]),
         .testTarget(name: "SpeechGraphLMTests", dependencies: ["SpeechGraphLM", "SpeechGraphTestSupport"]),
         .testTarget(

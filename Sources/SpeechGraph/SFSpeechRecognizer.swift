@@ -336,15 +336,36 @@ open class SFSpeechRecognizer: @unchecked Sendable {
         self.locale = model.locale
         modelName = model.name
         supportsOnDeviceRecognition = true
+        // The audio going away and coming back (an AVAudioEngine's JACK server): recognition is unavailable,
+        // then available again.
+        observer = NotificationCenter.default.addObserver(
+            forName: AVAudioSession.interruptionNotification, object: nil, queue: nil
+        ) { [weak self] note in
+            guard let self, let raw = note.userInfo?[AVAudioSessionInterruptionTypeKey] as? UInt,
+                let type = AVAudioSession.InterruptionType(rawValue: raw)
+            else { return }
+            self.audioInterrupted.withLock { $0 = type == .began }
+            self.queue.addOperation { [weak self] in
+                guard let self else { return }
+                self.delegate?.speechRecognizer(self, availabilityDidChange: type == .ended && self.isAvailable)
+            }
+        }
     }
+
+    deinit { observer.map { NotificationCenter.default.removeObserver($0) } }
+
+    private var observer: (any NSObjectProtocol)?
+    /// An engine's audio server went away and has not come back.
+    private let audioInterrupted = Mutex(false)
 
     static func model(for locale: Locale) -> (locale: Locale, name: String)? {
         let language = locale.language.languageCode?.identifier
         return TranscriberCore.models().first { $0.locale.language.languageCode?.identifier == language }
     }
 
-    /// Whether the recognizer's model is installed now.
-    public var isAvailable: Bool { Self.model(for: locale)?.name == modelName }
+    /// Whether the recognizer's model is installed now, and the audio of an `AVAudioEngine` (its JACK server) is
+    /// not interrupted.
+    public var isAvailable: Bool { Self.model(for: locale)?.name == modelName && !audioInterrupted.withLock { $0 } }
 
     /// The locales of the installed models.
     public class func supportedLocales() -> Set<Locale> { Set(TranscriberCore.installed()) }

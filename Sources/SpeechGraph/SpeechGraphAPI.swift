@@ -55,12 +55,18 @@ public final class SpeechGraph: Sendable {
     }
 
     /// Graph source text, in the graph language (docs/graph-language.md).
-    public init(
+    public convenience init(
         source: String, name: String = "<source>", settings: [String: String] = [:],
         registry: NodeRegistry = BuiltinNodes.registry()
     ) throws {
         // The graph's own resources: planning a JACK graph opens its client, once, to learn the server's rate.
-        let resources = GraphResources()
+        try self.init(source: source, name: name, settings: settings, registry: registry, resources: GraphResources())
+    }
+
+    /// With resources of the caller's (the JACK client's options of an `AVAudioEngine`).
+    init(
+        source: String, name: String, settings: [String: String], registry: NodeRegistry, resources: GraphResources
+    ) throws {
         var overrides: [GraphPlanner.Override] = []
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
             guard var o = GraphPlanner.Override.parse("\(key)=\(value)") else {

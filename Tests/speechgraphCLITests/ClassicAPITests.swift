@@ -116,6 +116,34 @@ import Testing
         }
     }
 
+    @Test("the blog post's code and the SpokenWord sample build in Swift 6 and Swift 5 modes; the post's runs")
+    func blogPostProgram() throws {
+        let built = TestPaths.binary.deletingLastPathComponent()
+        // The Swift 5 targets' files are the Swift 6 ones, linked.
+        for example in ["SpokenWord", "LiveTranscription"] {
+            let five = TestPaths.packageRoot.appendingPathComponent("Examples/Swift5/\(example)/main.swift")
+            let six = TestPaths.packageRoot.appendingPathComponent("Examples/\(example)/main.swift")
+            #expect(try String(contentsOf: five, encoding: .utf8) == String(contentsOf: six, encoding: .utf8))
+            #expect(
+                FileManager.default.isExecutableFile(
+                    atPath: built.appendingPathComponent("SpeechGraphExample\(example)5").path))
+        }
+        let file = try speechFile("blog")
+        var outputs: [String] = []
+        for program in ["SpeechGraphExampleLiveTranscription", "SpeechGraphExampleLiveTranscription5"] {
+            let r = try Run.process(built.appendingPathComponent(program).path, [file])
+            #expect(r.status == 0, "\(r.stderr)")
+            outputs.append(r.stdout)
+        }
+        #expect(outputs[0] == outputs[1])
+        let lines = outputs[0].split(separator: "\n")
+        let final = try #require(lines.first { $0.hasPrefix("final: ") }).dropFirst("final: ".count)
+        #expect(final.contains("mother") && final.contains("weather"))
+        let segments = lines.filter { $0.hasPrefix("segment: ") }
+        #expect(segments.count == final.split(separator: " ").count)
+        #expect(lines.contains("nemo: false"))
+    }
+
     @Test("buffers at 48 kHz from a tap, some before the task: partial results grow, one final after endAudio")
     func bufferRequest() async throws {
         let file = try speechFile("buffers")

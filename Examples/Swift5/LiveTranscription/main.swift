@@ -1,0 +1,1 @@
+../../LiveTranscription/main.swift

@@ -1,0 +1,1 @@
+../../SpokenWord/main.swift
