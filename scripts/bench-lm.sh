@@ -56,6 +56,16 @@ echo "chess_irstlm_alone_wer $(wer "$work/dev/chess.tsv" "$work/c3.tsv") %"
 echo "chess_lmspec_weight_0.4_wer $(wer "$work/dev/chess.tsv" "$work/c2.tsv") %"
 echo "general_sentences_general_model_wer $(wer "$work/dev/general.tsv" "$work/g0.tsv") %"
 echo "general_sentences_chess_weight_0.4_wer $(wer "$work/dev/general.tsv" "$work/c2.tsv") %"
+# The same through Apple's classic API (issue 55): SFSpeechURLRecognitionRequest with customizedLanguageModel
+# prepared by SFSpeechLanguageModel.prepareCustomLanguageModel from the same spec, at the configuration's default
+# weight, against the same requests without it.
+swift build -c release --product speechgraph-bench >&2
+SGB=.build/release/speechgraph-bench
+"$SGB" apple-urls --lm graphs/chess.lmspec "${chess[@]}" "${general[@]}" > "$work/a1.tsv" 2> /dev/null
+"$SGB" apple-urls "${general[@]}" > "$work/a0.tsv" 2> /dev/null
+echo "apple_api_chess_custom_lm_wer $(wer "$work/dev/chess.tsv" "$work/a1.tsv") %"
+echo "apple_api_general_sentences_custom_lm_wer $(wer "$work/dev/general.tsv" "$work/a1.tsv") %"
+echo "apple_api_general_sentences_no_lm_wer $(wer "$work/dev/general.tsv" "$work/a0.tsv") %"
 
 echo "bench: real speech: AN4 with an4.lmspec, ps_cards with cards.jsgf" >&2
 corpus=$SHARED/corpus/real

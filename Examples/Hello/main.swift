@@ -20,7 +20,7 @@ struct Hello {
             for run in result.text.runs {
                 guard let range = run.audioTimeRange, let confidence = run.transcriptionConfidence else { continue }
                 let word = String(result.text[run.range].characters)
-                print(String(format: "%6.2f-%6.2f %.2f ", range.start, range.end, confidence) + word)
+                print(String(format: "%6.2f-%6.2f %.2f ", range.start.seconds, range.end.seconds, confidence) + word)
             }
             if result.matches(["call my mother"]) { print("heard it") }
         }

@@ -27,7 +27,10 @@ public struct CMTimeRange: Sendable, Hashable {
     public init(start: CMTime, end: CMTime) {
         self.init(start: start, duration: CMTime(seconds: end.seconds - start.seconds))
     }
-    init(_ r: TimeRange) { self.init(start: CMTime(seconds: r.start), end: CMTime(seconds: r.end)) }
+    public init(_ r: TimeRange) { self.init(start: CMTime(seconds: r.start), end: CMTime(seconds: r.end)) }
+    public static let zero = CMTimeRange(start: .zero, duration: .zero)
+    public static let invalid = CMTimeRange(start: CMTime(seconds: -1), duration: .zero)
+    public func containsTime(_ time: CMTime) -> Bool { time >= start && time < end }
 }
 
 // MARK: - Audio buffers, as AVFAudio names them
@@ -150,7 +153,8 @@ public protocol SpeechModule: AnyObject, Sendable {}
 
 /// What a transcriber's `results` yield.
 public struct SpeechTranscriptionResult: Sendable {
-    /// The best transcription; each word's run carries `audioTimeRange` and `transcriptionConfidence`.
+    /// The best transcription; each word's run carries `audioTimeRange` (a `CMTimeRange`) and
+    /// `transcriptionConfidence` when the module's `attributeOptions` ask for them.
     public let text: AttributedString
     /// The other readings (the recognizer's n-best list), best first.
     public let alternatives: [AttributedString]
@@ -159,8 +163,17 @@ public struct SpeechTranscriptionResult: Sendable {
     /// Audio up to this time will not change any more.
     public let resultsFinalizationTime: CMTime
 
-    init(_ r: SpeechResult) {
-        text = r.text
+    /// `timeRanges`, `confidences`: whether the runs keep their `audioTimeRange` and `transcriptionConfidence`
+    /// (the module's attribute options).
+    init(_ r: SpeechResult, timeRanges: Bool = true, confidences: Bool = true) {
+        var text = r.text
+        if !timeRanges || !confidences {
+            for run in text.runs {
+                if !timeRanges { text[run.range].audioTimeRange = nil }
+                if !confidences { text[run.range].transcriptionConfidence = nil }
+            }
+        }
+        self.text = text
         alternatives = r.alternatives.dropFirst().map { AttributedString($0.text) }
         range = CMTimeRange(r.range)
         isFinal = r.isFinal
@@ -180,8 +193,17 @@ public class TranscriberCore: @unchecked Sendable {
     /// What `.alternativeTranscriptions` asks of the recognizer: an n-best list of 5 readings (the best and 4 others).
     static let alternatives = ["alternatives": "5"]
 
-    init(locale: Locale, progressive: Bool, recognizer extra: [String: String] = [:]) {
+    /// Whether result runs carry `audioTimeRange` and `transcriptionConfidence` (the attribute options).
+    let timeRanges: Bool
+    let confidences: Bool
+
+    init(
+        locale: Locale, progressive: Bool, recognizer extra: [String: String] = [:], timeRanges: Bool,
+        confidences: Bool
+    ) {
         self.locale = locale
+        self.timeRanges = timeRanges
+        self.confidences = confidences
         (results, continuation) = AsyncThrowingStream.makeStream(of: SpeechTranscriptionResult.self)
         recognizer =
             (progressive
@@ -235,38 +257,71 @@ public class TranscriberCore: @unchecked Sendable {
 
 /// Speech to text, as Apple's `SpeechTranscriber`.
 public final class SpeechTranscriber: TranscriberCore, SpeechModule, @unchecked Sendable {
+    /// What `results` yields (Apple's nested name).
+    public typealias Result = SpeechTranscriptionResult
+
+    /// Options together, as Apple's presets bundle them.
     public struct Preset: Sendable, Equatable {
-        let progressive: Bool
+        public var transcriptionOptions: Set<TranscriptionOption>
+        public var reportingOptions: Set<ReportingOption>
+        public var attributeOptions: Set<ResultAttributeOption>
+        public init(
+            transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>,
+            attributeOptions: Set<ResultAttributeOption>
+        ) {
+            self.transcriptionOptions = transcriptionOptions
+            self.reportingOptions = reportingOptions
+            self.attributeOptions = attributeOptions
+        }
         /// Final results only, each utterance decoded whole: the most accurate.
-        public static let offlineTranscription = Preset(progressive: false)
-        public static let transcription = Preset(progressive: false)
+        public static let transcription = Preset(transcriptionOptions: [], reportingOptions: [], attributeOptions: [])
+        public static let transcriptionWithAlternatives = Preset(
+            transcriptionOptions: [], reportingOptions: [.alternativeTranscriptions], attributeOptions: [])
+        public static let timeIndexedTranscriptionWithAlternatives = Preset(
+            transcriptionOptions: [], reportingOptions: [.alternativeTranscriptions],
+            attributeOptions: [.audioTimeRange])
         /// Volatile results while speaking, then final ones.
-        public static let progressiveTranscription = Preset(progressive: true)
-        public static let progressiveLiveTranscription = Preset(progressive: true)
-        public static let timeIndexedProgressiveTranscription = Preset(progressive: true)
+        public static let progressiveTranscription = Preset(
+            transcriptionOptions: [], reportingOptions: [.volatileResults, .fastResults], attributeOptions: [])
+        public static let timeIndexedProgressiveTranscription = Preset(
+            transcriptionOptions: [], reportingOptions: [.volatileResults, .fastResults],
+            attributeOptions: [.audioTimeRange])
+        /// The names of Apple's first betas: `.transcription` and `.progressiveTranscription`.
+        public static let offlineTranscription = transcription
+        public static let progressiveLiveTranscription = progressiveTranscription
     }
 
     public enum TranscriptionOption: Hashable, Sendable { case etiquetteReplacements }
     public enum ReportingOption: Hashable, Sendable { case volatileResults, alternativeTranscriptions, fastResults }
     public enum ResultAttributeOption: Hashable, Sendable { case audioTimeRange, transcriptionConfidence }
 
-    public init(locale: Locale, preset: Preset) { super.init(locale: locale, progressive: preset.progressive) }
+    public convenience init(locale: Locale, preset: Preset) {
+        self.init(
+            locale: locale, transcriptionOptions: preset.transcriptionOptions,
+            reportingOptions: preset.reportingOptions, attributeOptions: preset.attributeOptions)
+    }
 
-    /// Volatile results with `.volatileResults`, and each final result's `alternatives` with
-    /// `.alternativeTranscriptions` (the recognizer's n-best list). The attributes are always there;
-    /// `.etiquetteReplacements` and `.fastResults` change nothing.
+    /// Volatile results with `.volatileResults`, each final result's `alternatives` with
+    /// `.alternativeTranscriptions` (the recognizer's n-best list), and each word's run with its `audioTimeRange`
+    /// and `transcriptionConfidence` as `attributeOptions` ask; `.etiquetteReplacements` and `.fastResults` change
+    /// nothing.
     public init(
         locale: Locale, transcriptionOptions: Set<TranscriptionOption>, reportingOptions: Set<ReportingOption>,
         attributeOptions: Set<ResultAttributeOption>
     ) {
         super.init(
             locale: locale, progressive: reportingOptions.contains(.volatileResults),
-            recognizer: reportingOptions.contains(.alternativeTranscriptions) ? Self.alternatives : [:])
+            recognizer: reportingOptions.contains(.alternativeTranscriptions) ? Self.alternatives : [:],
+            timeRanges: attributeOptions.contains(.audioTimeRange),
+            confidences: attributeOptions.contains(.transcriptionConfidence))
     }
 }
 
 /// Dictation, as Apple's `DictationTranscriber`.
 public final class DictationTranscriber: TranscriberCore, SpeechModule, @unchecked Sendable {
+    /// What `results` yields (Apple's nested name).
+    public typealias Result = SpeechTranscriptionResult
+
     public struct ContentHint: Hashable, Sendable {
         let name: String
         var languageModel: SFSpeechLanguageModel.Configuration?
@@ -322,7 +377,82 @@ public final class DictationTranscriber: TranscriberCore, SpeechModule, @uncheck
             extra = ["lm": graphQuoted(lm.languageModel.path), "weight": String(lm.weight)]
         }
         if reportingOptions.contains(.alternativeTranscriptions) { extra.merge(Self.alternatives) { $1 } }
-        super.init(locale: locale, progressive: reportingOptions.contains(.volatileResults), recognizer: extra)
+        super.init(
+            locale: locale, progressive: reportingOptions.contains(.volatileResults), recognizer: extra,
+            timeRanges: attributeOptions.contains(.audioTimeRange),
+            confidences: attributeOptions.contains(.transcriptionConfidence))
+    }
+}
+
+/// Where speech is, as Apple's `SpeechDetector`: the analyzer's vad (docs/vad.md), its results each span of the audio
+/// with or without speech. In an analyzer with transcribers it reports the spans their utterances come from.
+public final class SpeechDetector: SpeechModule, @unchecked Sendable {
+    // Unchecked: `results` and its continuation are Sendable; the options never change.
+    public enum SensitivityLevel: Sendable, Hashable { case low, medium, high }
+    public struct DetectionOptions: Sendable, Hashable {
+        public var sensitivityLevel: SensitivityLevel
+        public init(sensitivityLevel: SensitivityLevel) { self.sensitivityLevel = sensitivityLevel }
+    }
+    /// A span of the audio, and whether it holds speech.
+    public struct Result: Sendable {
+        public let range: CMTimeRange
+        public let speechDetected: Bool
+        public let resultsFinalizationTime: CMTime
+    }
+
+    public let detectionOptions: DetectionOptions
+    public let reportResults: Bool
+    /// The spans, in order: without speech, then with, and so on (with `reportResults`; else none).
+    public let results: AsyncThrowingStream<Result, any Error>
+    let continuation: AsyncThrowingStream<Result, any Error>.Continuation
+
+    /// `sensitivityLevel` sets the vad's preset (docs/vad.md): `.low` strict (fewer false alarms), `.medium`
+    /// normal, `.high` sensitive (misses less).
+    public init(detectionOptions: DetectionOptions, reportResults: Bool) {
+        self.detectionOptions = detectionOptions
+        self.reportResults = reportResults
+        (results, continuation) = AsyncThrowingStream.makeStream(of: Result.self)
+    }
+
+    public convenience init() { self.init(detectionOptions: .init(sensitivityLevel: .medium), reportResults: true) }
+
+    /// The vad's `preset` for the sensitivity.
+    var preset: String {
+        switch detectionOptions.sensitivityLevel {
+        case .low: "strict"
+        case .medium: "normal"
+        case .high: "sensitive"
+        }
+    }
+
+    /// Follows the vad's events: each change from silence to speech or back ends a span.
+    func follow(_ events: AsyncStream<GraphEvent>, end: @escaping @Sendable () -> Double?) -> Task<Void, Never> {
+        let (continuation, report) = (continuation, reportResults)
+        return Task {
+            var from = 0.0
+            var speaking = false
+            func span(to time: Double) {
+                guard report, time > from else { return }
+                continuation.yield(
+                    Result(
+                        range: CMTimeRange(start: CMTime(seconds: from), end: CMTime(seconds: time)),
+                        speechDetected: speaking, resultsFinalizationTime: CMTime(seconds: time)))
+                from = time
+            }
+            for await event in events {
+                switch event {
+                case .speechStarted(_, let time) where !speaking:
+                    span(to: time)
+                    speaking = true
+                case .speechEnded(_, let time) where speaking:
+                    span(to: time)
+                    speaking = false
+                default: break
+                }
+            }
+            if let last = end() { span(to: last) }
+            continuation.finish()
+        }
     }
 }
 
@@ -330,18 +460,23 @@ public final class DictationTranscriber: TranscriberCore, SpeechModule, @uncheck
 /// recognizer, made when the first buffer shows the audio's format.
 public final class SpeechAnalyzer: Sendable {
     private let modules: [TranscriberCore]
+    private let detectors: [SpeechDetector]
     private struct State {
         var graph: SpeechGraph?
         var input: AudioInput?
         var forwarders: [Task<Void, Never>] = []
         var frames: Int64 = 0
         var rate: Double = 0
+        /// The first buffer's format: the graph's; later buffers in another are converted to it.
+        var format: AVAudioFormat?
+        var converter: StreamResampler?
         var finished = false
     }
     private let state = Mutex(State())
 
     public init(modules: [any SpeechModule]) {
         self.modules = modules.compactMap { $0 as? TranscriberCore }
+        detectors = modules.compactMap { $0 as? SpeechDetector }
     }
 
     /// Starts analysing `inputSequence` at once (Apple's autonomous analysis): finish with
@@ -372,30 +507,96 @@ public final class SpeechAnalyzer: Sendable {
 
     private func read<S: AsyncSequence>(_ inputSequence: S) async throws -> CMTime? where S.Element == AnalyzerInput {
         for try await input in inputSequence {
-            try feed(input.buffer)
+            try feed(input)
         }
-        return state.withLock { $0.graph == nil ? nil : CMTime(seconds: Double($0.frames) / $0.rate) }
+        return lastSampleTime
     }
 
-    private func feed(_ buffer: AVAudioPCMBuffer) throws {
+    /// The time of the last sample given (nil when none was).
+    private var lastSampleTime: CMTime? {
+        state.withLock { $0.graph == nil ? nil : CMTime(seconds: Double($0.frames) / $0.rate) }
+    }
+
+    /// Reads a file's buffers to its end.
+    private func read(_ file: AVAudioFile) throws -> CMTime? {
+        while true {
+            guard let buffer = AVAudioPCMBuffer(pcmFormat: file.processingFormat, frameCapacity: 4096) else { break }
+            try file.read(into: buffer)
+            if buffer.frameLength == 0 { break }
+            try feed(AnalyzerInput(buffer: buffer))
+        }
+        return lastSampleTime
+    }
+
+    /// Analyses an audio file to its end (Apple's `analyzeSequence(from:)`); returns the time of its last sample.
+    /// The analysis is not finished: call `finalizeAndFinish(through:)`.
+    public func analyzeSequence(from audioFile: AVAudioFile) async throws -> CMTime? {
+        try read(audioFile)
+    }
+
+    /// Starts analysing `inputSequence` at once (autonomous analysis); finish with
+    /// `finalizeAndFinishThroughEndOfInput()`.
+    public func start<S: AsyncSequence & Sendable>(inputSequence: S) async throws where S.Element == AnalyzerInput {
+        let analysis = Task { try await self.read(inputSequence) }
+        autonomous.withLock { $0 = analysis }
+    }
+
+    /// Starts analysing a file at once (autonomous analysis); with `finishAfterFile` the analysis finishes at its
+    /// end (the modules' results end), else finish with `finalizeAndFinishThroughEndOfInput()`.
+    public func start(inputAudioFile audioFile: AVAudioFile, finishAfterFile: Bool = false) async throws {
+        // The file is the analyzer's from here on, as Apple's takes it.
+        let file = Unchecked(audioFile)
+        let analysis = Task.detached {
+            let time = try self.read(file.value)
+            if finishAfterFile { try await self.finish() }
+            return time
+        }
+        autonomous.withLock { $0 = analysis }
+    }
+
+    /// An analyzer that reads `inputAudioFile` at once (Apple's file initialiser).
+    public convenience init(
+        inputAudioFile: AVAudioFile, modules: [any SpeechModule], finishAfterFile: Bool = false
+    ) async throws {
+        self.init(modules: modules)
+        try await start(inputAudioFile: inputAudioFile, finishAfterFile: finishAfterFile)
+    }
+
+    /// Pushes a buffer: in the first buffer's format (another is converted to it), and at its `bufferStartTime`
+    /// when it has one (a gap before it is silence; audio before the time already given is dropped).
+    private func feed(_ analyzerInput: AnalyzerInput) throws {
+        let buffer = analyzerInput.buffer
         let input: AudioInput? = try state.withLock { s in
             if s.finished { return nil }
             if s.graph == nil {
                 s.rate = buffer.format.sampleRate
+                s.format = buffer.format
                 let graph: SpeechGraph
                 do { graph = try makeGraph(buffer.format) } catch {
                     // The session is finished: the modules' results throw the same error.
                     s.finished = true
                     for m in modules { m.continuation.finish(throwing: error) }
+                    for d in detectors { d.continuation.finish(throwing: error) }
                     throw error
                 }
                 s.input = try graph.input("mic")
+                for detector in detectors {
+                    // The last span ends with the audio given.
+                    let end: @Sendable () -> Double? = { [weak self] in
+                        self?.state.withLock { $0.rate > 0 ? Double($0.frames) / $0.rate : nil }
+                    }
+                    s.forwarders.append(detector.follow(graph.events(of: "vad"), end: end))
+                }
                 for (i, module) in modules.enumerated() {
                     let results = graph.results(of: "asr\(i)")
                     s.forwarders.append(
                         Task {
                             do {
-                                for try await r in results { module.continuation.yield(SpeechTranscriptionResult(r)) }
+                                for try await r in results {
+                                    module.continuation.yield(
+                                        SpeechTranscriptionResult(
+                                            r, timeRanges: module.timeRanges, confidences: module.confidences))
+                                }
                                 module.continuation.finish()
                             } catch {
                                 module.continuation.finish(throwing: error)
@@ -405,10 +606,56 @@ public final class SpeechAnalyzer: Sendable {
                 try graph.start()
                 s.graph = graph
             }
-            s.frames += Int64(buffer.frameLength)
             return s.input
         }
-        input?.push(buffer.interleaved())
+        guard let input else { return }
+        let samples = try state.withLock { s in try Self.converted(analyzerInput, &s) }
+        if !samples.isEmpty { input.push(samples) }
+    }
+
+    /// The buffer's samples in the graph's format, placed at its start time; counts them.
+    private static func converted(_ analyzerInput: AnalyzerInput, _ s: inout State) throws -> [Float] {
+        let buffer = analyzerInput.buffer
+        guard let format = s.format else { return [] }
+        var samples = buffer.interleaved()
+        let from = Int(buffer.format.channelCount)
+        let to = Int(format.channelCount)
+        if from != to {
+            // To one channel: their mean; to more: channel c from the buffer's channel c, or its last.
+            let frames = samples.count / from
+            var mapped = [Float](repeating: 0, count: frames * to)
+            for f in 0..<frames {
+                if to == 1 {
+                    var sum: Float = 0
+                    for c in 0..<from { sum += samples[f * from + c] }
+                    mapped[f] = sum / Float(from)
+                } else {
+                    for c in 0..<to { mapped[f * to + c] = samples[f * from + min(c, from - 1)] }
+                }
+            }
+            samples = mapped
+        }
+        if buffer.format.sampleRate != format.sampleRate {
+            if s.converter?.inputRate != buffer.format.sampleRate {
+                s.converter = try StreamResampler(from: buffer.format.sampleRate, to: format.sampleRate, channels: to)
+            }
+            samples = try s.converter!.process(samples)
+        }
+        if let start = analyzerInput.bufferStartTime {
+            let at = Int64((start.seconds * s.rate).rounded())
+            if at > s.frames {
+                guard Double(at - s.frames) <= 60 * s.rate else {
+                    throw SpeechGraph.Error.failed(
+                        "a buffer's start time, \(start.seconds) s, is over a minute after the audio given so far "
+                            + "(\(Double(s.frames) / s.rate) s): bufferStartTime counts from the first buffer's")
+                }
+                samples = [Float](repeating: 0, count: Int(at - s.frames) * to) + samples
+            } else if at < s.frames {
+                samples = Array(samples.dropFirst(min(samples.count, Int(s.frames - at) * to)))
+            }
+        }
+        s.frames += Int64(samples.count / to)
+        return samples
     }
 
     private func makeGraph(_ format: AVAudioFormat) throws -> SpeechGraph {
@@ -416,7 +663,8 @@ public final class SpeechAnalyzer: Sendable {
         b.node(
             "mic", "push.input",
             ["rate": "\(Int(format.sampleRate)) Hz", "channels": "\(format.channelCount)", "buffer": "30 s"])
-        b.node("vad", "vad")
+        // The first detector's sensitivity is the vad's preset.
+        b.node("vad", "vad", detectors.first.map { ["preset": $0.preset] } ?? [:])
         b.connect("mic.out", "vad.in")
         for (i, module) in modules.enumerated() {
             var settings = module.recognizer
@@ -454,6 +702,7 @@ public final class SpeechAnalyzer: Sendable {
         }
         guard let graph else {
             for m in modules { m.continuation.finish() }
+            for d in detectors { d.continuation.finish() }
             return
         }
         input?.end()
@@ -469,5 +718,6 @@ public final class SpeechAnalyzer: Sendable {
         }
         graph?.stop()
         for m in modules { m.continuation.finish() }
+        for d in detectors { d.continuation.finish() }
     }
 }

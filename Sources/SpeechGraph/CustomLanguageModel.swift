@@ -196,6 +196,13 @@ public struct SFSpeechLanguageModel: Sendable {
         try await Task.detached { try prepare(asset, configuration, ignoresCache: ignoresCache) }.value
     }
 
+    /// The same without a client identifier (the form of iOS 26 and later).
+    public static func prepareCustomLanguageModel(
+        for asset: URL, configuration: Configuration, ignoresCache: Bool = false
+    ) async throws {
+        try await Task.detached { try prepare(asset, configuration, ignoresCache: ignoresCache) }.value
+    }
+
     /// As the `async` form, calling `completion` (on an arbitrary queue) with nil or the error.
     public static func prepareCustomLanguageModel(
         for asset: URL, clientIdentifier: String, configuration: Configuration,

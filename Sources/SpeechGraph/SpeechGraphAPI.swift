@@ -264,7 +264,7 @@ public struct SpeechResult: Sendable {
     public let utterance: Int
     /// The audio the utterance covers, in seconds of the input.
     public let range: TimeRange
-    /// The text; each word's run carries its `audioTimeRange` and `transcriptionConfidence` (final results;
+    /// The text; each word's run carries its `audioTimeRange` (a `CMTimeRange`) and `transcriptionConfidence` (final results;
     /// a volatile result's text is one run with the utterance's range).
     public let text: AttributedString
     public let plainText: String
@@ -291,13 +291,13 @@ public struct SpeechResult: Sendable {
         var text = AttributedString()
         if t.words.isEmpty {
             var run = AttributedString(t.text)
-            run.audioTimeRange = t.range
+            run.audioTimeRange = CMTimeRange(t.range)
             text = run
         } else {
             for (i, w) in t.words.enumerated() {
                 if i > 0 { text += AttributedString(" ") }
                 var run = AttributedString(w.text)
-                run.audioTimeRange = w.range
+                run.audioTimeRange = CMTimeRange(w.range)
                 run.transcriptionConfidence = w.confidence
                 text += run
             }
@@ -330,7 +330,7 @@ public struct SpeechResult: Sendable {
 public enum SpeechGraphAttributes {
     /// The audio a run of text was heard in.
     public enum AudioTimeRangeAttribute: AttributedStringKey {
-        public typealias Value = TimeRange
+        public typealias Value = CMTimeRange
         public static let name = "speechgraph.audioTimeRange"
     }
     /// The probability that a run's word is right.
@@ -402,7 +402,7 @@ extension AttributedString {
         var first: AttributedString.Index?
         var last: AttributedString.Index?
         for run in runs {
-            guard let r = run.audioTimeRange, r.start < timeRange.end.seconds, r.end > timeRange.start.seconds
+            guard let r = run.audioTimeRange, r.start < timeRange.end, r.end > timeRange.start
             else { continue }
             if first == nil { first = run.range.lowerBound }
             last = run.range.upperBound

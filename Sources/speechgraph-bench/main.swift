@@ -197,6 +197,7 @@ let usage = """
     usage: speechgraph-bench realtime-cpu FILE [--seconds S] [--runs R] [--final-pass [--phases N]]
            speechgraph-bench idle-cost
            speechgraph-bench plugin-gate PLUGIN
+           speechgraph-bench apple-urls [--lm SPEC] FILE...
            speechgraph-bench streams FILE [--seconds S] [--max N] [--counts 1,2,4,...] [--variants plain,final-pass]
                                           [--limit MS] [--margin MS] [--phases N]
     """
@@ -213,6 +214,7 @@ let variants =
     option("--variants", &arguments) { $0.split(separator: ",").map(String.init) } ?? ["plain", "final-pass"]
 let limit = option("--limit", &arguments) { Double($0) } ?? 400
 let margin = option("--margin", &arguments) { Double($0) } ?? 100
+let customLM = option("--lm", &arguments) { $0 }
 
 guard arguments.count >= 2 || arguments.first == "plugin-gate" || arguments.first == "idle-cost" else {
     note(usage)
@@ -231,6 +233,8 @@ do {
         idleCost()
     case "plugin-gate" where arguments.count == 2:
         gateCost(plugin: arguments[1])
+    case "apple-urls":
+        appleURLs(Array(arguments.dropFirst()), lm: customLM)
     case "streams" where arguments.count == 2:
         // 1, 2, then every even count up to --max.
         let counts = countList ?? [1, 2] + Array(stride(from: 4, through: maxStreams, by: 2))

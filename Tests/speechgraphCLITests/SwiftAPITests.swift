@@ -42,7 +42,7 @@ import Testing
         var words = 0
         for run in final.text.runs where run.transcriptionConfidence != nil {
             let range = try #require(run.audioTimeRange)
-            #expect(range.start >= final.range.start && range.end <= final.range.end + 0.01)
+            #expect(range.start.seconds >= final.range.start && range.end.seconds <= final.range.end + 0.01)
             #expect((0...1).contains(run.transcriptionConfidence!))
             words += 1
         }
@@ -268,13 +268,159 @@ import Testing
         let words = final.text.runs.compactMap { run in run.audioTimeRange.map { (run.range, $0) } }
         let last = try #require(words.last)
         let span = try #require(
-            transcript.rangeOfAudioTimeRangeAttributes(
-                intersecting: CMTimeRange(start: CMTime(seconds: last.1.start), end: CMTime(seconds: last.1.end))))
+            transcript.rangeOfAudioTimeRangeAttributes(intersecting: last.1))
         #expect(String(transcript[span].characters) == String(final.text[last.0].characters))
         #expect(transcript.rangeOfAudioTimeRangeAttributes(intersecting: CMTimeRange(start: .zero, end: .zero)) == nil)
         let whole = try #require(transcript.rangeOfAudioTimeRangeAttributes(intersecting: final.range))
         transcript.replaceSubrange(whole, with: AttributedString("again"))
         #expect(String(transcript.characters) == "before again after")
+    }
+}
+
+/// The SpeechAnalyzer side's gaps against Apple's API, closed (issue 55).
+@Suite(.tags(.model)) struct AppleAnalyzerTests {
+    let dir = TemporaryDirectory()
+
+    /// Speech with `before` and `after` seconds of silence around it, in a file.
+    func speech(_ text: String, _ name: String, before: Double = 0, after: Double = 0) throws -> String {
+        let said = dir.path("\(name)-said.wav")
+        try TestSpeech.synthesize(text, to: said)
+        let file = dir.path("\(name).wav")
+        try TestSpeech.sox([said, file, "pad", "\(before)", "\(after)"])
+        return file
+    }
+
+    func buffer(_ path: String) throws -> AVAudioPCMBuffer {
+        let audio = try AVAudioFile(forReading: URL(fileURLWithPath: path))
+        let buffer = try #require(AVAudioPCMBuffer(pcmFormat: audio.processingFormat, frameCapacity: 1 << 21))
+        try audio.read(into: buffer)
+        return buffer
+    }
+
+    func finals(_ t: SpeechTranscriber) async throws -> [SpeechTranscriber.Result] {
+        var out: [SpeechTranscriber.Result] = []
+        for try await r in t.results where r.isFinal { out.append(r) }
+        return out
+    }
+
+    @Test("AssetInventory: the installed model is installed, a language with none unsupported")
+    func assetInventory() async throws {
+        let english = SpeechTranscriber(locale: Locale(identifier: "en_US"), preset: .transcription)
+        #expect(await AssetInventory.status(forModules: [english]) == .installed)
+        #expect(try await AssetInventory.assetInstallationRequest(supporting: [english]) == nil)
+        #expect(await AssetInventory.status(forModules: [SpeechDetector()]) == .installed)
+        let klingon = DictationTranscriber(locale: Locale(identifier: "tlh"), preset: .longDictation)
+        #expect(await AssetInventory.status(forModules: [english, klingon]) == .unsupported)
+        await #expect(throws: SpeechGraph.Error.self) {
+            _ = try await AssetInventory.assetInstallationRequest(supporting: [klingon])
+        }
+        #expect(try await AssetInventory.reserve(locale: Locale(identifier: "en_US")))
+    }
+
+    @Test("a file: analyzeSequence(from:), the file initialiser that finishes after it, and start(inputSequence:)")
+    func files() async throws {
+        let path = try speech("good morning", "morning")
+        let file = try AVAudioFile(forReading: URL(fileURLWithPath: path))
+        let one = SpeechTranscriber(locale: Locale(identifier: "en_US"), preset: .transcription)
+        let analyzer = SpeechAnalyzer(modules: [one])
+        let reading = Task { try await finals(one) }
+        let last = try #require(try await analyzer.analyzeSequence(from: file))
+        #expect(abs(last.seconds - Double(file.length) / file.processingFormat.sampleRate) < 0.01)
+        try await analyzer.finalizeAndFinish(through: last)
+        #expect(try await reading.value.map { String($0.text.characters) }.joined().contains("good morning"))
+
+        let two = SpeechTranscriber(locale: Locale(identifier: "en_US"), preset: .transcription)
+        let again = try AVAudioFile(forReading: URL(fileURLWithPath: path))
+        _ = try await SpeechAnalyzer(inputAudioFile: again, modules: [two], finishAfterFile: true)
+        // Its results end by themselves: the analysis finished after the file.
+        #expect(try await finals(two).map { String($0.text.characters) }.joined().contains("good morning"))
+
+        let three = SpeechTranscriber(locale: Locale(identifier: "en_US"), preset: .transcription)
+        let started = SpeechAnalyzer(modules: [three])
+        let (sequence, feed) = AsyncStream.makeStream(of: AnalyzerInput.self)
+        try await started.start(inputSequence: sequence)
+        feed.yield(AnalyzerInput(buffer: try buffer(path)))
+        feed.finish()
+        try await started.finalizeAndFinishThroughEndOfInput()
+        #expect(try await finals(three).map { String($0.text.characters) }.joined().contains("good morning"))
+    }
+
+    @Test("buffers at their start times (a gap is silence), a later buffer in another format converted")
+    func startTimesAndFormats() async throws {
+        let first = try buffer(try speech("good morning", "first", after: 0.3))
+        let second48 = dir.path("second48.wav")
+        try TestSpeech.sox([
+            try speech("please call my mother", "second", after: 0.5), "-r", "48000", "-c", "2", second48,
+        ])
+        let second = try buffer(second48)
+        #expect(second.format.sampleRate == 48000 && second.format.channelCount == 2)
+        let transcriber = SpeechTranscriber(
+            locale: Locale(identifier: "en_US"), transcriptionOptions: [], reportingOptions: [],
+            attributeOptions: [.audioTimeRange])
+        let analyzer = SpeechAnalyzer(modules: [transcriber])
+        let reading = Task { try await finals(transcriber) }
+        let firstSeconds = Double(first.frameLength) / 16000
+        let (sequence, feed) = AsyncStream.makeStream(of: AnalyzerInput.self)
+        feed.yield(AnalyzerInput(buffer: first, bufferStartTime: .zero))
+        feed.yield(AnalyzerInput(buffer: second, bufferStartTime: CMTime(seconds: firstSeconds + 3)))
+        feed.finish()
+        let last = try #require(try await analyzer.analyzeSequence(sequence))
+        // The gap and the second buffer (converted to 16 kHz) are counted.
+        #expect(abs(last.seconds - (firstSeconds + 3 + Double(second.frameLength) / 48000)) < 0.05)
+        try await analyzer.finalizeAndFinish(through: last)
+        let results = try await reading.value
+        let texts = results.map { String($0.text.characters) }
+        #expect(texts.contains { $0.contains("morning") } && texts.contains { $0.contains("mother") }, "\(texts)")
+        let mother = try #require(results.first { String($0.text.characters).contains("mother") })
+        #expect(mother.range.start.seconds >= firstSeconds + 2.5, "\(mother.range)")
+        let word = try #require(mother.text.runs.compactMap(\.audioTimeRange).first)
+        #expect(word.start.seconds >= firstSeconds + 2.8)
+    }
+
+    @Test("attributeOptions: only the attributes asked for; SpeechTranscriber.Result and DictationTranscriber.Result")
+    func attributeOptions() async throws {
+        let path = try speech("please call my mother", "attributes")
+        for options: Set<SpeechTranscriber.ResultAttributeOption> in [
+            [], [.transcriptionConfidence], [.audioTimeRange],
+        ] {
+            let transcriber = SpeechTranscriber(
+                locale: Locale(identifier: "en_US"), transcriptionOptions: [], reportingOptions: [],
+                attributeOptions: options)
+            let analyzer = SpeechAnalyzer(modules: [transcriber])
+            let reading = Task { try await finals(transcriber) }
+            let last = try await analyzer.analyzeSequence(from: try AVAudioFile(forReading: URL(fileURLWithPath: path)))
+            try await analyzer.finalizeAndFinish(through: try #require(last))
+            let final = try #require(try await reading.value.first)
+            let runs = final.text.runs.filter {
+                !String(final.text[$0.range].characters).trimmingCharacters(in: .whitespaces).isEmpty
+            }
+            #expect(!runs.isEmpty)
+            #expect(runs.allSatisfy { ($0.audioTimeRange != nil) == options.contains(.audioTimeRange) })
+            #expect(
+                runs.allSatisfy { ($0.transcriptionConfidence != nil) == options.contains(.transcriptionConfidence) })
+        }
+        let _: DictationTranscriber.Result.Type = SpeechTranscriber.Result.self
+    }
+
+    @Test("SpeechDetector: spans of the audio without speech and with it, in order, covering it")
+    func speechDetector() async throws {
+        let path = try speech("please call my mother at seven in the evening", "detected", before: 1.5, after: 1.5)
+        let detector = SpeechDetector(detectionOptions: .init(sensitivityLevel: .medium), reportResults: true)
+        let analyzer = SpeechAnalyzer(modules: [detector])
+        let reading = Task {
+            var spans: [SpeechDetector.Result] = []
+            for try await r in detector.results { spans.append(r) }
+            return spans
+        }
+        let last = try #require(
+            try await analyzer.analyzeSequence(from: try AVAudioFile(forReading: URL(fileURLWithPath: path))))
+        try await analyzer.finalizeAndFinish(through: last)
+        let spans = try await reading.value
+        #expect(spans.map(\.speechDetected) == [false, true, false], "\(spans.map { ($0.range, $0.speechDetected) })")
+        #expect(spans.first?.range.start == .zero && abs((spans.last?.range.end.seconds ?? 0) - last.seconds) < 0.01)
+        for (a, b) in zip(spans, spans.dropFirst()) { #expect(a.range.end == b.range.start) }
+        let speech = try #require(spans.first { $0.speechDetected })
+        #expect(abs(speech.range.start.seconds - 1.5) < 0.3 && speech.range.end.seconds < last.seconds - 0.8)
     }
 }
 
