@@ -247,9 +247,7 @@ public class TranscriberCore: @unchecked Sendable {
         let language = locale.language.languageCode?.identifier
         let models = Self.models()
         guard let model = models.first(where: { $0.locale.language.languageCode?.identifier == language }) else {
-            let have = models.map(\.locale.identifier).joined(separator: ", ")
-            throw SpeechGraph.Error.failed(
-                "no model for locale \(locale.identifier) (installed: \(have.isEmpty ? "none" : have))")
+            throw SpeechGraph.Error.unsupportedLocale(locale, installed: models.map(\.locale))
         }
         return model.name
     }

@@ -53,10 +53,7 @@ public enum AssetInventory {
             case .installed, .downloading: continue
             case .supported: missing.append(packaged[language]!)
             case .unsupported:
-                let have = TranscriberCore.installed().map(\.identifier).joined(separator: ", ")
-                throw SpeechGraph.Error.failed(
-                    "no speech model for locale \(transcriber.locale.identifier) exists for speechgraph (installed: "
-                        + "\(have.isEmpty ? "none" : have))")
+                throw SpeechGraph.Error.unsupportedLocale(transcriber.locale, installed: TranscriberCore.installed())
             }
         }
         guard !missing.isEmpty else { return nil }

@@ -25,6 +25,9 @@ public final class SpeechGraph: Sendable {
         case noSuchNode(String)
         /// The file could not be read.
         case unreadable(String)
+        /// No model of the locale's language is installed (a transcriber's, an analyzer's); `installed`: the locales
+        /// that have one.
+        case unsupportedLocale(Locale, installed: [Locale])
 
         public var description: String {
             switch self {
@@ -32,6 +35,9 @@ public final class SpeechGraph: Sendable {
             case .failed(let message): return message
             case .noSuchNode(let message): return message
             case .unreadable(let message): return message
+            case .unsupportedLocale(let locale, let installed):
+                let have = installed.map(\.identifier).joined(separator: ", ")
+                return "no model for locale \(locale.identifier) (installed: \(have.isEmpty ? "none" : have))"
             }
         }
     }

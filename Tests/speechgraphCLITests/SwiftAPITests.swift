@@ -236,7 +236,14 @@ import Testing
         let (input, feed) = AsyncStream.makeStream(of: AnalyzerInput.self)
         feed.yield(AnalyzerInput(buffer: buffer))
         feed.finish()
-        await #expect(throws: SpeechGraph.Error.self) { _ = try await other.analyzeSequence(input) }
+        await #expect {
+            _ = try await other.analyzeSequence(input)
+        } throws: { error in
+            guard case .unsupportedLocale(let locale, let installed)? = error as? SpeechGraph.Error else {
+                return false
+            }
+            return locale.identifier == "fr_FR" && installed.contains { $0.identifier == "en_US" }
+        }
         await #expect(throws: SpeechGraph.Error.self) { for try await _ in french.results {} }
     }
 
