@@ -270,8 +270,8 @@ public struct SpeechResult: Sendable {
     public let utterance: Int
     /// The audio the utterance covers, in seconds of the input.
     public let range: TimeRange
-    /// The text; each word's run carries its `audioTimeRange` (a `CMTimeRange`) and `transcriptionConfidence` (final results;
-    /// a volatile result's text is one run with the utterance's range).
+    /// The text; each word's run carries its `audioTimeRange` (a `CMTimeRange`) and `transcriptionConfidence`
+    /// (final results; a volatile result's text is one run with the utterance's range).
     public let text: AttributedString
     public let plainText: String
     public let words: [Word]
