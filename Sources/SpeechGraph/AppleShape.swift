@@ -633,8 +633,15 @@ public final class SpeechAnalyzer: Sendable {
             }
             samples = mapped
         }
+        var flushed: [Float] = []
+        if let converter = s.converter, converter.inputRate != buffer.format.sampleRate {
+            // Another rate than the converter's: what it holds comes first.
+            flushed = try converter.flush()
+            s.converter = nil
+            s.frames += Int64(flushed.count / to)
+        }
         if buffer.format.sampleRate != format.sampleRate {
-            if s.converter?.inputRate != buffer.format.sampleRate {
+            if s.converter == nil {
                 s.converter = try StreamResampler(from: buffer.format.sampleRate, to: format.sampleRate, channels: to)
             }
             samples = try s.converter!.process(samples)
@@ -653,7 +660,7 @@ public final class SpeechAnalyzer: Sendable {
             }
         }
         s.frames += Int64(samples.count / to)
-        return samples
+        return flushed + samples
     }
 
     private func makeGraph(_ format: AVAudioFormat) throws -> SpeechGraph {
@@ -694,10 +701,15 @@ public final class SpeechAnalyzer: Sendable {
     }
 
     private func finish() async throws {
-        let (graph, input, forwarders) = state.withLock { s in
+        let (graph, input, forwarders, tail) = try state.withLock { s in
             s.finished = true
-            return (s.graph, s.input, s.forwarders)
+            // What a converter's filter still holds: the end of the last converted buffer.
+            let tail = try s.converter?.flush() ?? []
+            s.converter = nil
+            s.frames += Int64(tail.count / Int(s.format?.channelCount ?? 1))
+            return (s.graph, s.input, s.forwarders, tail)
         }
+        if !tail.isEmpty { input?.push(tail) }
         guard let graph else {
             for m in modules { m.continuation.finish() }
             for d in detectors { d.continuation.finish() }

@@ -18,13 +18,18 @@ public final class SFSpeechRecognitionTask: @unchecked Sendable {
         var error: (any Error)?
         /// Until the task completes (then dropped: the delegate is kept no longer).
         var listener: Listener?
+        /// Its graph and audio, until it completes.
+        var recognition: Recognition?
     }
     private let lock: Mutex<State>
     private let queue: OperationQueue
     /// Deliveries in order, each waiting for the recognizer's queue to run it.
     private let deliveries = DispatchQueue(label: "speechgraph.recognition-task")
-    /// Set once, by the recognizer, before the task is handed out.
-    nonisolated(unsafe) var recognition: Recognition?
+    /// Set once, by the recognizer, before the task is handed out; dropped when it completes.
+    var recognition: Recognition? {
+        get { lock.withLock { $0.recognition } }
+        set { lock.withLock { $0.recognition = newValue } }
+    }
 
     init(listener: Listener, queue: OperationQueue) {
         lock = Mutex(State(listener: listener))
@@ -97,7 +102,10 @@ public final class SFSpeechRecognitionTask: @unchecked Sendable {
                 s.error = error
             }
             s.isFinishing = true
-            defer { s.listener = nil }
+            defer {
+                s.listener = nil
+                s.recognition = nil
+            }
             return (s.listener, cancelled)
         }
         guard let listener else { return }
@@ -117,7 +125,6 @@ public final class SFSpeechRecognitionTask: @unchecked Sendable {
                 l.delegate?.value.speechRecognitionTask(task, didFinishSuccessfully: false)
             }
         }
-        recognition = nil
     }
 
     /// Runs `call` on the recognizer's queue after every delivery before it (none after the task completed, nor
@@ -156,6 +163,8 @@ final class Recognition: @unchecked Sendable {
         var readsFile = false
     }
     private let state = Mutex(State())
+    /// Held by a push (the first makes the graph, outside `state`) and by the end of audio: one at a time.
+    private let pushing = NSLock()
     private let task: SFSpeechRecognitionTask
     private let settings: [String: String]
     /// The request's `shouldReportPartialResults`.
@@ -182,6 +191,8 @@ final class Recognition: @unchecked Sendable {
 
     /// A buffer's samples, interleaved: the first makes the graph in their format.
     func push(_ samples: [Float], format bufferFormat: AVAudioFormat) {
+        pushing.lock()
+        defer { pushing.unlock() }
         var b: GraphBuilder?
         let outcome: Result<AudioInput?, NSError> = state.withLock { s in
             if s.ended || s.cancelled { return .success(nil) }
@@ -234,6 +245,8 @@ final class Recognition: @unchecked Sendable {
 
     /// No more audio; with none at all, the task ends with no speech.
     func endAudio() {
+        pushing.lock()
+        defer { pushing.unlock() }
         let (input, hadAudio) = state.withLock { s -> (AudioInput?, Bool) in
             if s.ended || s.cancelled { return (nil, true) }
             s.ended = true

@@ -285,15 +285,22 @@ public final class SFSpeechAudioBufferRecognitionRequest: SFSpeechRecognitionReq
         recognition?.endAudio()
     }
 
-    /// The task takes the request's audio: what waited, then what comes.
+    /// The task takes the request's audio: what waited, then what comes. Buffers a tap appends meanwhile wait
+    /// behind those: the recognition is the appenders' only once nothing waits any more, so that audio keeps its
+    /// order.
     func attach(_ recognition: Recognition) {
-        let (pending, ended) = state.withLock { s in
-            s.recognition = recognition
-            defer { s.pending = [] }
-            return (s.pending, s.ended)
+        while true {
+            let (pending, ended) = state.withLock { s -> ([(format: AVAudioFormat, samples: [Float])], Bool) in
+                if s.pending.isEmpty { s.recognition = recognition }
+                defer { s.pending = [] }
+                return (s.pending, s.ended)
+            }
+            if pending.isEmpty {
+                if ended { recognition.endAudio() }
+                return
+            }
+            for p in pending { recognition.push(p.samples, format: p.format) }
         }
-        for p in pending { recognition.push(p.samples, format: p.format) }
-        if ended { recognition.endAudio() }
     }
 }
 

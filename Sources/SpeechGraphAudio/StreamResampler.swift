@@ -30,25 +30,41 @@ public final class StreamResampler {
     /// The samples (interleaved, `channels` a frame) at the output rate, as far as the filter's delay lets out.
     public func process(_ samples: [Float]) throws -> [Float] {
         let frames = samples.count / channels
-        let capacity = Int((Double(frames) * outputRate / inputRate).rounded(.up)) + 64
-        var out = [Float](repeating: 0, count: capacity * channels)
+        var out: [Float] = []
+        out.reserveCapacity(Int((Double(frames) * outputRate / inputRate).rounded(.up) + 64) * channels)
+        var chunk = [Float](repeating: 0, count: 4096 * channels)
         var consumed = 0
-        var made = 0
         while consumed < frames {
             var done = 0
-            var got = 0
+            var made = 0
             let error = samples.withUnsafeBufferPointer { input in
-                out.withUnsafeMutableBufferPointer { output in
+                chunk.withUnsafeMutableBufferPointer { output in
                     soxr_process(
-                        soxr, input.baseAddress! + consumed * channels, frames - consumed, &done,
-                        output.baseAddress! + made * channels, capacity - made, &got)
+                        soxr, input.baseAddress! + consumed * channels, frames - consumed, &done, output.baseAddress,
+                        4096, &made)
                 }
             }
             if let error { throw Failure(description: "libsoxr: \(String(cString: error))") }
             consumed += done
-            made += got
-            if done == 0 && got == 0 { break }
+            out += chunk[0..<(made * channels)]
+            if done == 0 && made == 0 { break }
         }
-        return Array(out[0..<(made * channels)])
+        return out
+    }
+
+    /// What the filter still holds (its delay's worth), at the end of the input.
+    public func flush() throws -> [Float] {
+        var out: [Float] = []
+        var chunk = [Float](repeating: 0, count: 4096 * channels)
+        while true {
+            var made = 0
+            let error = chunk.withUnsafeMutableBufferPointer { output in
+                soxr_process(soxr, nil, 0, nil, output.baseAddress, 4096, &made)
+            }
+            if let error { throw Failure(description: "libsoxr: \(String(cString: error))") }
+            if made == 0 { break }
+            out += chunk[0..<(made * channels)]
+        }
+        return out
     }
 }
