@@ -121,6 +121,8 @@ public final class AVAudioEngine: @unchecked Sendable {
         var running = false
         var watcher: Task<Void, Never>?
         var rate: Int?
+        /// Its server went away and has not come back: an interruption began that has not ended.
+        var interrupted = false
     }
     private let state = Mutex(State())
     public private(set) lazy var inputNode = AVAudioInputNode(engine: self)
@@ -129,6 +131,9 @@ public final class AVAudioEngine: @unchecked Sendable {
     public var clientName: String = AVAudioEngine.defaultClientName
 
     public init() {}
+
+    /// An engine let go while running stops its graph (without waiting for it).
+    deinit { state.withLock { $0.graph }?.stop() }
 
     static var defaultClientName: String {
         if let name = ProcessInfo.processInfo.environment["SPEECHGRAPH_CLIENT_NAME"], !name.isEmpty { return name }
@@ -159,9 +164,10 @@ public final class AVAudioEngine: @unchecked Sendable {
         }
         // The server going away and coming back: an interruption, began and ended.
         let events = graph.events(of: "mic")
-        let watcher = Task.detached {
+        let watcher = Task.detached { [weak self] in
             for await event in events {
                 guard case .availability(_, let available, let reason) = event else { continue }
+                self?.state.withLock { $0.interrupted = !available }
                 AVAudioSession.post(interruption: available ? .ended : .began, reason: reason)
             }
         }
@@ -184,6 +190,13 @@ public final class AVAudioEngine: @unchecked Sendable {
         // the tap's own block, which that graph calls).
         try? graph.running.wait()
         watcher?.cancel()
+        // Stopped while its server was gone: for this engine the interruption is over (not to be resumed), so that
+        // recognizers are available again.
+        let interrupted = state.withLock { s in
+            defer { s.interrupted = false }
+            return s.interrupted
+        }
+        if interrupted { AVAudioSession.post(interruption: .ended, reason: "the engine stopped", resume: false) }
     }
 
     public func pause() { stop() }
@@ -210,17 +223,22 @@ public final class AVAudioEngine: @unchecked Sendable {
 
     private func preparedGraph() throws -> SpeechGraph {
         if let graph = state.withLock({ $0.graph }) { return graph }
-        var (graph, rate) = try makeGraph(convertingTo: nil)
+        var (made, rate) = try makeGraph(convertingTo: nil)
+        var graph: SpeechGraph? = made
         if let want = inputNode.tapRate, let rate, Int(want) != rate {
-            // The tap asked for another rate than the server's: converted to it.
-            graph.stop()
-            (graph, _) = try makeGraph(convertingTo: want)
+            // The tap asked for another rate than the server's: converted to it, by a graph whose client opens
+            // once the first's has closed (with both, JACK would rename the second).
+            graph?.stop()
+            graph = nil
+            (made, _) = try makeGraph(convertingTo: want)
+            graph = made
         }
+        let prepared = graph!
         state.withLock { s in
-            s.graph = graph
+            s.graph = prepared
             s.rate = rate
         }
-        return graph
+        return prepared
     }
 
     /// The engine's graph, and the server's rate its client learned when planning.
@@ -401,11 +419,13 @@ public final class AVAudioSession: @unchecked Sendable {
     }
 
     /// The interruption notification, on the default center (object: the shared session).
-    static func post(interruption type: InterruptionType, reason: String) {
+    static func post(interruption type: InterruptionType, reason: String, resume: Bool = true) {
         var info: [AnyHashable: Any] = [
             AVAudioSessionInterruptionTypeKey: type.rawValue, AVAudioSessionInterruptionReasonKey: reason,
         ]
-        if type == .ended { info[AVAudioSessionInterruptionOptionKey] = InterruptionOptions.shouldResume.rawValue }
+        if type == .ended {
+            info[AVAudioSessionInterruptionOptionKey] = (resume ? InterruptionOptions.shouldResume : []).rawValue
+        }
         NotificationCenter.default.post(name: AVAudioSession.interruptionNotification, object: shared, userInfo: info)
     }
 }

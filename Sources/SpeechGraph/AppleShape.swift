@@ -468,6 +468,8 @@ public final class SpeechAnalyzer: Sendable {
         /// The first buffer's format: the graph's; later buffers in another are converted to it.
         var format: AVAudioFormat?
         var converter: StreamResampler?
+        /// The audio given so far, in frames at the graph's rate (fractional: converted buffers).
+        var inputFrames: Double = 0
         var finished = false
     }
     private let state = Mutex(State())
@@ -633,12 +635,33 @@ public final class SpeechAnalyzer: Sendable {
             }
             samples = mapped
         }
+        // Placed in input time (the converter's output lags by its filter's delay): `s.frames` counts the audio
+        // given, at the graph's rate; a gap before the buffer is silence given at the buffer's own rate, and audio
+        // before the time already given is dropped from the buffer, so that order and times hold either way.
+        let ratio = format.sampleRate / buffer.format.sampleRate
+        if let start = analyzerInput.bufferStartTime {
+            let at = start.seconds * s.rate
+            let given = s.inputFrames
+            if at - given > 0.5 {
+                guard at - given <= 60 * s.rate else {
+                    throw SpeechGraph.Error.failed(
+                        "a buffer's start time, \(start.seconds) s, is over a minute after the audio given so far "
+                            + "(\(given / s.rate) s): bufferStartTime counts from the start of the analysis")
+                }
+                let silence = Int(((at - given) / ratio).rounded())
+                samples = [Float](repeating: 0, count: silence * to) + samples
+            } else if given - at > 0.5 {
+                let overlap = Int(((given - at) / ratio).rounded())
+                samples = Array(samples.dropFirst(min(samples.count, overlap * to)))
+            }
+        }
+        s.inputFrames += Double(samples.count / to) * ratio
+        s.frames = Int64(s.inputFrames.rounded())
         var flushed: [Float] = []
         if let converter = s.converter, converter.inputRate != buffer.format.sampleRate {
             // Another rate than the converter's: what it holds comes first.
             flushed = try converter.flush()
             s.converter = nil
-            s.frames += Int64(flushed.count / to)
         }
         if buffer.format.sampleRate != format.sampleRate {
             if s.converter == nil {
@@ -646,20 +669,6 @@ public final class SpeechAnalyzer: Sendable {
             }
             samples = try s.converter!.process(samples)
         }
-        if let start = analyzerInput.bufferStartTime {
-            let at = Int64((start.seconds * s.rate).rounded())
-            if at > s.frames {
-                guard Double(at - s.frames) <= 60 * s.rate else {
-                    throw SpeechGraph.Error.failed(
-                        "a buffer's start time, \(start.seconds) s, is over a minute after the audio given so far "
-                            + "(\(Double(s.frames) / s.rate) s): bufferStartTime counts from the first buffer's")
-                }
-                samples = [Float](repeating: 0, count: Int(at - s.frames) * to) + samples
-            } else if at < s.frames {
-                samples = Array(samples.dropFirst(min(samples.count, Int(s.frames - at) * to)))
-            }
-        }
-        s.frames += Int64(samples.count / to)
         return flushed + samples
     }
 
@@ -701,12 +710,11 @@ public final class SpeechAnalyzer: Sendable {
     }
 
     private func finish() async throws {
-        let (graph, input, forwarders, tail) = try state.withLock { s in
+        let (graph, input, forwarders, tail) = state.withLock { s in
             s.finished = true
-            // What a converter's filter still holds: the end of the last converted buffer.
-            let tail = try s.converter?.flush() ?? []
+            // What a converter's filter still holds: the end of the last converted buffer (counted already).
+            let tail = (try? s.converter?.flush()) ?? []
             s.converter = nil
-            s.frames += Int64(tail.count / Int(s.format?.channelCount ?? 1))
             return (s.graph, s.input, s.forwarders, tail)
         }
         if !tail.isEmpty { input?.push(tail) }

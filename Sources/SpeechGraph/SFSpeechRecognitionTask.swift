@@ -15,6 +15,8 @@ public final class SFSpeechRecognitionTask: @unchecked Sendable {
         var state: SFSpeechRecognitionTaskState = .starting
         var isFinishing = false
         var isCancelled = false
+        /// complete() has run: its outcome stands.
+        var isCompleting = false
         var error: (any Error)?
         /// Until the task completes (then dropped: the delegate is kept no longer).
         var listener: Listener?
@@ -50,7 +52,7 @@ public final class SFSpeechRecognitionTask: @unchecked Sendable {
     /// `speechRecognitionTaskWasCancelled` and `didFinishSuccessfully(false)`.
     public func cancel() {
         let first = lock.withLock { s -> Bool in
-            guard s.state != .completed, !s.isCancelled else { return false }
+            guard s.state != .completed, !s.isCompleting, !s.isCancelled else { return false }
             s.isCancelled = true
             s.state = .canceling
             return true
@@ -94,7 +96,8 @@ public final class SFSpeechRecognitionTask: @unchecked Sendable {
     /// The last delivery: the final result, or the error (a cancellation's, when cancelled).
     func complete(_ outcome: Result<SFSpeechRecognitionResult, any Error>) {
         let (listener, cancelled) = lock.withLock { s -> (Listener?, Bool) in
-            guard s.state != .completed else { return (nil, false) }
+            guard s.state != .completed, !s.isCompleting else { return (nil, false) }
+            s.isCompleting = true
             let cancelled = s.isCancelled
             if cancelled {
                 s.error = SFSpeechError.cancelled()
@@ -131,7 +134,8 @@ public final class SFSpeechRecognitionTask: @unchecked Sendable {
     /// after a cancellation but its error).
     private func deliver(_ call: @escaping (SFSpeechRecognitionTask, Listener) -> Void) {
         guard let listener = lock.withLock({ $0.isCancelled ? nil : $0.listener }) else { return }
-        deliver(listener, call)
+        // Not after a cancellation made while it waited to run.
+        deliver(listener) { task, l in if !task.isCancelled { call(task, l) } }
     }
 
     private func deliver(_ listener: Listener, _ call: @escaping (SFSpeechRecognitionTask, Listener) -> Void) {
@@ -302,6 +306,7 @@ final class Recognition: @unchecked Sendable {
             return s.cancelled
         }
         if cancelled {
+            graph.stop()
             task.complete(.failure(SFSpeechError.cancelled()))
             return
         }
@@ -348,26 +353,30 @@ final class Recognition: @unchecked Sendable {
 
 /// A task's results so far: each utterance's final result, and the volatile one of the utterance going on.
 struct Transcript {
-    private var finals: [SpeechResult] = []
-    private var volatile: SpeechResult?
+    /// Each utterance's final result (its number, in order), and the volatile ones of utterances not final yet:
+    /// with a final pass, an utterance's final comes after the next one's first volatile results.
+    private var finals: [Int: SpeechResult] = [:]
+    private var volatiles: [Int: SpeechResult] = [:]
 
     mutating func take(_ r: SpeechResult) {
         if r.isFinal {
-            volatile = nil
-            if !r.plainText.isEmpty { finals.append(r) }
-        } else {
-            volatile = r
+            volatiles[r.utterance] = nil
+            if !r.plainText.isEmpty { finals[r.utterance] = r }
+        } else if finals[r.utterance] == nil {
+            volatiles[r.utterance] = r
         }
     }
 
-    var isEmpty: Bool { finals.isEmpty && (volatile?.plainText.isEmpty ?? true) }
+    var isEmpty: Bool { finals.isEmpty && volatiles.values.allSatisfy { $0.plainText.isEmpty } }
 
     /// The best transcription (every utterance's words in order; a partial result's words at confidence 0, as
     /// Apple's), then the others: the k-th of each utterance's n-best list (its best where the list is shorter),
     /// those words timed evenly over their utterance.
     func result(isFinal: Bool) -> SFSpeechRecognitionResult {
         var best: [(text: String, start: Double, end: Double, confidence: Double, alternatives: [String])] = []
-        let all = finals + (isFinal ? [] : volatile.map { [$0] } ?? [])
+        let finals = finals.sorted { $0.key < $1.key }.map(\.value)
+        let all = (isFinal ? finals : Array(self.finals.merging(volatiles) { a, _ in a }.values))
+            .sorted { $0.utterance < $1.utterance }
         for r in all {
             if r.words.isEmpty {
                 best += Self.spread(r.plainText, over: r.range)

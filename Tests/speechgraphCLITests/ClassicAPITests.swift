@@ -97,6 +97,12 @@ import Testing
                 // Partial results grow: each is the text so far.
                 let texts = got.partials.map(\.bestTranscription.formattedString)
                 #expect(texts.last.map { expected.hasPrefix($0.split(separator: " ").first ?? "") } == true)
+                // An utterance's text, once there, stays in every later partial result (with the final pass, the
+                // next utterance's volatile results come before its final one).
+                if long, let first = texts.firstIndex(where: { $0.hasPrefix("please call my mother") }) {
+                    #expect(texts[first...].allSatisfy { $0.hasPrefix("please call my mother") }, "\(texts)")
+                    #expect(texts.contains { $0.contains("weather") })
+                }
             } else {
                 #expect(got.partials.isEmpty)
             }
