@@ -153,11 +153,12 @@ final class SpokenWord: SFSpeechRecognizerDelegate, @unchecked Sendable {
         recognitionRequest?.endAudio()
     }
 
-    /// Waits for the final result (or an error).
+    /// Waits for the final result (or an error), on a thread of its own (not one of the system pool's few, which
+    /// the recognizer's deliveries use).
     func waitForTheEnd() async {
         let finished = finished
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 finished.wait()
                 c.resume()
             }

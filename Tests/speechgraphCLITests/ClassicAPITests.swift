@@ -8,27 +8,41 @@ import Testing
 @Suite(.tags(.model)) struct ClassicAPITests {
     let dir = TemporaryDirectory()
 
-    /// What a task delivered to its result handler, in order.
+    /// What a task delivered to its result handler, in order. Waiting blocks no thread: the handlers run on
+    /// OperationQueues, whose operations need the few threads of the system's pool (a waiter parked on one of
+    /// them, in several tests at once, left none to deliver with).
     final class Deliveries: @unchecked Sendable {
-        private let lock = Mutex<[(SFSpeechRecognitionResult?, (any Error)?)]>([])
-        private let done = DispatchSemaphore(value: 0)
-        var all: [(SFSpeechRecognitionResult?, (any Error)?)] { lock.withLock { $0 } }
+        private struct State {
+            var all: [(SFSpeechRecognitionResult?, (any Error)?)] = []
+            var ended = false
+            var waiter: CheckedContinuation<Void, Never>?
+        }
+        private let lock = Mutex(State())
+        var all: [(SFSpeechRecognitionResult?, (any Error)?)] { lock.withLock { $0.all } }
         var partials: [SFSpeechRecognitionResult] { all.compactMap { $0.0 }.filter { !$0.isFinal } }
         var finals: [SFSpeechRecognitionResult] { all.compactMap { $0.0 }.filter(\.isFinal) }
         var errors: [NSError] { all.compactMap { $0.1 as NSError? } }
 
         func take(_ result: SFSpeechRecognitionResult?, _ error: (any Error)?) {
-            lock.withLock { $0.append((result, error)) }
-            if error != nil || result?.isFinal == true { done.signal() }
+            let waiter = lock.withLock { s -> CheckedContinuation<Void, Never>? in
+                s.all.append((result, error))
+                guard error != nil || result?.isFinal == true else { return nil }
+                s.ended = true
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume()
         }
 
-        /// Waits for the final result or the error (bounded only against a hang).
+        /// Waits for the final result or the error.
         func wait() async {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().async {
-                    _ = self.done.wait(timeout: .now() + 300)
-                    c.resume()
+                let now = lock.withLock { s -> Bool in
+                    if s.ended { return true }
+                    s.waiter = c
+                    return false
                 }
+                if now { c.resume() }
             }
         }
     }
@@ -188,12 +202,31 @@ import Testing
         #expect(task.state == .completed)
     }
 
-    /// A delegate's calls, in order.
+    /// A delegate's calls, in order; waiting for the last blocks no thread (as `Deliveries`).
     final class Calls: SFSpeechRecognitionTaskDelegate, @unchecked Sendable {
-        let lock = Mutex<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        var all: [String] { lock.withLock { $0 } }
-        func add(_ s: String) { lock.withLock { $0.append(s) } }
+        private let lock = Mutex<(all: [String], done: Bool, waiter: CheckedContinuation<Void, Never>?)>(
+            ([], false, nil))
+        var all: [String] { lock.withLock { $0.all } }
+        func add(_ s: String, last: Bool = false) {
+            let waiter = lock.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.all.append(s)
+                guard last else { return nil }
+                state.done = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+        func wait() async {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = lock.withLock { state -> Bool in
+                    if state.done { return true }
+                    state.waiter = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        }
         func speechRecognitionDidDetectSpeech(_ task: SFSpeechRecognitionTask) { add("detect") }
         func speechRecognitionTask(_ task: SFSpeechRecognitionTask, didHypothesizeTranscription t: SFTranscription) {
             add("hypothesize")
@@ -204,8 +237,7 @@ import Testing
         func speechRecognitionTaskFinishedReadingAudio(_ task: SFSpeechRecognitionTask) { add("read") }
         func speechRecognitionTaskWasCancelled(_ task: SFSpeechRecognitionTask) { add("cancelled") }
         func speechRecognitionTask(_ task: SFSpeechRecognitionTask, didFinishSuccessfully ok: Bool) {
-            add("done:\(ok)")
-            done.signal()
+            add("done:\(ok)", last: true)
         }
     }
 
@@ -215,12 +247,7 @@ import Testing
         let calls = Calls()
         let task = try recognizer().recognitionTask(
             with: SFSpeechURLRecognitionRequest(url: URL(fileURLWithPath: file)), delegate: calls)
-        await withCheckedContinuation { c in
-            DispatchQueue.global().async {
-                _ = calls.done.wait(timeout: .now() + 300)
-                c.resume()
-            }
-        }
+        await calls.wait()
         let all = calls.all
         #expect(all.first == "detect" && all.filter { $0 == "detect" }.count == 1)
         #expect(all.contains("hypothesize") && all.filter { $0 == "read" }.count == 1)
