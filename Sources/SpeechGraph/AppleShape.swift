@@ -220,9 +220,12 @@ public class TranscriberCore: @unchecked Sendable {
     }
 
     /// The installed locale with the same language, if any.
-    public static func supportedLocale(equivalentTo locale: Locale) -> Locale? {
+    public static func supportedLocale(equivalentTo locale: Locale) -> Locale? { model(for: locale)?.locale }
+
+    /// The installed model of the locale's language, if any: what every Apple-shaped type decodes a locale with.
+    static func model(for locale: Locale) -> (locale: Locale, name: String)? {
         let language = locale.language.languageCode?.identifier
-        return installed().first { $0.language.languageCode?.identifier == language }
+        return models().first { $0.locale.language.languageCode?.identifier == language }
     }
 
     static func installed() -> [Locale] { models().map(\.locale) }
@@ -244,10 +247,8 @@ public class TranscriberCore: @unchecked Sendable {
 
     /// The model for this transcriber's locale (one of the same language), or an error naming those installed.
     func modelName() throws -> String {
-        let language = locale.language.languageCode?.identifier
-        let models = Self.models()
-        guard let model = models.first(where: { $0.locale.language.languageCode?.identifier == language }) else {
-            throw SpeechGraph.Error.unsupportedLocale(locale, installed: models.map(\.locale))
+        guard let model = Self.model(for: locale) else {
+            throw SpeechGraph.Error.unsupportedLocale(locale, installed: Self.installed())
         }
         return model.name
     }
@@ -463,13 +464,14 @@ public final class SpeechAnalyzer: Sendable {
         var graph: SpeechGraph?
         var input: AudioInput?
         var forwarders: [Task<Void, Never>] = []
-        var frames: Int64 = 0
         var rate: Double = 0
         /// The first buffer's format: the graph's; later buffers in another are converted to it.
         var format: AVAudioFormat?
         var converter: StreamResampler?
         /// The audio given so far, in frames at the graph's rate (fractional: converted buffers).
         var inputFrames: Double = 0
+        /// Its time.
+        var seconds: Double { inputFrames / rate }
         var finished = false
     }
     private let state = Mutex(State())
@@ -514,7 +516,7 @@ public final class SpeechAnalyzer: Sendable {
 
     /// The time of the last sample given (nil when none was).
     private var lastSampleTime: CMTime? {
-        state.withLock { $0.graph == nil ? nil : CMTime(seconds: Double($0.frames) / $0.rate) }
+        state.withLock { $0.graph == nil ? nil : CMTime(seconds: $0.seconds) }
     }
 
     /// Reads a file's buffers to its end.
@@ -583,7 +585,7 @@ public final class SpeechAnalyzer: Sendable {
                 for detector in detectors {
                     // The last span ends with the audio given.
                     let end: @Sendable () -> Double? = { [weak self] in
-                        self?.state.withLock { $0.rate > 0 ? Double($0.frames) / $0.rate : nil }
+                        self?.state.withLock { $0.rate > 0 ? $0.seconds : nil }
                     }
                     s.forwarders.append(detector.follow(graph.events(of: "vad"), end: end))
                 }
@@ -635,9 +637,9 @@ public final class SpeechAnalyzer: Sendable {
             }
             samples = mapped
         }
-        // Placed in input time (the converter's output lags by its filter's delay): `s.frames` counts the audio
-        // given, at the graph's rate; a gap before the buffer is silence given at the buffer's own rate, and audio
-        // before the time already given is dropped from the buffer, so that order and times hold either way.
+        // Placed in input time (the converter's output lags by its filter's delay): `s.inputFrames` counts the
+        // audio given, at the graph's rate; a gap before the buffer is silence given at the buffer's own rate,
+        // and audio before the time already given is dropped from the buffer, so order and times hold either way.
         let ratio = format.sampleRate / buffer.format.sampleRate
         if let start = analyzerInput.bufferStartTime {
             let at = start.seconds * s.rate
@@ -656,7 +658,6 @@ public final class SpeechAnalyzer: Sendable {
             }
         }
         s.inputFrames += Double(samples.count / to) * ratio
-        s.frames = Int64(s.inputFrames.rounded())
         var flushed: [Float] = []
         if let converter = s.converter, converter.inputRate != buffer.format.sampleRate {
             // Another rate than the converter's: what it holds comes first.
@@ -674,9 +675,7 @@ public final class SpeechAnalyzer: Sendable {
 
     private func makeGraph(_ format: AVAudioFormat) throws -> SpeechGraph {
         var b = GraphBuilder()
-        b.node(
-            "mic", "push.input",
-            ["rate": "\(Int(format.sampleRate)) Hz", "channels": "\(format.channelCount)", "buffer": "30 s"])
+        b.pushInput("mic", format: format)
         // The first detector's sensitivity is the vad's preset.
         b.node("vad", "vad", detectors.first.map { ["preset": $0.preset] } ?? [:])
         b.connect("mic.out", "vad.in")
@@ -737,5 +736,15 @@ public final class SpeechAnalyzer: Sendable {
         graph?.stop()
         for m in modules { m.continuation.finish() }
         for d in detectors { d.continuation.finish() }
+    }
+}
+
+extension GraphBuilder {
+    /// A `push.input` node for buffers of this format, holding 30 s of them: the Apple-shaped types' input (an
+    /// analyzer's, a buffer request's).
+    mutating func pushInput(_ name: String, format: AVAudioFormat) {
+        node(
+            name, "push.input",
+            ["rate": "\(Int(format.sampleRate)) Hz", "channels": "\(format.channelCount)", "buffer": "30 s"])
     }
 }

@@ -36,7 +36,7 @@ public enum AssetInventory {
     static func status(of module: any SpeechModule) -> Status {
         guard let transcriber = module as? TranscriberCore else { return .installed }
         let language = transcriber.locale.language.languageCode?.identifier ?? ""
-        if TranscriberCore.supportedLocale(equivalentTo: transcriber.locale) != nil { return .installed }
+        if TranscriberCore.model(for: transcriber.locale) != nil { return .installed }
         return packaged[language] != nil ? .supported : .unsupported
     }
 
@@ -67,7 +67,7 @@ public enum AssetInventory {
     public static var maximumReservedLocales: Int { TranscriberCore.installed().count }
     /// Whether the locale's model is installed (nothing is reserved or downloaded).
     public static func reserve(locale: Locale) async throws -> Bool {
-        TranscriberCore.supportedLocale(equivalentTo: locale) != nil
+        TranscriberCore.model(for: locale) != nil
     }
     public static func release(reservedLocale locale: Locale) async -> Bool { false }
 }

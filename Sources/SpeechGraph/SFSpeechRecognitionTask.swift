@@ -211,12 +211,7 @@ final class Recognition: @unchecked Sendable {
             }
             s.format = bufferFormat
             var builder = GraphBuilder()
-            builder.node(
-                "src", "push.input",
-                [
-                    "rate": "\(Int(bufferFormat.sampleRate)) Hz", "channels": "\(bufferFormat.channelCount)",
-                    "buffer": "30 s",
-                ])
+            builder.pushInput("src", format: bufferFormat)
             b = builder
             return .success(nil)
         }
@@ -373,29 +368,21 @@ struct Transcript {
     /// Apple's), then the others: the k-th of each utterance's n-best list (its best where the list is shorter),
     /// those words timed evenly over their utterance.
     func result(isFinal: Bool) -> SFSpeechRecognitionResult {
-        var best: [(text: String, start: Double, end: Double, confidence: Double, alternatives: [String])] = []
         let finals = finals.sorted { $0.key < $1.key }.map(\.value)
-        let all = (isFinal ? finals : Array(self.finals.merging(volatiles) { a, _ in a }.values))
-            .sorted { $0.utterance < $1.utterance }
-        for r in all {
-            if r.words.isEmpty {
-                best += Self.spread(r.plainText, over: r.range)
-            } else {
-                best += r.words.map {
-                    ($0.text, $0.range.start, $0.range.end, isFinal ? $0.confidence : 0, $0.alternatives)
-                }
-            }
+        let all =
+            isFinal ? finals : self.finals.merging(volatiles) { a, _ in a }.sorted { $0.key < $1.key }.map(\.value)
+        let best = all.flatMap { r -> [Word] in
+            guard !r.words.isEmpty else { return Self.spread(r.plainText, over: r.range) }
+            return isFinal
+                ? r.words
+                : r.words.map { Word(text: $0.text, range: $0.range, confidence: 0, alternatives: $0.alternatives) }
         }
         var transcriptions = [SFTranscription(words: best)]
         let others = finals.map { $0.alternatives.count }.max() ?? 0
         if isFinal && others > 1 {
             for k in 1..<others {
                 let words = finals.flatMap { r in
-                    k < r.alternatives.count
-                        ? Self.spread(r.alternatives[k].text, over: r.range)
-                        : r.words.map {
-                            ($0.text, $0.range.start, $0.range.end, $0.confidence, $0.alternatives)
-                        }
+                    k < r.alternatives.count ? Self.spread(r.alternatives[k].text, over: r.range) : r.words
                 }
                 transcriptions.append(SFTranscription(words: words))
             }
@@ -404,14 +391,15 @@ struct Transcript {
     }
 
     /// A text's words spread evenly over a span, at confidence 0 (words with no timings of their own).
-    static func spread(
-        _ text: String, over range: TimeRange
-    ) -> [(text: String, start: Double, end: Double, confidence: Double, alternatives: [String])] {
+    static func spread(_ text: String, over range: TimeRange) -> [Word] {
         let words = text.split(separator: " ").map(String.init)
         guard !words.isEmpty else { return [] }
         let step = (range.end - range.start) / Double(words.count)
         return words.enumerated().map { i, w in
-            (w, range.start + Double(i) * step, range.start + Double(i + 1) * step, 0, [])
+            Word(
+                text: w,
+                range: TimeRange(start: range.start + Double(i) * step, end: range.start + Double(i + 1) * step),
+                confidence: 0)
         }
     }
 }

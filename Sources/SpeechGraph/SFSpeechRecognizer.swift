@@ -132,7 +132,7 @@ public final class SFTranscription: Sendable, CustomStringConvertible {
     public let averagePauseDuration: TimeInterval
 
     /// `words`: each word's text, audio range, confidence and alternatives, in order.
-    init(words: [(text: String, start: Double, end: Double, confidence: Double, alternatives: [String])]) {
+    init(words: [Word]) {
         var text = ""
         var segments: [SFTranscriptionSegment] = []
         for w in words where !w.text.isEmpty {
@@ -142,7 +142,8 @@ public final class SFTranscription: Sendable, CustomStringConvertible {
             segments.append(
                 SFTranscriptionSegment(
                     substring: w.text, substringRange: NSRange(location: location, length: w.text.utf16.count),
-                    timestamp: w.start, duration: max(0, w.end - w.start), confidence: Float(w.confidence),
+                    timestamp: w.range.start, duration: max(0, w.range.end - w.range.start),
+                    confidence: Float(w.confidence),
                     alternativeSubstrings: w.alternatives))
         }
         formattedString = text
@@ -339,7 +340,7 @@ open class SFSpeechRecognizer: @unchecked Sendable {
 
     /// Nil when no model of the locale's language is installed (`supportedLocales()` lists those that are).
     public init?(locale: Locale) {
-        guard let model = Self.model(for: locale) else { return nil }
+        guard let model = TranscriberCore.model(for: locale) else { return nil }
         self.locale = model.locale
         modelName = model.name
         supportsOnDeviceRecognition = true
@@ -365,14 +366,11 @@ open class SFSpeechRecognizer: @unchecked Sendable {
     /// An engine's audio server went away and has not come back.
     private let audioInterrupted = Mutex(false)
 
-    static func model(for locale: Locale) -> (locale: Locale, name: String)? {
-        let language = locale.language.languageCode?.identifier
-        return TranscriberCore.models().first { $0.locale.language.languageCode?.identifier == language }
-    }
-
     /// Whether the recognizer's model is installed now, and the audio of an `AVAudioEngine` (its JACK server) is
     /// not interrupted.
-    public var isAvailable: Bool { Self.model(for: locale)?.name == modelName && !audioInterrupted.withLock { $0 } }
+    public var isAvailable: Bool {
+        TranscriberCore.model(for: locale)?.name == modelName && !audioInterrupted.withLock { $0 }
+    }
 
     /// The locales of the installed models.
     public class func supportedLocales() -> Set<Locale> { Set(TranscriberCore.installed()) }

@@ -50,17 +50,8 @@ public final class ResampleNode: GraphNode {
             case "very-high": UInt(SOXR_VHQ)
             default: UInt(SOXR_HQ)
             }
-        var quality = soxr_quality_spec(recipe, 0)
-        var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
-        var error: soxr_error_t?
-        guard
-            let s = soxr_create(
-                Double(input.sampleRate), Double(out.sampleRate), UInt32(input.channelCount),
-                &error, &io, &quality, nil), error == nil
-        else {
-            throw SpeechGraphError("libsoxr: \(error.map { String(cString: $0) } ?? "cannot create a resampler")")
-        }
-        soxr = s
+        soxr = try makeSoxr(
+            from: Double(input.sampleRate), to: Double(out.sampleRate), channels: input.channelCount, recipe: recipe)
         let ratio = Double(out.sampleRate) / Double(input.sampleRate)
         capacityFrames = Int((Double(context.maxBlockFrames) * ratio).rounded(.up)) + 16
         output = .allocate(capacity: capacityFrames * out.channelCount)

@@ -1,4 +1,5 @@
 import CSoxr
+import SpeechGraphCore
 
 /// A rate converter for code that holds its audio in arrays (the Swift API's analyzer, when a buffer comes at
 /// another rate than the first): libsoxr's high quality recipe, interleaved float samples, its state kept from one
@@ -9,20 +10,9 @@ public final class StreamResampler {
     public let channels: Int
     private let soxr: soxr_t
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     public init(from inputRate: Double, to outputRate: Double, channels: Int) throws {
         (self.inputRate, self.outputRate, self.channels) = (inputRate, outputRate, channels)
-        var quality = soxr_quality_spec(UInt(SOXR_HQ), 0)
-        var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
-        var error: soxr_error_t?
-        guard let s = soxr_create(inputRate, outputRate, UInt32(channels), &error, &io, &quality, nil), error == nil
-        else {
-            throw Failure(description: "libsoxr: \(error.map { String(cString: $0) } ?? "cannot create a resampler")")
-        }
-        soxr = s
+        soxr = try makeSoxr(from: inputRate, to: outputRate, channels: channels, recipe: UInt(SOXR_HQ))
     }
 
     deinit { soxr_delete(soxr) }
@@ -44,7 +34,7 @@ public final class StreamResampler {
                         4096, &made)
                 }
             }
-            if let error { throw Failure(description: "libsoxr: \(String(cString: error))") }
+            if let error { throw SpeechGraphError("libsoxr: \(String(cString: error))") }
             consumed += done
             out += chunk[0..<(made * channels)]
             if done == 0 && made == 0 { break }
@@ -61,10 +51,22 @@ public final class StreamResampler {
             let error = chunk.withUnsafeMutableBufferPointer { output in
                 soxr_process(soxr, nil, 0, nil, output.baseAddress, 4096, &made)
             }
-            if let error { throw Failure(description: "libsoxr: \(String(cString: error))") }
+            if let error { throw SpeechGraphError("libsoxr: \(String(cString: error))") }
             if made == 0 { break }
             out += chunk[0..<(made * channels)]
         }
         return out
     }
+}
+
+/// A libsoxr resampler of interleaved float samples with this quality recipe (`SOXR_HQ`...): the `resample` node's and
+/// `StreamResampler`'s.
+func makeSoxr(from inputRate: Double, to outputRate: Double, channels: Int, recipe: UInt) throws -> soxr_t {
+    var quality = soxr_quality_spec(recipe, 0)
+    var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
+    var error: soxr_error_t?
+    guard let s = soxr_create(inputRate, outputRate, UInt32(channels), &error, &io, &quality, nil), error == nil else {
+        throw SpeechGraphError("libsoxr: \(error.map { String(cString: $0) } ?? "cannot create a resampler")")
+    }
+    return s
 }

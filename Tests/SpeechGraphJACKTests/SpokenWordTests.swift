@@ -14,16 +14,8 @@ extension JackTests {
             "what time does the train leave tomorrow", "send a message to my brother",
             "the meeting starts at nine in the morning", "remind me to buy milk and bread",
         ]
-        var parts: [String] = []
-        for (i, s) in sentences.enumerated() {
-            let part = dir.path("sentence\(i).wav")
-            try TestSpeech.synthesize(s, to: part)
-            let pause = dir.path("pause\(i).wav")
-            try TestSpeech.sox(["-n", "-r", "16000", "-b", "16", "-c", "1", pause, "trim", "0", "1.5"])
-            parts += [part, pause]
-        }
         let file = dir.path("thirty.wav")
-        try TestSpeech.sox(parts + [file])
+        try TestSpeech.sentences(sentences, pause: 1.5, to: file)
         return (file, sentences.joined(separator: " "))
     }
 
@@ -45,14 +37,7 @@ extension JackTests {
         }
         let transcribed = try Run.speechgraph(["transcribe", "--format", "jsonl"] + shifted)
         #expect(transcribed.status == 0, "\(transcribed.stderr)")
-        var offline: [String: [String]] = [:]
-        for line in transcribed.stdout.split(separator: "\n") {
-            guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                event["isFinal"] as? Bool == true, let text = event["text"] as? String, !text.isEmpty,
-                let source = event["source"] as? String
-            else { continue }
-            offline[source, default: []].append(text)
-        }
+        let offline = TestSpeech.finalTexts(jsonl: transcribed.stdout)
         let offlineWER = shifted.map {
             wordErrorRate(reference: said, hypothesis: (offline[$0] ?? []).joined(separator: " "))
         }

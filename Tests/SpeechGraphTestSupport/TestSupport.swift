@@ -205,6 +205,34 @@ public enum TestSpeech {
         try sox(parts + [path])
     }
 
+    /// `sentences` spoken one after another into `path` (16 kHz mono), each followed by `pause` seconds of
+    /// silence; its parts go beside it.
+    public static func sentences(_ sentences: [String], pause: Double, to path: String) throws {
+        var parts: [String] = []
+        for (i, s) in sentences.enumerated() {
+            let part = "\(path).\(i).wav"
+            try synthesize(s, to: part)
+            let silence = "\(path).\(i)-pause.wav"
+            try sox(["-n", "-r", "16000", "-b", "16", "-c", "1", silence, "trim", "0", "\(pause)"])
+            parts += [part, silence]
+        }
+        try sox(parts + [path])
+    }
+
+    /// The final results' texts in `speechgraph transcribe --format jsonl` output, by the file they came from
+    /// (`source`), in order; empty texts left out.
+    public static func finalTexts(jsonl: String) -> [String: [String]] {
+        var texts: [String: [String]] = [:]
+        for line in jsonl.split(separator: "\n") {
+            guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                event["type"] as? String == "result", event["isFinal"] as? Bool == true,
+                let text = event["text"] as? String, !text.isEmpty
+            else { continue }
+            texts[event["source"] as? String ?? "", default: []].append(text)
+        }
+        return texts
+    }
+
     /// Runs sox with these arguments (`sox in.wav -r 48000 -c 2 out.wav`).
     public static func sox(_ arguments: [String]) throws {
         let r = try Run.process("/usr/bin/sox", arguments, timeout: 60)

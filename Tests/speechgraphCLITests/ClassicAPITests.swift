@@ -8,25 +8,14 @@ import Testing
 @Suite(.tags(.model)) struct ClassicAPITests {
     let dir = TemporaryDirectory()
 
-    /// What a task delivered to its result handler, in order. Waiting blocks no thread: the handlers run on
-    /// OperationQueues, whose operations need the few threads of the system's pool (a waiter parked on one of
-    /// them, in several tests at once, left none to deliver with).
-    final class Deliveries: @unchecked Sendable {
-        private struct State {
-            var all: [(SFSpeechRecognitionResult?, (any Error)?)] = []
-            var ended = false
-            var waiter: CheckedContinuation<Void, Never>?
-        }
-        private let lock = Mutex(State())
-        var all: [(SFSpeechRecognitionResult?, (any Error)?)] { lock.withLock { $0.all } }
-        var partials: [SFSpeechRecognitionResult] { all.compactMap { $0.0 }.filter { !$0.isFinal } }
-        var finals: [SFSpeechRecognitionResult] { all.compactMap { $0.0 }.filter(\.isFinal) }
-        var errors: [NSError] { all.compactMap { $0.1 as NSError? } }
+    /// Something that happens once, waited for without blocking a thread: the handlers run on OperationQueues,
+    /// whose operations need the few threads of the system's pool (a waiter parked on one of them, in several
+    /// tests at once, left none to deliver with).
+    final class Ending: Sendable {
+        private let state = Mutex<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
-        func take(_ result: SFSpeechRecognitionResult?, _ error: (any Error)?) {
-            let waiter = lock.withLock { s -> CheckedContinuation<Void, Never>? in
-                s.all.append((result, error))
-                guard error != nil || result?.isFinal == true else { return nil }
+        func end() {
+            let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
                 s.ended = true
                 defer { s.waiter = nil }
                 return s.waiter
@@ -34,17 +23,33 @@ import Testing
             waiter?.resume()
         }
 
-        /// Waits for the final result or the error.
         func wait() async {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let now = lock.withLock { s -> Bool in
-                    if s.ended { return true }
-                    s.waiter = c
-                    return false
+                let now = state.withLock { s -> Bool in
+                    if !s.ended { s.waiter = c }
+                    return s.ended
                 }
                 if now { c.resume() }
             }
         }
+    }
+
+    /// What a task delivered to its result handler, in order.
+    final class Deliveries: @unchecked Sendable {
+        private let lock = Mutex<[(SFSpeechRecognitionResult?, (any Error)?)]>([])
+        private let ending = Ending()
+        var all: [(SFSpeechRecognitionResult?, (any Error)?)] { lock.withLock { $0 } }
+        var partials: [SFSpeechRecognitionResult] { all.compactMap { $0.0 }.filter { !$0.isFinal } }
+        var finals: [SFSpeechRecognitionResult] { all.compactMap { $0.0 }.filter(\.isFinal) }
+        var errors: [NSError] { all.compactMap { $0.1 as NSError? } }
+
+        func take(_ result: SFSpeechRecognitionResult?, _ error: (any Error)?) {
+            lock.withLock { $0.append((result, error)) }
+            if error != nil || result?.isFinal == true { ending.end() }
+        }
+
+        /// Waits for the final result or the error.
+        func wait() async { await ending.wait() }
     }
 
     func recognizer() throws -> SFSpeechRecognizer {
@@ -63,17 +68,8 @@ import Testing
                 "open the door to the kitchen", "turn off the lights in the living room",
                 "what time does the train leave", "send a message to my brother",
             ] : ["please call my mother at seven in the evening", "the weather today is sunny and warm"]
-        var parts: [String] = []
-        for (i, s) in sentences.enumerated() {
-            let part = dir.path("\(name)-\(i).wav")
-            try TestSpeech.synthesize(s, to: part)
-            parts.append(part)
-            let pause = dir.path("\(name)-\(i)-pause.wav")
-            try TestSpeech.sox(["-n", "-r", "16000", "-b", "16", "-c", "1", pause, "trim", "0", long ? "3.5" : "1"])
-            parts.append(pause)
-        }
         let file = dir.path("\(name).wav")
-        try TestSpeech.sox(parts + [file])
+        try TestSpeech.sentences(sentences, pause: long ? 3.5 : 1, to: file)
         if long { #expect(try TestSpeech.duration(file) > 30) }
         return file
     }
@@ -87,13 +83,7 @@ import Testing
         // them the frames PocketSphinx takes for silence: a word may differ).
         let transcribe = try Run.speechgraph(["transcribe", "--format", "jsonl", file])
         #expect(transcribe.status == 0, "\(transcribe.stderr)")
-        let expected = try transcribe.stdout.split(separator: "\n").compactMap { line -> String? in
-            let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            guard event["type"] as? String == "result", event["isFinal"] as? Bool == true,
-                let text = event["text"] as? String, !text.isEmpty
-            else { return nil }
-            return text
-        }.joined(separator: " ")
+        let expected = TestSpeech.finalTexts(jsonl: transcribe.stdout)[file, default: []].joined(separator: " ")
         #expect(expected.contains("mother") && expected.contains("weather"))
         for partials in [true, false] {
             let request = SFSpeechURLRecognitionRequest(url: URL(fileURLWithPath: file))
@@ -202,31 +192,17 @@ import Testing
         #expect(task.state == .completed)
     }
 
-    /// A delegate's calls, in order; waiting for the last blocks no thread (as `Deliveries`).
+    /// A delegate's calls, in order.
     final class Calls: SFSpeechRecognitionTaskDelegate, @unchecked Sendable {
-        private let lock = Mutex<(all: [String], done: Bool, waiter: CheckedContinuation<Void, Never>?)>(
-            ([], false, nil))
-        var all: [String] { lock.withLock { $0.all } }
+        private let lock = Mutex<[String]>([])
+        private let ending = Ending()
+        var all: [String] { lock.withLock { $0 } }
         func add(_ s: String, last: Bool = false) {
-            let waiter = lock.withLock { state -> CheckedContinuation<Void, Never>? in
-                state.all.append(s)
-                guard last else { return nil }
-                state.done = true
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
+            lock.withLock { $0.append(s) }
+            if last { ending.end() }
         }
-        func wait() async {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let now = lock.withLock { state -> Bool in
-                    if state.done { return true }
-                    state.waiter = c
-                    return false
-                }
-                if now { c.resume() }
-            }
-        }
+        /// Waits for the last call.
+        func wait() async { await ending.wait() }
         func speechRecognitionDidDetectSpeech(_ task: SFSpeechRecognitionTask) { add("detect") }
         func speechRecognitionTask(_ task: SFSpeechRecognitionTask, didHypothesizeTranscription t: SFTranscription) {
             add("hypothesize")
